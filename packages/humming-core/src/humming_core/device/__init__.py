@@ -1,0 +1,31 @@
+"""Device protocol and registry (see DESIGN.md, "The device contract")."""
+
+from .protocol import (
+    API_VERSION,
+    Artifact,
+    Device,
+    DeviceCaps,
+    DevicePlugin,
+    GemmProblem,
+    Kernel,
+    KernelSource,
+    Support,
+)
+from .registry import DeviceNotAvailable, PluginStatus, Registry, get_device, registry
+
+__all__ = [
+    "API_VERSION",
+    "Artifact",
+    "Device",
+    "DeviceCaps",
+    "DeviceNotAvailable",
+    "DevicePlugin",
+    "GemmProblem",
+    "Kernel",
+    "KernelSource",
+    "PluginStatus",
+    "Registry",
+    "Support",
+    "get_device",
+    "registry",
+]

@@ -1,0 +1,138 @@
+"""The device contract: what a device package provides, and the data that flows between the steps.
+
+Core owns the order of the steps (see DESIGN.md): check -> candidates -> select -> render ->
+cache.get_or_build(compile) -> load -> launch. A device never calls core's cache itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from ..spec import QuantSpec
+
+API_VERSION = 1
+
+
+class DeviceCaps(BaseModel):
+    """What one hardware target can do; device packages keep one row per architecture."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    device: str  # plugin name: reference, cuda, ppu
+    arch: str  # compiler target string: sm_90a, ppu_10, cpu
+    name: str = ""  # marketing name when known (NVIDIA H200)
+    sm_count: int = 0
+    smem_per_block: int = 0  # bytes of shared memory one block may use
+    l2_bytes: int = 0
+    mem_bandwidth_gbs: float = 0.0
+    mma: dict[str, list[str]] = {}  # operand types -> instruction shapes ("mma.m16n8k16", "wgmma.m64nNk16")
+    features: list[str] = []  # cp.async, tma, clusters, pdl, fp8, fp4, block_scaled_mma, ...
+    verified: bool = True  # False where a row comes from public material only
+    notes: str = ""
+
+    def has(self, feature: str) -> bool:
+        return feature in self.features
+
+
+@dataclass(frozen=True)
+class Support:
+    """Whether a device can run a spec on a problem, and if not, why."""
+
+    ok: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    @classmethod
+    def yes(cls) -> Support:
+        return cls(True)
+
+    @classmethod
+    def no(cls, reason: str) -> Support:
+        return cls(False, reason)
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    """Shapes of one GEMM: out[M, N] = x[M, K] @ W[N, K]^T (MoE: E experts, top-k routing).
+
+    `m` is None for a layer whose batch is not known yet (configs are then chosen per M bucket).
+    """
+
+    n: int
+    k: int
+    m: int | None = None
+    num_experts: int = 1
+    topk: int = 1
+    act_dtype: str = "fp16"  # dtype of the 16-bit tensor the caller passes (fp16 or bf16)
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """A rendered translation unit: a few lines including shared headers plus one instantiation."""
+
+    name: str  # entry symbol
+    code: str
+    arch: str
+    headers: tuple[str, ...] = ()  # header include roots whose contents enter the cache key
+    options: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """Compiled bytes plus what the compiler said about them."""
+
+    binary: bytes
+    name: str
+    meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+@runtime_checkable
+class Kernel(Protocol):
+    """A loaded kernel; calling it launches on the caller's current stream."""
+
+    name: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+@runtime_checkable
+class Device(Protocol):
+    name: str
+
+    def caps(self, index: int = 0) -> DeviceCaps: ...
+
+    def fingerprint(self) -> str: ...
+
+    def check(self, spec: QuantSpec, problem: GemmProblem) -> Support: ...
+
+    def candidates(self, spec: QuantSpec, problem: GemmProblem) -> list[Any]: ...
+
+    def weight_layout(self, spec: QuantSpec, config: Any) -> Any: ...
+
+    def render(self, spec: QuantSpec, config: Any) -> KernelSource: ...
+
+    def compile(self, source: KernelSource) -> Artifact: ...
+
+    def load(self, artifact: Artifact) -> Kernel: ...
+
+
+@runtime_checkable
+class DevicePlugin(Protocol):
+    """Found through the `humming.devices` entry-point group."""
+
+    name: str
+    priority: int
+    api_version: int
+
+    def probe(self) -> bool:
+        """Cheap, never raises, creates no context: is this device usable here?"""
+        ...
+
+    def load(self) -> Device: ...

@@ -1,0 +1,1 @@
+"""Exact reference numerics: the oracle every kernel, checkpoint loader and device is tested against."""

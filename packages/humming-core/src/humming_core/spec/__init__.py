@@ -1,0 +1,25 @@
+"""Quantization specs: what the bits mean, separate from which kernel runs them."""
+
+from .presets import PRESETS, preset
+from .quant import (
+    SPEC_VERSION,
+    ActSpec,
+    EpilogueSpec,
+    QuantSpec,
+    ScaleSpec,
+    WeightSpec,
+)
+from .scalar import ScalarType, scalar
+
+__all__ = [
+    "PRESETS",
+    "SPEC_VERSION",
+    "ActSpec",
+    "EpilogueSpec",
+    "QuantSpec",
+    "ScalarType",
+    "ScaleSpec",
+    "WeightSpec",
+    "preset",
+    "scalar",
+]

@@ -1,0 +1,1 @@
+"""Humming's NVIDIA device package."""

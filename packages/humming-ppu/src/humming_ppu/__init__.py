@@ -1,0 +1,1 @@
+"""Humming's T-Head Zhenwu PPU device package."""
