@@ -95,7 +95,12 @@ class Artifact:
 
 @runtime_checkable
 class Kernel(Protocol):
-    """A loaded kernel; calling it launches on the caller's current stream."""
+    """A loaded kernel; calling it launches on the caller's current stream.
+
+    Dense GEMM kernels are called by core as
+    `kernel(x=x, out=out, n=N, k=K, bias=bias|None, act_scale=static_scale|None, **packed)` where
+    `packed` is what the device's weight layout returned from `pack()`; they write `out` in place.
+    """
 
     name: str
 

@@ -88,6 +88,13 @@ class Registry:
             return device
         raise DeviceNotAvailable(f"no device plugin named {name!r}: installed are {', '.join(self.names()) or 'none'}")
 
+    def load_for_compile(self, name: str) -> Device:
+        """Load a device whose hardware may be absent, to render and compile for another machine."""
+        for st in self.status():
+            if st.name == name and st.plugin is not None:
+                return self._devices.get(name) or st.plugin.load()
+        raise DeviceNotAvailable(f"no loadable device plugin named {name!r}: installed are {', '.join(self.names()) or 'none'}")
+
     def active_name(self) -> str:
         forced = ENV.HUMMING_DEVICE
         if forced:

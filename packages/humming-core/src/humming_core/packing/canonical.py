@@ -25,7 +25,7 @@ import torch
 from ..spec import QuantSpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity semantics: fields are tensors
 class CanonicalWeight:
     spec: QuantSpec
     n: int

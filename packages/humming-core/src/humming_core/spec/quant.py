@@ -153,11 +153,11 @@ class WeightSpec(_Frozen):
         bits = float(self.dtype.bits)
         g = self.scale.group_size
         if g is not None:
-            bits += self.scale.dtype.bits / g
+            bits += self.scale.dtype.storage_bits / g
             if self.zero_point == "int":
                 bits += self.dtype.bits / g
             elif self.zero_point == "float":
-                bits += self.scale.dtype.bits / g
+                bits += self.scale.dtype.storage_bits / g
         return bits
 
 
@@ -314,7 +314,7 @@ class QuantSpec(_Frozen):
         w = self.weight
         total = n * k * w.dtype.bits // 8
         s = w.scale
-        scale_bytes = (s.dtype.bits + 7) // 8
+        scale_bytes = s.dtype.storage_bits // 8
         if s.granularity == "group":
             groups = n * (-(-k // s.group_size))
         elif s.granularity == "block":

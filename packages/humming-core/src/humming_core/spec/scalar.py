@@ -125,6 +125,11 @@ class ScalarType(BaseModel):
         return self.is_float and self.mantissa == 0
 
     @property
+    def storage_bits(self) -> int:
+        """Bits one value occupies when stored on its own: ue4m3 is an e4m3 byte with the sign at 0."""
+        return self.bits + (0 if self.signed or self.is_exponent_only or self.is_integer else 1)
+
+    @property
     def bias(self) -> int:
         return (1 << (self.exponent - 1)) - 1 if self.is_float else 0
 

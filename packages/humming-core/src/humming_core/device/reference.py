@@ -1,0 +1,108 @@
+"""The `reference` device: runs every spec with the exact torch numerics, on CPU or any torch device.
+
+It implements the full device contract so that dispatch, caching and the user API are exercised on
+machines without an accelerator; its "compiled kernel" is the spec itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict
+
+from .. import __version__
+from ..packing import CanonicalWeight
+from ..spec import QuantSpec
+from .protocol import API_VERSION, Artifact, DeviceCaps, GemmProblem, KernelSource, Support
+
+
+class ReferenceConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str = "reference"
+
+
+class CanonicalLayout:
+    """The reference device computes straight from the canonical form."""
+
+    key = "canonical"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CanonicalLayout)
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def pack(self, cw: CanonicalWeight, device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
+        cw = cw.to(device) if device is not None else cw
+        packed = {"qweight": cw.qweight, "scales": cw.scales}
+        if cw.zeros is not None:
+            packed["zeros"] = cw.zeros
+        if cw.global_scale is not None:
+            packed["global_scale"] = cw.global_scale
+        return packed
+
+
+@dataclass
+class ReferenceKernel:
+    name: str
+    spec: QuantSpec
+
+    def __call__(self, *, x: torch.Tensor, out: torch.Tensor, n: int, k: int, bias: torch.Tensor | None = None,
+                 act_scale: torch.Tensor | None = None, **weights: torch.Tensor) -> torch.Tensor:
+        from ..numerics import reference_gemm
+
+        cw = CanonicalWeight(spec=self.spec, n=n, k=k, qweight=weights["qweight"], scales=weights["scales"],
+                             zeros=weights.get("zeros"), global_scale=weights.get("global_scale"))
+        out.copy_(reference_gemm(x, cw, bias=bias, act_scale_static=act_scale))
+        return out
+
+
+class ReferenceDevice:
+    name = "reference"
+    persistent_cache = False  # nothing is compiled: skip the disk cache
+
+    def caps(self, index: int = 0) -> DeviceCaps:
+        return DeviceCaps(device="reference", arch="torch", name=f"torch {torch.__version__} (exact numerics)",
+                          features=["all-specs"], notes="exact fp32 reference; slow, for tests and CPU machines")
+
+    def fingerprint(self) -> str:
+        return f"reference/{__version__}/torch-{torch.__version__}"
+
+    def check(self, spec: QuantSpec, problem: GemmProblem) -> Support:
+        return Support.yes()
+
+    def candidates(self, spec: QuantSpec, problem: GemmProblem) -> list[ReferenceConfig]:
+        return [ReferenceConfig()]
+
+    def weight_layout(self, spec: QuantSpec, config: Any) -> CanonicalLayout:
+        return CanonicalLayout()
+
+    def render(self, spec: QuantSpec, config: Any) -> KernelSource:
+        return KernelSource(name="reference_gemm", code=spec.to_json(), arch="torch")
+
+    def compile(self, source: KernelSource) -> Artifact:
+        return Artifact(binary=source.code.encode(), name=source.name)
+
+    def load(self, artifact: Artifact) -> ReferenceKernel:
+        return ReferenceKernel(name=artifact.name, spec=QuantSpec.from_json(artifact.binary))
+
+    def for_arch(self, arch: str) -> ReferenceDevice:
+        return self
+
+
+class ReferencePlugin:
+    name = "reference"
+    priority = 0
+    api_version = API_VERSION
+    probe_reason = ""
+
+    def probe(self) -> bool:
+        return True
+
+    def load(self) -> ReferenceDevice:
+        return ReferenceDevice()
+
+
+PLUGIN = ReferencePlugin()

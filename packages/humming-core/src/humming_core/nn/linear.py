@@ -1,0 +1,65 @@
+"""QuantLinear: a linear layer whose weight is quantized; kernels compile when it is built."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..ops import PreparedGemm, prepare
+from ..ops.gemm import _gemm_op
+from ..packing import CanonicalWeight
+from ..spec import QuantSpec
+
+
+class QuantLinear(nn.Module):
+    """y = x @ dequant(W)^T + b on the active (or named) device.
+
+    Build it with `from_float` (quantize an fp weight with a spec) or `from_canonical` (tensors from
+    a checkpoint). Every kernel the layer can need is compiled in the constructor, never in forward.
+    """
+
+    def __init__(self, weight: CanonicalWeight, device: str | None = None) -> None:
+        super().__init__()
+        self.spec: QuantSpec = weight.spec
+        self.in_features, self.out_features = weight.k, weight.n
+        self._layer: PreparedGemm = prepare(weight, device)
+        # Expose the packed tensors as buffers so .state_dict() and memory accounting see them.
+        for name, tensor in self._layer.packed.items():
+            self.register_buffer(name, tensor, persistent=False)
+
+    @classmethod
+    def from_float(cls, weight: torch.Tensor, spec: QuantSpec, bias: torch.Tensor | None = None,
+                   device: str | None = None) -> QuantLinear:
+        from ..numerics import quantize_weight
+
+        cw = quantize_weight(weight.detach().float(), spec)
+        if bias is not None:
+            cw = _with_bias(cw, bias)
+        return cls(cw, device)
+
+    @classmethod
+    def from_canonical(cls, weight: CanonicalWeight, device: str | None = None) -> QuantLinear:
+        return cls(weight, device)
+
+    @property
+    def device_name(self) -> str:
+        return self._layer.device.name
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _gemm_op(x, self._layer.id, None)
+
+    def extra_repr(self) -> str:
+        w = self.spec.weight
+        return (f"in_features={self.in_features}, out_features={self.out_features}, weight={w.dtype.name}, "
+                f"scale={w.scale.granularity}{w.scale.group_size or ''}/{w.scale.dtype.name}, "
+                f"act={self.spec.act.dtype.name}, device={self.device_name}")
+
+
+def _with_bias(cw: CanonicalWeight, bias: torch.Tensor) -> CanonicalWeight:
+    from dataclasses import replace
+
+    if tuple(bias.shape) != (cw.n,):
+        raise ValueError(f"bias has shape {tuple(bias.shape)}, expected ({cw.n},)")
+    if not cw.spec.epilogue.bias:
+        cw = replace(cw, spec=cw.spec.replace(epilogue=cw.spec.epilogue.model_copy(update={"bias": True})))
+    return replace(cw, bias=bias)

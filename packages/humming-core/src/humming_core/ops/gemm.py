@@ -1,0 +1,55 @@
+"""`humming_core.ops.gemm`: the dense quantized GEMM, as a torch custom op.
+
+The op takes the prepared layer by id so torch.compile traces it as one opaque node (a fake
+implementation gives the output's shape and dtype) instead of breaking the graph.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+
+from ..packing import CanonicalWeight
+from .layer import PreparedGemm, layer_by_id
+
+
+@torch.library.custom_op("humming::gemm", mutates_args=())
+def _gemm_op(x: torch.Tensor, layer_id: int, bias: torch.Tensor | None) -> torch.Tensor:
+    return layer_by_id(layer_id).run(x, bias)
+
+
+@_gemm_op.register_fake
+def _gemm_fake(x: torch.Tensor, layer_id: int, bias: torch.Tensor | None) -> torch.Tensor:
+    layer = layer_by_id(layer_id)
+    return x.new_empty((*x.shape[:-1], layer.n_out), dtype=layer.out_dtype)
+
+
+_PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def prepare(weight: CanonicalWeight | PreparedGemm, device: str | None = None) -> PreparedGemm:
+    """Bind a canonical weight to a device, packing it and building all its kernels now."""
+    if isinstance(weight, PreparedGemm):
+        return weight
+    if not isinstance(weight, CanonicalWeight):
+        raise TypeError(f"expected a CanonicalWeight or PreparedGemm, got {type(weight).__name__}")
+    if weight.is_moe:
+        raise ValueError("this weight has an expert dimension: use humming_core.ops.moe_gemm / fused_moe")
+    return PreparedGemm(weight, device)
+
+
+def gemm(x: torch.Tensor, weight: CanonicalWeight | PreparedGemm, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """out[..., N] = epilogue(x[..., K] @ dequant(weight)^T (+ bias)).
+
+    A `CanonicalWeight` is prepared on first use (kernels compile then) and remembered; prepare it
+    up front with `prepare()` or use `humming_core.nn.QuantLinear` to keep compilation out of the
+    forward pass.
+    """
+    if isinstance(weight, CanonicalWeight):
+        layer = _PREPARED.get(weight)
+        if layer is None:
+            layer = _PREPARED[weight] = prepare(weight)
+    else:
+        layer = prepare(weight)
+    return _gemm_op(x, layer.id, bias)

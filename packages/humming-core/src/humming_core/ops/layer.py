@@ -1,0 +1,133 @@
+"""A quantized weight bound to a device: packed once, every M bucket's kernel built up front.
+
+This is where core runs the device contract in order (DESIGN.md): check -> candidates -> select ->
+weight_layout/pack -> render -> cache.get_or_build(compile) -> load. After construction a call does
+no compilation, no host synchronisation and no allocation other than its output, so it is safe to
+capture in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from bisect import bisect_left
+from typing import Any
+
+import torch
+
+from ..device import Device, GemmProblem, Kernel, KernelSource, get_device
+from ..packing import CanonicalWeight
+from ..spec import QuantSpec
+
+# Batch sizes a layer gets a kernel for; a call with M rows uses the first bucket >= M (the last
+# bucket serves everything larger). Buckets that choose the same config share one kernel.
+M_BUCKETS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+
+_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+_LAYERS: dict[int, PreparedGemm] = {}
+_IDS = itertools.count()
+_LOCK = threading.Lock()
+
+
+def bucket_of(m: int) -> int:
+    i = bisect_left(M_BUCKETS, m)
+    return M_BUCKETS[min(i, len(M_BUCKETS) - 1)]
+
+
+def _build(device: Device, sources: list[KernelSource]) -> list[Any]:
+    """Compile through the shared cache (or directly for devices with nothing to cache)."""
+    if not getattr(device, "persistent_cache", True):
+        return [device.compile(s) for s in sources]
+    from ..jit import build_many
+
+    return build_many(device, sources)
+
+
+class PreparedGemm:
+    """out = epilogue(x @ dequant(W)^T) for one quantized weight on one device."""
+
+    def __init__(self, cw: CanonicalWeight, device: Device | str | None = None,
+                 buckets: tuple[int, ...] = M_BUCKETS) -> None:
+        self.device = device if device is not None and not isinstance(device, str) else get_device(device)
+        self.spec: QuantSpec = cw.spec
+        self.n, self.k = cw.n, cw.k
+        glu = self.spec.epilogue.glu != "none"
+        if glu and self.n % 2:
+            raise ValueError(f"a GLU epilogue needs an even N (gate and up halves), got N={self.n}")
+        self.n_out = self.n // 2 if glu else self.n
+        self.out_dtype = _DTYPES[self.spec.output_dtype]
+        self.act_dtype = _DTYPES[self.spec.act.dtype.name] if not self.spec.act.is_quantized else None
+        self.bias = cw.bias
+        configs = {b: self._select(b) for b in buckets}
+        layouts = {self.device.weight_layout(self.spec, c) for c in configs.values()}
+        if len(layouts) != 1:
+            raise RuntimeError(
+                f"device {self.device.name!r} chose {len(layouts)} weight layouts for one layer; a "
+                "layer's configs must share one layout so the weights are packed once"
+            )
+        target = getattr(self.device, "torch_device", None)
+        self.packed = layouts.pop().pack(cw, target)
+        sources = {b: self.device.render(self.spec, c) for b, c in configs.items()}
+        unique = list(dict.fromkeys(sources.values()))
+        kernels = dict(zip(unique, (self.device.load(a) for a in _build(self.device, unique))))
+        self.kernels: dict[int, Kernel] = {b: kernels[s] for b, s in sources.items()}
+        self.configs = configs
+        with _LOCK:
+            self.id = next(_IDS)
+            _LAYERS[self.id] = self
+
+    def _select(self, m: int) -> Any:
+        problem = GemmProblem(n=self.n, k=self.k, m=m, act_dtype=self.spec.act.dtype.name)
+        support = self.device.check(self.spec, problem)
+        if not support:
+            raise ValueError(f"device {self.device.name!r} cannot run this spec on N={self.n}, K={self.k}: {support.reason}")
+        candidates = self.device.candidates(self.spec, problem)
+        if not candidates:
+            raise ValueError(f"device {self.device.name!r} offered no kernel config for N={self.n}, K={self.k}, M={m}")
+        return candidates[0]
+
+    @property
+    def num_kernels(self) -> int:
+        return len({id(k) for k in self.kernels.values()})
+
+    def _check_input(self, x: torch.Tensor) -> None:
+        if x.shape[-1] != self.k:
+            raise ValueError(f"x has {x.shape[-1]} features in its last dim, the layer was built for K={self.k}")
+        if self.act_dtype is not None and x.dtype != self.act_dtype:
+            raise ValueError(
+                f"x is {x.dtype}, the layer's spec takes {self.act_dtype} activations "
+                f"(act.dtype={self.spec.act.dtype.name!r}); cast x or build the layer for {x.dtype}"
+            )
+        if self.act_dtype is None and x.dtype not in (torch.float16, torch.bfloat16):
+            raise ValueError(f"x is {x.dtype}: quantized-activation layers take fp16 or bf16 input")
+
+    def run(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        self._check_input(x)
+        x2 = x.reshape(-1, self.k)
+        if not x2.is_contiguous():
+            x2 = x2.contiguous()
+        m = x2.shape[0]
+        out = torch.empty((m, self.n_out), dtype=self.out_dtype, device=x.device)
+        bias = self.bias if bias is None else bias
+        if (bias is not None) != self.spec.epilogue.bias:
+            raise ValueError(
+                "bias given but the layer's spec has epilogue.bias=False" if bias is not None
+                else "the layer's spec has epilogue.bias=True but no bias tensor was given"
+            )
+        if bias is not None and (tuple(bias.shape) != (self.n,) or bias.device != x.device):
+            raise ValueError(f"bias must have shape ({self.n},) on {x.device}, got {tuple(bias.shape)} on {bias.device}")
+        if m:
+            self.kernels[bucket_of(m)](x=x2, out=out, n=self.n, k=self.k, bias=bias, **self.packed)
+        return out.reshape(*x.shape[:-1], self.n_out)
+
+    def release(self) -> None:
+        """Forget the layer in the op registry (its tensors go with the last reference)."""
+        with _LOCK:
+            _LAYERS.pop(self.id, None)
+
+
+def layer_by_id(layer_id: int) -> PreparedGemm:
+    try:
+        return _LAYERS[layer_id]
+    except KeyError:
+        raise KeyError(f"humming layer {layer_id} is not registered (released or never prepared)") from None
