@@ -17,7 +17,11 @@ nox.options.reuse_existing_virtualenvs = True
 def _sync(session: nox.Session, *extra: str) -> None:
     """Install the locked workspace (all four packages + dev group) into the session's venv."""
     session.run_install(
-        "uv", "sync", "--frozen", "--all-packages", *extra,
+        "uv",
+        "sync",
+        "--frozen",
+        "--all-packages",
+        *extra,
         env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
     )
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
 from humming_core.device import API_VERSION, DeviceNotAvailable, Registry, get_device
 from humming_core.device.reference import ReferenceDevice
 
@@ -29,7 +28,13 @@ class FakePlugin:
     api_version = API_VERSION
 
     def __init__(self, name, priority, available=True, reason="", raises=None):
-        self.name, self.priority, self._available, self.probe_reason, self._raises = name, priority, available, reason, raises
+        self.name, self.priority, self._available, self.probe_reason, self._raises = (
+            name,
+            priority,
+            available,
+            reason,
+            raises,
+        )
         self.loads = 0
 
     def probe(self):
@@ -45,8 +50,13 @@ class FakePlugin:
 
 
 def test_priority_order_and_first_available_wins():
-    reg = Registry([FakeEP("low", FakePlugin("low", 1)), FakeEP("high", FakePlugin("high", 50, available=False, reason="no chip")),
-                    FakeEP("mid", FakePlugin("mid", 10))])
+    reg = Registry(
+        [
+            FakeEP("low", FakePlugin("low", 1)),
+            FakeEP("high", FakePlugin("high", 50, available=False, reason="no chip")),
+            FakeEP("mid", FakePlugin("mid", 10)),
+        ]
+    )
     assert reg.names() == ["high", "mid", "low"]
     assert reg.active_name() == "mid"
     assert reg.active().name == "mid"
@@ -59,7 +69,9 @@ def test_env_override(monkeypatch):
     monkeypatch.setenv("HUMMING_DEVICE", "b")
     assert reg.active().name == "b"
     monkeypatch.setenv("HUMMING_DEVICE", "nope")
-    with pytest.raises(DeviceNotAvailable, match="no device plugin named 'nope'.*installed are a, b"):
+    with pytest.raises(
+        DeviceNotAvailable, match=r"no device plugin named 'nope'.*installed are a, b"
+    ):
         reg.active()
 
 
@@ -74,8 +86,14 @@ def test_broken_plugins_are_logged_and_skipped(caplog):
     bad_probe = FakePlugin("flaky", 90, raises=OSError("driver exploded"))
     old_api = FakePlugin("old", 80)
     old_api.api_version = 0
-    reg = Registry([FakeEP("broken", ImportError("no module named vendor_sdk")), FakeEP("flaky", bad_probe),
-                    FakeEP("old", old_api), FakeEP("ok", FakePlugin("ok", 1))])
+    reg = Registry(
+        [
+            FakeEP("broken", ImportError("no module named vendor_sdk")),
+            FakeEP("flaky", bad_probe),
+            FakeEP("old", old_api),
+            FakeEP("ok", FakePlugin("ok", 1)),
+        ]
+    )
     with caplog.at_level(logging.WARNING, logger="humming_core.device"):
         assert reg.active_name() == "ok"
     reasons = {s.name: s.reason for s in reg.status()}

@@ -7,9 +7,10 @@ this table. Variables owned by other tools (CUDA_HOME, PPU_SDK) are read by thei
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 
 def _bool(text: str) -> bool:
@@ -54,13 +55,49 @@ class EnvVar:
 
 
 VARIABLES: tuple[EnvVar, ...] = (
-    EnvVar("HUMMING_DEVICE", str, None, "force a device by name (reference, cuda, ppu) instead of the highest-priority probe"),
-    EnvVar("HUMMING_CACHE_DIR", _path, lambda: Path("~/.cache/humming").expanduser(), "root of the on-disk kernel cache, one subfolder per device"),
-    EnvVar("HUMMING_DISABLE_DISK_CACHE", _bool, False, "compile every kernel anew (the in-process memo still applies)"),
-    EnvVar("HUMMING_COMPILE_WORKERS", _int, lambda: min(32, os.cpu_count() or 1), "threads compiling kernels in parallel"),
-    EnvVar("HUMMING_DUMP_DIR", _path, None, "write each compiled kernel's source, PTX, SASS and log here"),
+    EnvVar(
+        "HUMMING_DEVICE",
+        str,
+        None,
+        "force a device by name (reference, cuda, ppu) instead of the highest-priority probe",
+    ),
+    EnvVar(
+        "HUMMING_CACHE_DIR",
+        _path,
+        lambda: Path("~/.cache/humming").expanduser(),
+        "root of the on-disk kernel cache, one subfolder per device",
+    ),
+    EnvVar(
+        "HUMMING_DISABLE_DISK_CACHE",
+        _bool,
+        False,
+        "compile every kernel anew (the in-process memo still applies)",
+    ),
+    EnvVar(
+        "HUMMING_COMPILE_WORKERS",
+        _int,
+        lambda: min(32, os.cpu_count() or 1),
+        "threads compiling kernels in parallel",
+    ),
+    EnvVar(
+        "HUMMING_DUMP_DIR",
+        _path,
+        None,
+        "write each compiled kernel's source, PTX, SASS and log here",
+    ),
     EnvVar("HUMMING_LOG_LEVEL", str, "WARNING", "log level of the humming_* loggers"),
-    EnvVar("HUMMING_TEST_REQUIRE", _list, (), "comma list of devices whose tests must run: skips become failures"),
+    EnvVar(
+        "HUMMING_PPU_COMPILER",
+        _path,
+        None,
+        "PPU SDK compiler to run instead of $PPU_SDK/CUDA_SDK/bin/hgcc (ppu device)",
+    ),
+    EnvVar(
+        "HUMMING_TEST_REQUIRE",
+        _list,
+        (),
+        "comma list of devices whose tests must run: skips become failures",
+    ),
 )
 
 

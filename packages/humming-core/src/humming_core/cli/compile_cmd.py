@@ -11,7 +11,9 @@ from .common import console, load_spec
 
 
 def register(sub) -> None:
-    p = sub.add_parser("compile", help="compile a spec's kernel for an arch (no GPU needed) and show resources")
+    p = sub.add_parser(
+        "compile", help="compile a spec's kernel for an arch (no GPU needed) and show resources"
+    )
     p.add_argument("--spec", default="W4A16_G128")
     p.add_argument("--device", default="cuda", help="device plugin (default cuda)")
     p.add_argument("--arch", required=True, help="target, e.g. sm_80, sm_90a, sm_120a")

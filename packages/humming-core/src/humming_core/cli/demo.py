@@ -7,14 +7,14 @@ import time
 import torch
 
 from ..device import get_device
-from ..numerics import dequantize_weight, quantize_weight
-from ..ops import prepare
 from .common import console, load_spec
 
 
 def register(sub) -> None:
     p = sub.add_parser("demo", help="quantize a random layer and run the quantized GEMM")
-    p.add_argument("--spec", default="W4A16_G128", help="preset name or JSON spec (default W4A16_G128)")
+    p.add_argument(
+        "--spec", default="W4A16_G128", help="preset name or JSON spec (default W4A16_G128)"
+    )
     p.add_argument("--n", type=int, default=4096)
     p.add_argument("--k", type=int, default=4096)
     p.add_argument("--m", type=int, default=16)
@@ -28,6 +28,9 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def run(args) -> int:
+    from ..numerics import dequantize_weight, quantize_weight
+    from ..ops import prepare
+
     spec = load_spec(args.spec)
     device = get_device(args.device)
     target = getattr(device, "torch_device", None) or torch.device("cpu")
@@ -35,7 +38,9 @@ def run(args) -> int:
     gen = torch.Generator().manual_seed(args.seed)
     w = torch.randn(args.n, args.k, generator=gen) / args.k**0.5
     x = torch.randn(args.m, args.k, generator=gen).to(dtype)
-    console.print(f"device: [bold]{device.name}[/bold]  spec: {args.spec}  layer {args.n}x{args.k}, M={args.m}")
+    console.print(
+        f"device: [bold]{device.name}[/bold]  spec: {args.spec}  layer {args.n}x{args.k}, M={args.m}"
+    )
 
     t0 = time.perf_counter()
     cw = quantize_weight(w, spec)
@@ -56,10 +61,16 @@ def run(args) -> int:
 
     ref16 = (x.float() @ w.T).to(dtype)
     deq = (x.float() @ dequantize_weight(cw).T).to(dtype)
-    console.print(f"quantize {t_quant * 1e3:.1f} ms, prepare (pack + {layer.num_kernels} kernel(s)) {t_prep * 1e3:.1f} ms")
+    console.print(
+        f"quantize {t_quant * 1e3:.1f} ms, prepare (pack + {layer.num_kernels} kernel(s)) {t_prep * 1e3:.1f} ms"
+    )
     console.print(f"gemm: {t_gemm * 1e6:.1f} us per call")
-    console.print(f"relative error vs fp16 weights (quantization error): {_rel(out.cpu(), ref16):.4e}")
-    console.print(f"relative error vs dequantized weights (kernel error):  {_rel(out.cpu(), deq):.4e}")
+    console.print(
+        f"relative error vs fp16 weights (quantization error): {_rel(out.cpu(), ref16):.4e}"
+    )
+    console.print(
+        f"relative error vs dequantized weights (kernel error):  {_rel(out.cpu(), deq):.4e}"
+    )
     return 0
 
 

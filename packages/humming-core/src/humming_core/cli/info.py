@@ -10,7 +10,9 @@ from .common import console
 
 
 def register(sub) -> None:
-    p = sub.add_parser("info", help="device plugins, probe results, the active device's capabilities")
+    p = sub.add_parser(
+        "info", help="device plugins, probe results, the active device's capabilities"
+    )
     p.set_defaults(func=run)
 
 
@@ -20,7 +22,12 @@ def run(args) -> int:
     for col in ("plugin", "priority", "available", "why"):
         table.add_column(col)
     for st in reg.status():
-        table.add_row(st.name, str(st.priority), "yes" if st.available else "no", st.reason or "probe succeeded")
+        table.add_row(
+            st.name,
+            str(st.priority),
+            "yes" if st.available else "no",
+            st.reason or "probe succeeded",
+        )
     console.print(table)
     try:
         device = reg.active()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from importlib.metadata import entry_points
 
 from ..env import ENV
 from . import compile_cmd, demo, info, spec_cmd
@@ -12,28 +13,37 @@ from . import compile_cmd, demo, info, spec_cmd
 COMMANDS = [info, spec_cmd, demo, compile_cmd]
 
 
-def _optional_commands() -> list:
-    """Subcommands whose modules other work streams add (formats); absent ones are simply not offered."""
+def _plugin_commands() -> list:
+    """Subcommands device packages add through the `humming.cli` entry-point group (e.g. `bench`).
+
+    Each entry point names a module with `register(subparsers)`; one that fails to import is
+    logged and left out, like a broken device plugin.
+    """
     found = []
-    for name in ("formats_cmd", "bench_cmd"):
+    for ep in entry_points(group="humming.cli"):
         try:
-            found.append(__import__(f"{__package__}.{name}", fromlist=["register"]))
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__package__}.{name}":
-                raise
+            found.append(ep.load())
+        except Exception as exc:
+            logging.getLogger("humming_core.cli").warning(
+                "humming command %r unavailable: %s", ep.name, exc
+            )
     return found
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="humming", description="Humming: quantized GEMM kernels for LLM inference")
+    parser = argparse.ArgumentParser(
+        prog="humming", description="Humming: quantized GEMM kernels for LLM inference"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in COMMANDS + _optional_commands():
+    for module in COMMANDS + _plugin_commands():
         module.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=ENV.HUMMING_LOG_LEVEL.upper(), format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=ENV.HUMMING_LOG_LEVEL.upper(), format="%(levelname)s %(name)s: %(message)s"
+    )
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -11,9 +11,15 @@ from .common import console, human_bytes, load_spec
 
 def register(sub) -> None:
     p = sub.add_parser("spec", help="explain a preset or a JSON spec")
-    p.add_argument("spec", nargs="?", help="preset name, JSON text or .json file; omit to list presets")
-    p.add_argument("--n", type=int, default=4096, help="output features for the byte count (default 4096)")
-    p.add_argument("--k", type=int, default=4096, help="input features for the byte count (default 4096)")
+    p.add_argument(
+        "spec", nargs="?", help="preset name, JSON text or .json file; omit to list presets"
+    )
+    p.add_argument(
+        "--n", type=int, default=4096, help="output features for the byte count (default 4096)"
+    )
+    p.add_argument(
+        "--k", type=int, default=4096, help="input features for the byte count (default 4096)"
+    )
     p.add_argument("--json", action="store_true", help="print the spec as JSON only")
     p.set_defaults(func=run)
 
@@ -32,11 +38,15 @@ def run(args) -> int:
         print(spec.model_dump_json(indent=2))
         return 0
     weight, scales, act = _summary(spec)
-    console.print(f"weight: {weight}   scales: {scales}   activations: {act}   output: {spec.output_dtype}")
+    console.print(
+        f"weight: {weight}   scales: {scales}   activations: {act}   output: {spec.output_dtype}"
+    )
     console.print(f"bits per weight: {spec.weight.bits_per_weight:.4f}")
     nbytes = spec.weight_bytes(args.n, args.k)
-    console.print(f"{args.n}x{args.k} layer: {human_bytes(nbytes)} (fp16: {human_bytes(2 * args.n * args.k)}, "
-                  f"{2 * args.n * args.k / nbytes:.2f}x smaller)")
+    console.print(
+        f"{args.n}x{args.k} layer: {human_bytes(nbytes)} (fp16: {human_bytes(2 * args.n * args.k)}, "
+        f"{2 * args.n * args.k / nbytes:.2f}x smaller)"
+    )
     table = Table(title="devices")
     for col in ("device", "can run", "why"):
         table.add_column(col)
@@ -55,8 +65,16 @@ def run(args) -> int:
 def _summary(spec) -> tuple[str, str, str]:
     w, a = spec.weight, spec.act
     zp = {"none": "", "int": " + int zero points", "float": " + float offsets"}[w.zero_point]
-    gran = {"group": f"group {w.scale.group_size}", "block": f"block {w.scale.block}", "channel": "per channel",
-            "tensor": "per tensor"}[w.scale.granularity]
+    gran = {
+        "group": f"group {w.scale.group_size}",
+        "block": f"block {w.scale.block}",
+        "channel": "per channel",
+        "tensor": "per tensor",
+    }[w.scale.granularity]
     scales = f"{gran} {w.scale.dtype.name}{' x fp32 global' if w.global_scale else ''}"
-    act = a.dtype.name if not a.is_quantized else f"{a.dtype.name} {a.quant} per {a.granularity}{a.group_size or ''}"
+    act = (
+        a.dtype.name
+        if not a.is_quantized
+        else f"{a.dtype.name} {a.quant} per {a.granularity}{a.group_size or ''}"
+    )
     return w.dtype.name + zp, scales, act

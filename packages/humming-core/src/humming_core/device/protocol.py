@@ -29,7 +29,9 @@ class DeviceCaps(BaseModel):
     smem_per_block: int = 0  # bytes of shared memory one block may use
     l2_bytes: int = 0
     mem_bandwidth_gbs: float = 0.0
-    mma: dict[str, list[str]] = {}  # operand types -> instruction shapes ("mma.m16n8k16", "wgmma.m64nNk16")
+    mma: dict[
+        str, list[str]
+    ] = {}  # operand types -> instruction shapes ("mma.m16n8k16", "wgmma.m64nNk16")
     features: list[str] = []  # cp.async, tma, clusters, pdl, fp8, fp4, block_scaled_mma, ...
     verified: bool = True  # False where a row comes from public material only
     notes: str = ""

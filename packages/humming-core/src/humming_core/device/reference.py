@@ -34,7 +34,9 @@ class CanonicalLayout:
     def __hash__(self) -> int:
         return hash(self.key)
 
-    def pack(self, cw: CanonicalWeight, device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
+    def pack(
+        self, cw: CanonicalWeight, device: torch.device | str | None = None
+    ) -> dict[str, torch.Tensor]:
         cw = cw.to(device) if device is not None else cw
         packed = {"qweight": cw.qweight, "scales": cw.scales}
         if cw.zeros is not None:
@@ -49,12 +51,28 @@ class ReferenceKernel:
     name: str
     spec: QuantSpec
 
-    def __call__(self, *, x: torch.Tensor, out: torch.Tensor, n: int, k: int, bias: torch.Tensor | None = None,
-                 act_scale: torch.Tensor | None = None, **weights: torch.Tensor) -> torch.Tensor:
+    def __call__(
+        self,
+        *,
+        x: torch.Tensor,
+        out: torch.Tensor,
+        n: int,
+        k: int,
+        bias: torch.Tensor | None = None,
+        act_scale: torch.Tensor | None = None,
+        **weights: torch.Tensor,
+    ) -> torch.Tensor:
         from ..numerics import reference_gemm
 
-        cw = CanonicalWeight(spec=self.spec, n=n, k=k, qweight=weights["qweight"], scales=weights["scales"],
-                             zeros=weights.get("zeros"), global_scale=weights.get("global_scale"))
+        cw = CanonicalWeight(
+            spec=self.spec,
+            n=n,
+            k=k,
+            qweight=weights["qweight"],
+            scales=weights["scales"],
+            zeros=weights.get("zeros"),
+            global_scale=weights.get("global_scale"),
+        )
         out.copy_(reference_gemm(x, cw, bias=bias, act_scale_static=act_scale))
         return out
 
@@ -64,8 +82,13 @@ class ReferenceDevice:
     persistent_cache = False  # nothing is compiled: skip the disk cache
 
     def caps(self, index: int = 0) -> DeviceCaps:
-        return DeviceCaps(device="reference", arch="torch", name=f"torch {torch.__version__} (exact numerics)",
-                          features=["all-specs"], notes="exact fp32 reference; slow, for tests and CPU machines")
+        return DeviceCaps(
+            device="reference",
+            arch="torch",
+            name=f"torch {torch.__version__} (exact numerics)",
+            features=["all-specs"],
+            notes="exact fp32 reference; slow, for tests and CPU machines",
+        )
 
     def fingerprint(self) -> str:
         return f"reference/{__version__}/torch-{torch.__version__}"

@@ -7,9 +7,9 @@ names one. A plugin that fails to import, load or probe is logged and skipped, n
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Iterable
 
 from ..env import ENV
 from .protocol import API_VERSION, Device, DevicePlugin
@@ -42,7 +42,9 @@ class Registry:
     def status(self) -> list[PluginStatus]:
         """All plugins, highest priority first, each probed once."""
         if self._status is None:
-            self._status = sorted((self._inspect(ep) for ep in self._eps), key=lambda s: -s.priority)
+            self._status = sorted(
+                (self._inspect(ep) for ep in self._eps), key=lambda s: -s.priority
+            )
         return self._status
 
     def _inspect(self, ep: EntryPoint) -> PluginStatus:
@@ -83,17 +85,23 @@ class Registry:
             try:
                 device = st.plugin.load()
             except Exception as exc:
-                raise DeviceNotAvailable(f"device {name!r} failed to load: {type(exc).__name__}: {exc}") from exc
+                raise DeviceNotAvailable(
+                    f"device {name!r} failed to load: {type(exc).__name__}: {exc}"
+                ) from exc
             self._devices[name] = device
             return device
-        raise DeviceNotAvailable(f"no device plugin named {name!r}: installed are {', '.join(self.names()) or 'none'}")
+        raise DeviceNotAvailable(
+            f"no device plugin named {name!r}: installed are {', '.join(self.names()) or 'none'}"
+        )
 
     def load_for_compile(self, name: str) -> Device:
         """Load a device whose hardware may be absent, to render and compile for another machine."""
         for st in self.status():
             if st.name == name and st.plugin is not None:
                 return self._devices.get(name) or st.plugin.load()
-        raise DeviceNotAvailable(f"no loadable device plugin named {name!r}: installed are {', '.join(self.names()) or 'none'}")
+        raise DeviceNotAvailable(
+            f"no loadable device plugin named {name!r}: installed are {', '.join(self.names()) or 'none'}"
+        )
 
     def active_name(self) -> str:
         forced = ENV.HUMMING_DEVICE
@@ -102,7 +110,9 @@ class Registry:
         for st in self.status():
             if st.available:
                 return st.name
-        raise DeviceNotAvailable("no humming device is available (is humming-core installed with its entry points?)")
+        raise DeviceNotAvailable(
+            "no humming device is available (is humming-core installed with its entry points?)"
+        )
 
     def active(self) -> Device:
         return self.get(self.active_name())

@@ -28,8 +28,13 @@ class QuantLinear(nn.Module):
             self.register_buffer(name, tensor, persistent=False)
 
     @classmethod
-    def from_float(cls, weight: torch.Tensor, spec: QuantSpec, bias: torch.Tensor | None = None,
-                   device: str | None = None) -> QuantLinear:
+    def from_float(
+        cls,
+        weight: torch.Tensor,
+        spec: QuantSpec,
+        bias: torch.Tensor | None = None,
+        device: str | None = None,
+    ) -> QuantLinear:
         from ..numerics import quantize_weight
 
         cw = quantize_weight(weight.detach().float(), spec)
@@ -50,9 +55,11 @@ class QuantLinear(nn.Module):
 
     def extra_repr(self) -> str:
         w = self.spec.weight
-        return (f"in_features={self.in_features}, out_features={self.out_features}, weight={w.dtype.name}, "
-                f"scale={w.scale.granularity}{w.scale.group_size or ''}/{w.scale.dtype.name}, "
-                f"act={self.spec.act.dtype.name}, device={self.device_name}")
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, weight={w.dtype.name}, "
+            f"scale={w.scale.granularity}{w.scale.group_size or ''}/{w.scale.dtype.name}, "
+            f"act={self.spec.act.dtype.name}, device={self.device_name}"
+        )
 
 
 def _with_bias(cw: CanonicalWeight, bias: torch.Tensor) -> CanonicalWeight:
@@ -61,5 +68,7 @@ def _with_bias(cw: CanonicalWeight, bias: torch.Tensor) -> CanonicalWeight:
     if tuple(bias.shape) != (cw.n,):
         raise ValueError(f"bias has shape {tuple(bias.shape)}, expected ({cw.n},)")
     if not cw.spec.epilogue.bias:
-        cw = replace(cw, spec=cw.spec.replace(epilogue=cw.spec.epilogue.model_copy(update={"bias": True})))
+        cw = replace(
+            cw, spec=cw.spec.replace(epilogue=cw.spec.epilogue.model_copy(update={"bias": True}))
+        )
     return replace(cw, bias=bias)

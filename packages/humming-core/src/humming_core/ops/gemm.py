@@ -35,11 +35,15 @@ def prepare(weight: CanonicalWeight | PreparedGemm, device: str | None = None) -
     if not isinstance(weight, CanonicalWeight):
         raise TypeError(f"expected a CanonicalWeight or PreparedGemm, got {type(weight).__name__}")
     if weight.is_moe:
-        raise ValueError("this weight has an expert dimension: use humming_core.ops.moe_gemm / fused_moe")
+        raise ValueError(
+            "this weight has an expert dimension: use humming_core.ops.moe_gemm / fused_moe"
+        )
     return PreparedGemm(weight, device)
 
 
-def gemm(x: torch.Tensor, weight: CanonicalWeight | PreparedGemm, bias: torch.Tensor | None = None) -> torch.Tensor:
+def gemm(
+    x: torch.Tensor, weight: CanonicalWeight | PreparedGemm, bias: torch.Tensor | None = None
+) -> torch.Tensor:
     """out[..., N] = epilogue(x[..., K] @ dequant(weight)^T (+ bias)).
 
     A `CanonicalWeight` is prepared on first use (kernels compile then) and remembered; prepare it

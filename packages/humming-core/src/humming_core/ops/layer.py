@@ -46,9 +46,15 @@ def _build(device: Device, sources: list[KernelSource]) -> list[Any]:
 class PreparedGemm:
     """out = epilogue(x @ dequant(W)^T) for one quantized weight on one device."""
 
-    def __init__(self, cw: CanonicalWeight, device: Device | str | None = None,
-                 buckets: tuple[int, ...] = M_BUCKETS) -> None:
-        self.device = device if device is not None and not isinstance(device, str) else get_device(device)
+    def __init__(
+        self,
+        cw: CanonicalWeight,
+        device: Device | str | None = None,
+        buckets: tuple[int, ...] = M_BUCKETS,
+    ) -> None:
+        self.device = (
+            device if device is not None and not isinstance(device, str) else get_device(device)
+        )
         self.spec: QuantSpec = cw.spec
         self.n, self.k = cw.n, cw.k
         glu = self.spec.epilogue.glu != "none"
@@ -56,7 +62,9 @@ class PreparedGemm:
             raise ValueError(f"a GLU epilogue needs an even N (gate and up halves), got N={self.n}")
         self.n_out = self.n // 2 if glu else self.n
         self.out_dtype = _DTYPES[self.spec.output_dtype]
-        self.act_dtype = _DTYPES[self.spec.act.dtype.name] if not self.spec.act.is_quantized else None
+        self.act_dtype = (
+            _DTYPES[self.spec.act.dtype.name] if not self.spec.act.is_quantized else None
+        )
         self.bias = cw.bias
         configs = {b: self._select(b) for b in buckets}
         layouts = {self.device.weight_layout(self.spec, c) for c in configs.values()}
@@ -69,7 +77,9 @@ class PreparedGemm:
         self.packed = layouts.pop().pack(cw, target)
         sources = {b: self.device.render(self.spec, c) for b, c in configs.items()}
         unique = list(dict.fromkeys(sources.values()))
-        kernels = dict(zip(unique, (self.device.load(a) for a in _build(self.device, unique))))
+        kernels = dict(
+            zip(unique, (self.device.load(a) for a in _build(self.device, unique)), strict=True)
+        )
         self.kernels: dict[int, Kernel] = {b: kernels[s] for b, s in sources.items()}
         self.configs = configs
         with _LOCK:
@@ -80,10 +90,14 @@ class PreparedGemm:
         problem = GemmProblem(n=self.n, k=self.k, m=m, act_dtype=self.spec.act.dtype.name)
         support = self.device.check(self.spec, problem)
         if not support:
-            raise ValueError(f"device {self.device.name!r} cannot run this spec on N={self.n}, K={self.k}: {support.reason}")
+            raise ValueError(
+                f"device {self.device.name!r} cannot run this spec on N={self.n}, K={self.k}: {support.reason}"
+            )
         candidates = self.device.candidates(self.spec, problem)
         if not candidates:
-            raise ValueError(f"device {self.device.name!r} offered no kernel config for N={self.n}, K={self.k}, M={m}")
+            raise ValueError(
+                f"device {self.device.name!r} offered no kernel config for N={self.n}, K={self.k}, M={m}"
+            )
         return candidates[0]
 
     @property
@@ -92,7 +106,9 @@ class PreparedGemm:
 
     def _check_input(self, x: torch.Tensor) -> None:
         if x.shape[-1] != self.k:
-            raise ValueError(f"x has {x.shape[-1]} features in its last dim, the layer was built for K={self.k}")
+            raise ValueError(
+                f"x has {x.shape[-1]} features in its last dim, the layer was built for K={self.k}"
+            )
         if self.act_dtype is not None and x.dtype != self.act_dtype:
             raise ValueError(
                 f"x is {x.dtype}, the layer's spec takes {self.act_dtype} activations "
@@ -101,21 +117,38 @@ class PreparedGemm:
         if self.act_dtype is None and x.dtype not in (torch.float16, torch.bfloat16):
             raise ValueError(f"x is {x.dtype}: quantized-activation layers take fp16 or bf16 input")
 
-    def run(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    def run(
+        self, x: torch.Tensor, bias: torch.Tensor | None = None, out: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Compute into a new tensor, or into `out` (shape [..., n_out], the layer's output dtype)."""
         self._check_input(x)
         x2 = x.reshape(-1, self.k)
         if not x2.is_contiguous():
             x2 = x2.contiguous()
         m = x2.shape[0]
-        out = torch.empty((m, self.n_out), dtype=self.out_dtype, device=x.device)
+        if out is None:
+            out = torch.empty((m, self.n_out), dtype=self.out_dtype, device=x.device)
+        elif (
+            out.shape != (*x.shape[:-1], self.n_out)
+            or out.dtype != self.out_dtype
+            or not out.is_contiguous()
+        ):
+            raise ValueError(
+                f"out must be a contiguous {self.out_dtype} tensor of shape {(*x.shape[:-1], self.n_out)}, "
+                f"got {out.dtype} {tuple(out.shape)}"
+            )
+        out = out.view(m, self.n_out)
         bias = self.bias if bias is None else bias
         if (bias is not None) != self.spec.epilogue.bias:
             raise ValueError(
-                "bias given but the layer's spec has epilogue.bias=False" if bias is not None
+                "bias given but the layer's spec has epilogue.bias=False"
+                if bias is not None
                 else "the layer's spec has epilogue.bias=True but no bias tensor was given"
             )
         if bias is not None and (tuple(bias.shape) != (self.n,) or bias.device != x.device):
-            raise ValueError(f"bias must have shape ({self.n},) on {x.device}, got {tuple(bias.shape)} on {bias.device}")
+            raise ValueError(
+                f"bias must have shape ({self.n},) on {x.device}, got {tuple(bias.shape)} on {bias.device}"
+            )
         if m:
             self.kernels[bucket_of(m)](x=x2, out=out, n=self.n, k=self.k, bias=bias, **self.packed)
         return out.reshape(*x.shape[:-1], self.n_out)
@@ -130,4 +163,6 @@ def layer_by_id(layer_id: int) -> PreparedGemm:
     try:
         return _LAYERS[layer_id]
     except KeyError:
-        raise KeyError(f"humming layer {layer_id} is not registered (released or never prepared)") from None
+        raise KeyError(
+            f"humming layer {layer_id} is not registered (released or never prepared)"
+        ) from None

@@ -13,7 +13,9 @@ def _channel(dtype: str = "fp16") -> ScaleSpec:
     return ScaleSpec(granularity="channel", dtype=dtype)
 
 
-def _w(dtype: str, scale: ScaleSpec, zero_point: str = "none", global_scale: bool = False) -> WeightSpec:
+def _w(
+    dtype: str, scale: ScaleSpec, zero_point: str = "none", global_scale: bool = False
+) -> WeightSpec:
     return WeightSpec(dtype=dtype, scale=scale, zero_point=zero_point, global_scale=global_scale)
 
 
@@ -42,15 +44,29 @@ FP8_BLOCK128 = QuantSpec(
     act=ActSpec(dtype="e4m3", quant="dynamic", granularity="group", group_size=128),
     epilogue={"out_dtype": "bf16"},
 )
-W8A8_FP8 = QuantSpec(weight=_w("e4m3", _channel("fp32")), act=_FP8_TOKEN, epilogue={"out_dtype": "bf16"})
-W8A8_INT8 = QuantSpec(weight=_w("int8", _channel("fp32")), act=_INT8_TOKEN, epilogue={"out_dtype": "bf16"})
+W8A8_FP8 = QuantSpec(
+    weight=_w("e4m3", _channel("fp32")), act=_FP8_TOKEN, epilogue={"out_dtype": "bf16"}
+)
+W8A8_INT8 = QuantSpec(
+    weight=_w("int8", _channel("fp32")), act=_INT8_TOKEN, epilogue={"out_dtype": "bf16"}
+)
 W4A8_FP8 = QuantSpec(weight=_w("int4", _group(128)), act=_FP8_TOKEN, epilogue={"out_dtype": "bf16"})
-W4A8_INT8 = QuantSpec(weight=_w("int4", _group(128)), act=_INT8_TOKEN, epilogue={"out_dtype": "bf16"})
-MXFP4_A8 = QuantSpec(weight=_w("e2m1", _group(32, "e8m0")), act=_FP8_TOKEN, epilogue={"out_dtype": "bf16"})
+W4A8_INT8 = QuantSpec(
+    weight=_w("int4", _group(128)), act=_INT8_TOKEN, epilogue={"out_dtype": "bf16"}
+)
+MXFP4_A8 = QuantSpec(
+    weight=_w("e2m1", _group(32, "e8m0")), act=_FP8_TOKEN, epilogue={"out_dtype": "bf16"}
+)
 W4A4_NVFP4 = QuantSpec(
     weight=_w("e2m1", _group(16, "ue4m3"), global_scale=True),
-    act=ActSpec(dtype="e2m1", quant="dynamic", granularity="group", group_size=16,
-                scale_dtype="ue4m3", global_scale=True),
+    act=ActSpec(
+        dtype="e2m1",
+        quant="dynamic",
+        granularity="group",
+        group_size=16,
+        scale_dtype="ue4m3",
+        global_scale=True,
+    ),
     epilogue={"out_dtype": "bf16"},
 )
 W4A4_INT4 = QuantSpec(
@@ -60,7 +76,9 @@ W4A4_INT4 = QuantSpec(
 )
 
 PRESETS: dict[str, QuantSpec] = {
-    name: value for name, value in globals().items() if isinstance(value, QuantSpec) and name.isupper()
+    name: value
+    for name, value in globals().items()
+    if isinstance(value, QuantSpec) and name.isupper()
 }
 
 

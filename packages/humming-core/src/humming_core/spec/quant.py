@@ -9,7 +9,14 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainSerializer,
+    field_validator,
+    model_validator,
+)
 
 from .scalar import ScalarType
 
@@ -27,7 +34,9 @@ def _as_scalar(value: Any) -> ScalarType:
 
 
 # Scalar types travel as their short names in JSON ("int4", "e8m0").
-Scalar = Annotated[ScalarType, BeforeValidator(_as_scalar), PlainSerializer(lambda s: s.name, return_type=str)]
+Scalar = Annotated[
+    ScalarType, BeforeValidator(_as_scalar), PlainSerializer(lambda s: s.name, return_type=str)
+]
 
 SCALE_DTYPES = ("fp32", "fp16", "bf16", "e8m0", "ue4m3")
 WIDE_ACTS = ("fp16", "bf16")
@@ -40,7 +49,9 @@ class _Frozen(BaseModel):
 
 def _pow2_at_least_16(name: str, value: int) -> int:
     if value < 16 or value & (value - 1):
-        raise ValueError(f"{name}={value} is not allowed: use a power of two >= 16 (16, 32, 64, 128, ...)")
+        raise ValueError(
+            f"{name}={value} is not allowed: use a power of two >= 16 (16, 32, 64, 128, ...)"
+        )
     return value
 
 
@@ -56,7 +67,9 @@ class ScaleSpec(_Frozen):
     @classmethod
     def _dtype(cls, v: ScalarType) -> ScalarType:
         if v.name not in SCALE_DTYPES:
-            raise ValueError(f"scale dtype {v.name!r} is not allowed: use one of {', '.join(SCALE_DTYPES)}")
+            raise ValueError(
+                f"scale dtype {v.name!r} is not allowed: use one of {', '.join(SCALE_DTYPES)}"
+            )
         return v
 
     @field_validator("group_size")
@@ -190,7 +203,9 @@ class ActSpec(_Frozen):
     @classmethod
     def _scale(cls, v: ScalarType) -> ScalarType:
         if v.name not in ("fp32", "e8m0", "ue4m3"):
-            raise ValueError(f"activation scale_dtype {v.name!r} is not allowed: use fp32, e8m0 or ue4m3")
+            raise ValueError(
+                f"activation scale_dtype {v.name!r} is not allowed: use fp32, e8m0 or ue4m3"
+            )
         return v
 
     @model_validator(mode="after")
@@ -223,7 +238,9 @@ class ActSpec(_Frozen):
             )
         sd = self.scale_dtype.name
         if sd == "e8m0" and self.group_size != 32:
-            raise ValueError("act scale_dtype 'e8m0' (MX) needs granularity 'group' with group_size 32")
+            raise ValueError(
+                "act scale_dtype 'e8m0' (MX) needs granularity 'group' with group_size 32"
+            )
         if sd == "ue4m3" and (self.group_size != 16 or not self.global_scale):
             raise ValueError(
                 "act scale_dtype 'ue4m3' (NVFP4) needs granularity 'group', group_size 16 and global_scale=True"
@@ -279,7 +296,9 @@ class QuantSpec(_Frozen):
         if self.act.is_quantized:
             self._check_act_represents_weights()
         if self.epilogue.topk_weight and self.layout != "moe":
-            raise ValueError("epilogue.topk_weight=True needs layout='moe': it multiplies by the router's top-k weight")
+            raise ValueError(
+                "epilogue.topk_weight=True needs layout='moe': it multiplies by the router's top-k weight"
+            )
         return self
 
     def _check_act_represents_weights(self) -> None:
@@ -325,7 +344,9 @@ class QuantSpec(_Frozen):
             groups = 1
         total += groups * scale_bytes
         if w.zero_point == "int":
-            total += groups * w.dtype.bits // 8 if w.dtype.bits >= 8 else -(-groups * w.dtype.bits // 8)
+            total += (
+                groups * w.dtype.bits // 8 if w.dtype.bits >= 8 else -(-groups * w.dtype.bits // 8)
+            )
         elif w.zero_point == "float":
             total += groups * scale_bytes
         if w.global_scale:
@@ -340,11 +361,15 @@ class QuantSpec(_Frozen):
         data = json.loads(text)
         version = data.get("version", SPEC_VERSION) if isinstance(data, dict) else None
         if version != SPEC_VERSION:
-            raise ValueError(f"spec version {version!r} is not supported: this humming reads version {SPEC_VERSION}")
+            raise ValueError(
+                f"spec version {version!r} is not supported: this humming reads version {SPEC_VERSION}"
+            )
         return cls.model_validate(data)
 
     def replace(self, **changes: Any) -> QuantSpec:
         """A copy with fields replaced, validated again."""
         data = self.model_dump()
-        data.update({k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in changes.items()})
+        data.update(
+            {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in changes.items()}
+        )
         return QuantSpec.model_validate(data)

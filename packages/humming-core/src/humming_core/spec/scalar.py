@@ -56,7 +56,9 @@ class ScalarType(BaseModel):
         if self.exponent < 1 or self.exponent > 8:
             raise ValueError(f"exponent={self.exponent} is not supported: allowed 1 to 8 bits")
         if self.bits > 8 and (self.exponent, self.mantissa) not in _WIDE.values():
-            raise ValueError(f"{self.bits}-bit floats other than fp16, bf16 and fp32 are not supported")
+            raise ValueError(
+                f"{self.bits}-bit floats other than fp16, bf16 and fp32 are not supported"
+            )
         if self.bits > 8 and self.special != "ieee":
             raise ValueError("fp16, bf16 and fp32 use the ieee convention")
         if self.mantissa == 0 and self.signed:

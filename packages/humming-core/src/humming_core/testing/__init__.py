@@ -1,0 +1,1 @@
+"""Device-agnostic test machinery that every device package re-runs under its own marker."""

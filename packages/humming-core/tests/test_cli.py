@@ -1,0 +1,41 @@
+"""The `humming` CLI on a CPU-only machine."""
+
+from __future__ import annotations
+
+import pytest
+from humming_core.cli import main
+
+
+@pytest.fixture(autouse=True)
+def wide_console(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+def test_info_shows_reference_active(capsys, monkeypatch):
+    monkeypatch.setenv("HUMMING_DEVICE", "reference")
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "active device: reference" in out
+    assert "HUMMING_CACHE_DIR" in out
+
+
+def test_spec_lists_presets_and_explains_one(capsys):
+    assert main(["spec"]) == 0
+    listing = capsys.readouterr().out
+    for name in ("W4A16_G128", "MXFP4", "NVFP4", "FP8_BLOCK128"):
+        assert name in listing
+    assert main(["spec", "W4A16_G128", "--n", "8192", "--k", "8192"]) == 0
+    out = capsys.readouterr().out
+    assert "bits per weight: 4.1250" in out
+    assert "reference" in out and "yes" in out
+
+
+def test_spec_json_round_trips(capsys):
+    assert main(["spec", "NVFP4", "--json"]) == 0
+    text = capsys.readouterr().out
+    assert main(["spec", text]) == 0
+
+
+def test_bad_spec_is_a_clear_error(capsys):
+    assert main(["spec", "W5A16"]) == 2
+    assert "unknown preset 'W5A16'" in capsys.readouterr().err

@@ -1,0 +1,1 @@
+"""Benchmarks on NVIDIA GPUs: Humming against baselines measured in the same process (KERNELS.md)."""

@@ -1,0 +1,82 @@
+"""Baselines measured beside Humming: cuBLAS fp16, tinygemm int4, cuBLASLt fp8, the published peer.
+
+Each builder returns `fn(i)` over `copies` weight copies, or raises `Unavailable` with the reason
+(the row then omits that baseline instead of reporting zero).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .timing import Fn
+
+
+class Unavailable(Exception):
+    pass
+
+
+def cublas_fp16(x: torch.Tensor, n: int, copies: int) -> Fn:
+    ws = [
+        torch.randn(n, x.shape[1], device=x.device, dtype=torch.float16) * 0.02
+        for _ in range(copies)
+    ]
+    xh = x.to(torch.float16)
+    return lambda i: xh @ ws[i % copies].T
+
+
+def tinygemm_int4(x: torch.Tensor, n: int, copies: int, group: int = 128) -> Fn:
+    k = x.shape[1]
+    if k % (group * 8) and k % 1024:
+        raise Unavailable(f"tinygemm needs K divisible by 1024, got {k}")
+    try:
+        packed = []
+        for _ in range(copies):
+            codes = torch.randint(0, 16, (n, k), device=x.device, dtype=torch.int32)
+            u8 = (codes[:, ::2] << 4 | codes[:, 1::2]).to(torch.uint8)
+            packed.append(torch.ops.aten._convert_weight_to_int4pack(u8, 8))
+        sz = torch.randn(k // group, n, 2, device=x.device, dtype=torch.bfloat16) * 0.01
+        xb = x.to(torch.bfloat16)
+
+        def fn(i: int) -> torch.Tensor:
+            return torch.ops.aten._weight_int4pack_mm(xb, packed[i % copies], group, sz)
+
+        fn(0)
+    except (RuntimeError, TypeError) as exc:
+        raise Unavailable(f"tinygemm int4 failed: {exc}") from None
+    return fn
+
+
+def cublaslt_fp8(x: torch.Tensor, n: int, copies: int) -> Fn:
+    """torch._scaled_mm with row-wise scales (per token × per channel), bf16 output."""
+    k = x.shape[1]
+    m = x.shape[0]
+    try:
+        ws = [
+            (torch.randn(n, k, device=x.device) * 0.02).to(torch.float8_e4m3fn)
+            for _ in range(copies)
+        ]
+        xq = x.float().clamp(-448, 448).to(torch.float8_e4m3fn)
+        sa = torch.rand(m, 1, device=x.device, dtype=torch.float32) + 0.5
+        sb = torch.rand(1, n, device=x.device, dtype=torch.float32) + 0.5
+
+        def fn(i: int) -> torch.Tensor:
+            w = ws[i % copies]
+            return torch._scaled_mm(xq, w.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+
+        fn(0)
+    except (RuntimeError, TypeError) as exc:
+        raise Unavailable(f"torch._scaled_mm fp8 failed: {exc}") from None
+    return fn
+
+
+def peer_unavailable_reason() -> str | None:
+    """Why the published humming-kernels package (import name `humming`) cannot be measured, or None.
+
+    It is not installed on the benchmark machine (it is not in the GPU image and there is no network),
+    so no adapter for its API exists yet; the peer column is omitted with this reason.
+    """
+    try:
+        import humming  # noqa: F401
+    except ImportError as exc:
+        return f"published humming-kernels not importable: {exc}"
+    return "published humming-kernels is importable but Humming has no adapter for its API yet"

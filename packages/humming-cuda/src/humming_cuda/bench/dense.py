@@ -1,0 +1,181 @@
+"""The dense GEMM benchmark grid: Humming vs baselines per (spec, N, K, M), with the roofline bound."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime
+import math
+import sys
+from dataclasses import dataclass, field
+from functools import partial
+
+import torch
+from humming_core.spec import QuantSpec, preset
+
+from . import baselines
+from .timing import copies_for, graph_time_us, host_overhead_us
+
+LAYERS = ((6144, 4096), (4096, 14336), (57344, 8192), (8192, 28672))  # (N, K), KERNELS.md
+M_GRID = (1, 8, 16, 32, 64, 128, 256, 1024, 4096)
+SPECS = ("W4A16_G128", "W8A16", "W3A16_G128", "E4M3_G128", "MXFP4")
+HBM_BYTES_PER_S = 4.27e12  # measured device-to-device copy on an H200 (KERNELS.md)
+FP16_FLOPS = 989e12
+
+
+@dataclass
+class Row:
+    spec: str
+    N: int
+    K: int
+    M: int
+    roof_us: float
+    us: dict[str, float] = field(default_factory=dict)
+    host_us: float | None = None
+
+
+def roof_us(spec: QuantSpec, n: int, k: int, m: int) -> float:
+    """max(bytes / HBM bandwidth, flops / fp16 tensor peak) in µs."""
+    nbytes = spec.weight_bytes(n, k) + m * k * 2 + m * n * 2
+    return max(nbytes / HBM_BYTES_PER_S, 2.0 * m * n * k / FP16_FLOPS) * 1e6
+
+
+def _random_canonical(spec: QuantSpec, n: int, k: int, device: torch.device):
+    """Full-size canonical weights by tiling a quantized 256-row slice (timing needs no real weights).
+
+    256 rows keep every packed tensor tileable: block scales (128 rows), zero points packed along N.
+    """
+    from humming_core.numerics import quantize_weight
+
+    rows = math.gcd(n, 256)
+    small = quantize_weight(torch.randn(rows, k) * 0.02, spec).to(device)
+    reps = n // rows
+    zeros = small.zeros
+    if zeros is not None:
+        # Integer zero points are packed along N (last dim); float offsets are laid out like scales.
+        zeros = zeros.repeat(1, reps) if zeros.dtype == torch.int32 else zeros.repeat(reps, 1)
+    return dataclasses.replace(
+        small,
+        n=n,
+        qweight=small.qweight.repeat(reps, 1),
+        scales=small.scales.repeat(reps, 1),
+        zeros=zeros,
+    )
+
+
+def _humming_fn(spec: QuantSpec, n: int, k: int, x: torch.Tensor, copies: int):
+    from humming_core.ops import PreparedGemm
+
+    layer = PreparedGemm(_random_canonical(spec, n, k, x.device))
+    layers = [layer]
+    for _ in range(copies - 1):
+        twin = copy.copy(layer)
+        twin.packed = {name: t.clone() for name, t in layer.packed.items()}
+        layers.append(twin)
+    out = torch.empty(x.shape[0], layer.n_out, dtype=layer.out_dtype, device=x.device)
+    return lambda i: layers[i % copies].run(x, out=out)
+
+
+def run(specs=SPECS, layers=LAYERS, ms=M_GRID, log=print) -> dict:
+    dev = torch.device("cuda")
+    l2 = torch.cuda.get_device_properties(dev).L2_cache_size
+    rows, skipped = [], {}
+    for name in specs:
+        spec = preset(name)
+        for n, k in layers:
+            copies = copies_for(spec.weight_bytes(n, k), l2)
+            fp16_copies = copies_for(2 * n * k, l2)
+            for m in ms:
+                x = torch.randn(
+                    m,
+                    k,
+                    device=dev,
+                    dtype=torch.float16 if spec.act.dtype.name == "fp16" else torch.bfloat16,
+                )
+                calls = max(2 * copies, 8 if m <= 256 else 2)
+                row = Row(name, n, k, m, roof_us(spec, n, k, m))
+                fn = _humming_fn(spec, n, k, x, copies)
+                row.us["humming"] = graph_time_us(fn, calls)
+                row.host_us = host_overhead_us(fn, row.us["humming"], calls=50)
+                builders = {
+                    "cublas_fp16": partial(baselines.cublas_fp16, x, n, fp16_copies),
+                    "tinygemm_int4": partial(baselines.tinygemm_int4, x, n, copies),
+                    "cublaslt_fp8": partial(baselines.cublaslt_fp8, x, n, copies_for(n * k, l2)),
+                }
+                if name != "W4A16_G128":
+                    builders.pop("tinygemm_int4")
+                for base, build in builders.items():
+                    try:
+                        row.us[base] = graph_time_us(build(), calls)
+                    except baselines.Unavailable as exc:
+                        skipped[base] = str(exc)
+                rows.append(row)
+                torch.cuda.empty_cache()
+                log(_format(row))
+    peer_reason = baselines.peer_unavailable_reason()
+    if peer_reason:
+        skipped["peer"] = peer_reason
+    return {
+        "device": torch.cuda.get_device_name(dev),
+        "torch": torch.__version__,
+        "date": datetime.date.today().isoformat(),
+        "command": " ".join(["humming", "bench", *sys.argv[2:]])
+        if sys.argv[1:2] == ["bench"]
+        else " ".join(sys.argv),
+        "rows": [
+            {
+                "spec": r.spec,
+                "N": r.N,
+                "K": r.K,
+                "M": r.M,
+                "roof_us": round(r.roof_us, 3),
+                "us": {k2: round(v, 3) for k2, v in r.us.items()},
+                "host_us": round(r.host_us, 2),
+            }
+            for r in rows
+        ],
+        "omitted": skipped,
+    }
+
+
+def _format(r: Row) -> str:
+    h = r.us["humming"]
+    parts = [
+        f"{r.spec:11s} {r.N:6d}x{r.K:<6d} M={r.M:<5d} roof {r.roof_us:8.1f}us humming {h:8.1f}us "
+        f"({100 * r.roof_us / h:5.1f}% of roof) host {r.host_us:5.1f}us"
+    ]
+    parts += [f"{b} {v:8.1f}us (x{v / h:4.2f})" for b, v in r.us.items() if b != "humming"]
+    return " | ".join(parts)
+
+
+def plot(result: dict, path: str) -> None:
+    """Roofline-fraction plot: % of the bound per M, one line per layer and spec."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5))
+    series: dict[tuple, list] = {}
+    for r in result["rows"]:
+        series.setdefault((r["spec"], r["N"], r["K"]), []).append(
+            (r["M"], 100 * r["roof_us"] / r["us"]["humming"])
+        )
+    for (spec, n, k), pts in series.items():
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{spec} {n}x{k}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("M (tokens)")
+    ax.set_ylabel("% of roofline bound")
+    ax.set_ylim(0, 105)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6, ncol=2)
+    ax.set_title(f"humming dense GEMM on {result['device']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def geomean(values) -> float:
+    values = [v for v in values if v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
