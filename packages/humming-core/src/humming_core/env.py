@@ -85,12 +85,24 @@ VARIABLES: tuple[EnvVar, ...] = (
         None,
         "write each compiled kernel's source, PTX, SASS and log here",
     ),
+    EnvVar(
+        "HUMMING_LINEINFO",
+        _bool,
+        False,
+        "compile CUDA kernels with -lineinfo: source lines in sanitizer/ncu reports, 2x larger cubins",
+    ),
     EnvVar("HUMMING_LOG_LEVEL", str, "WARNING", "log level of the humming_* loggers"),
     EnvVar(
         "HUMMING_PPU_COMPILER",
         _path,
         None,
         "PPU SDK compiler to run instead of $PPU_SDK/CUDA_SDK/bin/hgcc (ppu device)",
+    ),
+    EnvVar(
+        "HUMMING_VLLM_CLAIM",
+        _list,
+        ("low_bits", "asymmetric", "act_order"),
+        "vLLM plugin: checkpoints it claims without --quantization humming_q (empty: claim none)",
     ),
     EnvVar(
         "HUMMING_TEST_REQUIRE",

@@ -8,9 +8,9 @@ import sys
 from importlib.metadata import entry_points
 
 from ..env import ENV
-from . import compile_cmd, demo, info, spec_cmd
+from . import compile_cmd, demo, formats_cmd, info, spec_cmd
 
-COMMANDS = [info, spec_cmd, demo, compile_cmd]
+COMMANDS = [info, spec_cmd, demo, compile_cmd, formats_cmd]
 
 
 def _plugin_commands() -> list:

@@ -26,13 +26,7 @@ class ReferenceConfig(BaseModel):
 class CanonicalLayout:
     """The reference device computes straight from the canonical form."""
 
-    key = "canonical"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CanonicalLayout)
-
-    def __hash__(self) -> int:
-        return hash(self.key)
+    identity = "canonical"
 
     def pack(
         self, cw: CanonicalWeight, device: torch.device | str | None = None

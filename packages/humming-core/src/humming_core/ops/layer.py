@@ -67,14 +67,18 @@ class PreparedGemm:
         )
         self.bias = cw.bias
         configs = {b: self._select(b) for b in buckets}
-        layouts = {self.device.weight_layout(self.spec, c) for c in configs.values()}
+        # Configs whose layouts share an identity share one packed copy of the weights.
+        layouts = {
+            getattr(lay, "identity", lay): lay
+            for lay in (self.device.weight_layout(self.spec, c) for c in configs.values())
+        }
         if len(layouts) != 1:
             raise RuntimeError(
                 f"device {self.device.name!r} chose {len(layouts)} weight layouts for one layer; a "
                 "layer's configs must share one layout so the weights are packed once"
             )
         target = getattr(self.device, "torch_device", None)
-        self.packed = layouts.pop().pack(cw, target)
+        self.packed = next(iter(layouts.values())).pack(cw, target)
         sources = {b: self.device.render(self.spec, c) for b, c in configs.items()}
         unique = list(dict.fromkeys(sources.values()))
         kernels = dict(

@@ -1,0 +1,117 @@
+"""Every committed fixture (made by the real producing tool, scripts/make_format_fixtures.py) reads
+to canonical weights whose exact value, rounded once to the tool's output dtype, is bit for bit the
+tool's own dequantization of the same checkpoint (compared by SHA-256, first rows by value)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(
+    0, str(Path(__file__).parent)
+)  # --import-mode=importlib: make the helper importable
+from formats_oracle import FIXTURES, exact_dequant, reference, sha256_of
+from humming_core.formats import FormatError, open_checkpoint
+
+FIXTURE_NAMES = sorted(p.name for p in FIXTURES.iterdir() if (p / "reference.json").exists())
+# Readers that need the opt-in: compressed-tensors NVFP4 stores its global scale as a divisor.
+ROUNDING = {"ct_nvfp4"}
+# fixture -> {layer suffix: (weight dtype, scale granularity, zero point, act dtype)}
+EXPECTED_SPECS = {
+    "ct_gptq_actorder": {
+        "k_proj": ("int4", "group", "none", "bf16"),
+        "down_proj": ("uint4", "group", "int", "bf16"),
+    },
+    "ct_w4a16_asym_sharded": {"q_proj": ("uint4", "group", "int", "bf16")},
+    "ct_w8a8_int": {"q_proj": ("int8", "channel", "none", "int8")},
+    "ct_fp8_channel": {"q_proj": ("e4m3", "channel", "none", "e4m3")},
+    "ct_fp8_tensor": {"q_proj": ("e4m3", "tensor", "none", "e4m3")},
+    "ct_fp8_block": {"q_proj": ("e4m3", "block", "none", "e4m3")},
+    "ct_nvfp4": {"q_proj": ("e2m1", "group", "none", "e2m1")},
+    "ct_mxfp4": {"q_proj": ("e2m1", "group", "none", "bf16")},
+    "gptq_w4_sym": {"q_proj": ("int4", "group", "none", "fp16")},
+    "gptq_w4_asym": {"q_proj": ("uint4", "group", "int", "fp16")},
+    "gptq_w3_g128": {"q_proj": ("int3", "group", "none", "fp16")},
+    "gptq_w2_asym": {
+        "q_proj": ("uint2", "group", "int", "fp16"),
+        "gate_proj": ("uint2", "group", "float", "fp16"),
+    },
+    "gptq_w8_sym": {"q_proj": ("int8", "group", "none", "fp16")},
+    "awq_w4": {"q_proj": ("uint4", "group", "int", "fp16")},
+    "gguf_slice": {
+        "attn_q": ("int4", "group", "none", "fp16"),
+        "attn_output": ("uint4", "group", "float", "fp16"),
+        "ffn_down": ("int6", "group", "none", "fp16"),
+        "attn_k": ("int5", "group", "none", "fp16"),
+        "attn_v": ("int8", "group", "none", "fp16"),
+    },
+}
+
+
+def _open(name: str):
+    folder = FIXTURES / name
+    gguf = sorted(folder.glob("*.gguf"))
+    return open_checkpoint(gguf[0] if gguf else folder, allow_rounding=name in ROUNDING)
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_dequantized_equals_producer(name: str) -> None:
+    meta, rows = reference(name)
+    fmt = _open(name)
+    assert sorted(layer.name for layer in fmt.layers()) == sorted(meta["layers"])
+    for layer, entry in meta["layers"].items():
+        cw = fmt.load(layer)
+        assert [cw.n, cw.k] == entry["shape"]
+        exact = exact_dequant(cw)
+        # Every value here is exact in fp32 (checked), so fp32 -> tool dtype is the single rounding.
+        as32 = exact.to(torch.float32)
+        if name not in ROUNDING:
+            assert torch.equal(as32.to(torch.float64), exact), f"{layer}: value not exact in fp32"
+        got = as32.to(getattr(torch, entry["dtype"])) + 0.0
+        assert torch.equal(got[:4].to(torch.float32), rows[layer]), f"{layer}: first rows differ"
+        assert sha256_of(got) == entry["sha256"], f"{layer}: differs from {meta['tool']}"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_SPECS))
+def test_specs(name: str) -> None:
+    if name not in FIXTURE_NAMES:
+        pytest.skip(f"fixture {name} was not generated")
+    layers = {layer.name: layer for layer in _open(name).layers()}
+    for suffix, (dtype, granularity, zero, act) in EXPECTED_SPECS[name].items():
+        layer = next(v for k, v in layers.items() if k.endswith(suffix))
+        w = layer.spec.weight
+        assert (w.dtype.name, w.scale.granularity, w.zero_point, layer.spec.act.dtype.name) == (
+            dtype,
+            granularity,
+            zero,
+            act,
+        )
+
+
+def test_config_groups_and_ignore() -> None:
+    """Two config groups (regex targets) and an ignored layer (its `re:` pattern resolved by the tool)."""
+    fmt = _open("ct_gptq_actorder")
+    names = {layer.name.rsplit(".", 1)[-1]: layer for layer in fmt.layers()}
+    assert "o_proj" not in names
+    assert names["q_proj"].spec.weight.scale.group_size == 32
+    assert names["gate_proj"].spec.weight.scale.group_size == 64
+
+
+def test_sharded_index_is_read_lazily() -> None:
+    fmt = _open("ct_w4a16_asym_sharded")
+    files = {info.file.name for info in fmt.tensors.infos.values()}
+    assert len(files) == 2
+    assert len(fmt.layers()) == 7
+
+
+def test_nvfp4_reciprocal_needs_opt_in() -> None:
+    with pytest.raises(FormatError, match="allow_rounding"):
+        fmt = open_checkpoint(FIXTURES / "ct_nvfp4")
+        fmt.load(fmt.layers()[0].name)
+    fmt = open_checkpoint(FIXTURES / "ct_nvfp4", allow_rounding=True)
+    cw = fmt.load("model.layers.0.self_attn.k_proj")
+    stored = fmt.tensors.get("model.layers.0.self_attn.k_proj.weight_global_scale")
+    assert cw.global_scale.item() == pytest.approx(1 / stored.item(), rel=2**-24)
