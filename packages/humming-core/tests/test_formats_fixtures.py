@@ -13,12 +13,17 @@ import torch
 sys.path.insert(
     0, str(Path(__file__).parent)
 )  # --import-mode=importlib: make the helper importable
-from formats_oracle import FIXTURES, exact_dequant, reference, sha256_of
+from formats_oracle import FIXTURES, exact_dequant, reference, scale_product_first, sha256_of
 from humming_core.formats import FormatError, open_checkpoint
 
 FIXTURE_NAMES = sorted(p.name for p in FIXTURES.iterdir() if (p / "reference.json").exists())
 # Readers that need the opt-in: compressed-tensors NVFP4 stores its global scale as a divisor.
 ROUNDING = {"ct_nvfp4"}
+# Tools whose output is the fp32 product (e4m3 code times an fp32 scale, or e2m1 · ue4m3 · fp32
+# global): the exact value is not an fp32 number, and the tool's value is its one rounding to fp32.
+FP32_PRODUCT = {"hf_fp8_block", "modelopt_fp8"}
+# Tools that round in another order than the exact value's one rounding (see the oracle function).
+TOOL_ORDER = {"modelopt_nvfp4": scale_product_first}
 # fixture -> {layer suffix: (weight dtype, scale granularity, zero point, act dtype)}
 EXPECTED_SPECS = {
     "ct_gptq_actorder": {
@@ -41,6 +46,14 @@ EXPECTED_SPECS = {
     },
     "gptq_w8_sym": {"q_proj": ("int8", "group", "none", "fp16")},
     "awq_w4": {"q_proj": ("uint4", "group", "int", "fp16")},
+    "modelopt_nvfp4": {"q_proj": ("e2m1", "group", "none", "e2m1")},
+    "modelopt_mxfp8": {"q_proj": ("e4m3", "group", "none", "e4m3")},
+    "modelopt_fp8": {"q_proj": ("e4m3", "tensor", "none", "e4m3")},
+    "hf_fp8_block": {"q_proj": ("e4m3", "block", "none", "e4m3")},
+    "gpt_oss_mxfp4": {
+        "gate_up_proj": ("e2m1", "group", "none", "bf16"),
+        "down_proj": ("e2m1", "group", "none", "bf16"),
+    },
     "gguf_slice": {
         "attn_q": ("int4", "group", "none", "fp16"),
         "attn_output": ("uint4", "group", "float", "fp16"),
@@ -64,14 +77,19 @@ def test_dequantized_equals_producer(name: str) -> None:
     assert sorted(layer.name for layer in fmt.layers()) == sorted(meta["layers"])
     for layer, entry in meta["layers"].items():
         cw = fmt.load(layer)
-        assert [cw.n, cw.k] == entry["shape"]
+        assert [cw.num_experts] * cw.is_moe + [cw.n, cw.k] == entry["shape"]
         exact = exact_dequant(cw)
         # Every value here is exact in fp32 (checked), so fp32 -> tool dtype is the single rounding.
         as32 = exact.to(torch.float32)
-        if name not in ROUNDING:
+        if name in TOOL_ORDER:
+            as32 = TOOL_ORDER[name](cw)
+            # The tool's rounding order moves a value by at most one fp32 ulp from the exact one.
+            assert torch.all((as32.to(torch.float64) - exact).abs() <= exact.abs() * 2**-23)
+        elif name not in ROUNDING | FP32_PRODUCT:
             assert torch.equal(as32.to(torch.float64), exact), f"{layer}: value not exact in fp32"
         got = as32.to(getattr(torch, entry["dtype"])) + 0.0
-        assert torch.equal(got[:4].to(torch.float32), rows[layer]), f"{layer}: first rows differ"
+        first = got[..., :4, :].to(torch.float32)
+        assert torch.equal(first, rows[layer]), f"{layer}: first rows differ"
         assert sha256_of(got) == entry["sha256"], f"{layer}: differs from {meta['tool']}"
 
 

@@ -6,7 +6,15 @@ FP8 block, GGUF) into (QuantSpec, CanonicalWeight), exactly.
 converts one. Importing this package registers every format module below.
 """
 
-from . import awq, compressed_tensors, gguf, gptq  # noqa: F401  (importing registers the formats)
+from . import (  # noqa: F401  (importing registers the formats)
+    awq,
+    compressed_tensors,
+    fp8_block,
+    gguf,
+    gptoss_mxfp4,
+    gptq,
+    modelopt,
+)
 from .base import FORMATS, Checkpoint, CheckpointFormat, QuantLayer, open_checkpoint
 from .errors import FormatError
 

@@ -1,5 +1,6 @@
 """Quantization specs: what the bits mean, separate from which kernel runs them."""
 
+from .presets import *  # noqa: F403  (the named preset constants: W4A16_G128, MXFP4, ...)
 from .presets import PRESETS, preset
 from .quant import (
     SPEC_VERSION,
@@ -11,7 +12,8 @@ from .quant import (
 )
 from .scalar import ScalarType, scalar
 
-__all__ = [
+__all__ = [  # noqa: RUF022
+    *PRESETS,
     "PRESETS",
     "SPEC_VERSION",
     "ActSpec",
