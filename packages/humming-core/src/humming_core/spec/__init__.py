@@ -12,7 +12,7 @@ from .quant import (
 )
 from .scalar import ScalarType, scalar
 
-__all__ = [  # noqa: RUF022
+__all__ = [
     *PRESETS,
     "PRESETS",
     "SPEC_VERSION",
