@@ -1,0 +1,282 @@
+"""JIT runtime benchmark: cold compile, parallel layer compile, disk-cache load, eager launch overhead.
+
+    python benchmarks/jit_bench.py [--out benchmarks/results/h200/jit.json] [--n 4096 --k 4096]
+        [--kernels family|test]
+
+Kernels come from the registered cuda kernel families: the heuristic's first config for each M
+bucket of a W4A16_G128 N×K layer, deduplicated (the kernels one layer needs). With no family that
+supports that spec (or with --kernels test), it uses the JIT test kernel (packages/humming-cuda/tests)
+and says so in the JSON.
+
+Measures (targets from shared/KERNELS.md):
+- cold_compile_s: NVRTC time per kernel, one at a time, no cache (after one warm-up compile that
+  loads NVRTC itself); mean over the layer's kernels (≤ 1 s).
+- layer_cold_compile_s: render + build_many of all the layer's kernels into an empty cache (≤ 2 s).
+- disk_load_ms: memo cleared, all the layer's kernels from the disk cache to callable kernels:
+  render, key (header tree hash), read + verify, cuModuleLoadData, bind (≤ 20 ms).
+- launch_overhead_us: eager wall time per call minus GPU time per call (CUDA-graph replay), M=1
+  (≤ 15 µs); host_call_us is the Python-side time of one call with the GPU queue not full.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# Cold means cold: NVRTC 12.9+ also caches compiled programs through the driver (humming asks it
+# not to with --no-cache; this covers an NVRTC that lacks that flag).
+os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
+
+import torch
+from humming_core import jit
+from humming_core.device import GemmProblem
+from humming_core.env import ENV
+from humming_core.spec import preset
+from humming_cuda.device import CudaDevice
+
+ROOT = Path(__file__).resolve().parents[1]
+M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+SPEC = "W4A16_G128"
+TARGETS = {
+    "cold_compile_s": 1.0,
+    "layer_cold_compile_s": 2.0,
+    "disk_load_ms": 20.0,
+    "launch_overhead_us": 15.0,
+}
+
+
+def layer_configs(device, spec, n, k):
+    """First-choice configs over the M buckets, one per distinct kernel: what one layer needs.
+
+    Configs that render the same code (e.g. differing only in a run-time split-K factor) share
+    one compiled kernel, so only the first of them is kept.
+    """
+    configs, codes = [], set()
+    for m in M_BUCKETS:
+        config = device.candidates(spec, GemmProblem(n=n, k=k, m=m))[0]
+        code = device.render(spec, config).code
+        if code not in codes:
+            configs.append(config)
+            codes.add(code)
+    return configs
+
+
+def family_kernels(device, n, k):
+    spec = preset(SPEC)
+    support = device.check(spec, GemmProblem(n=n, k=k))
+    if not support:
+        return None, support.reason
+    configs = layer_configs(device, spec, n, k)
+    return (
+        spec,
+        configs,
+    ), f"{configs[0].family} family, {SPEC} {n}x{k}, {len(configs)} distinct kernels"
+
+
+def test_kernel_sources(arch):
+    sys.path.insert(0, str(ROOT / "packages" / "humming-cuda" / "tests"))
+    from testkernels import hmma_source
+
+    return [hmma_source(arch, True), hmma_source(arch, False)]
+
+
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+def measure_cold(device, sources):
+    jit.clear_memo()
+    device.compile(sources[0])  # warm-up: loads NVRTC and its builtins once
+    rows = []
+    for source in sources:
+        artifact, seconds = timed(lambda s=source: device.compile(s))
+        res = artifact.meta.get("resources", {})
+        rows.append({"kernel": source.name, "seconds": round(seconds, 3), **res})
+    return rows
+
+
+def measure_layer(device, render_all):
+    jit.clear_memo()
+    before = jit.compile_count()
+    artifacts, seconds = timed(lambda: jit.build_many([(device, s) for s in render_all()]))
+    return artifacts, seconds, jit.compile_count() - before
+
+
+def measure_disk_load(device, render_all, load_all, repeats=5):
+    best = float("inf")
+    for _ in range(repeats):
+        jit.clear_memo()
+        before = jit.compile_count()
+        _, seconds = timed(lambda: load_all([jit.get_or_build(device, s) for s in render_all()]))
+        assert jit.compile_count() == before, "disk-load measurement compiled something"
+        best = min(best, seconds)
+    return best
+
+
+def gpu_time_per_call(call, calls=100, replays=5):
+    call()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            call()
+    best = float("inf")
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        best = min(best, start.elapsed_time(end) * 1e3 / calls)
+    return best
+
+
+def _calls_then_sync(call, calls):
+    for _ in range(calls):
+        call()
+    torch.cuda.synchronize()
+
+
+def eager_time_per_call(call, calls=2000):
+    _calls_then_sync(call, 20)
+    _, wall = timed(lambda: _calls_then_sync(call, calls))
+    host_calls = 200  # few enough that the launch queue never fills: pure host time
+    start = time.perf_counter()
+    for _ in range(host_calls):
+        call()
+    host = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return wall * 1e6 / calls, host * 1e6 / host_calls
+
+
+def family_call(device, spec, config, n, k):
+    from humming_core.packing.canonical import CanonicalWeight
+
+    bits = spec.weight.dtype.bits
+    gen = torch.Generator().manual_seed(0)
+    qweight = torch.randint(
+        -(2**31), 2**31 - 1, (n, k * bits // 32), generator=gen, dtype=torch.int64
+    )
+    scales = (torch.rand(n, k // spec.weight.scale.group_size, generator=gen) * 0.01 + 0.001).half()
+    cw = CanonicalWeight(spec=spec, n=n, k=k, qweight=qweight.to(torch.int32), scales=scales)
+    packed = device.weight_layout(spec, config).pack(cw, "cuda")
+    kernel = device.load(jit.get_or_build(device, device.render(spec, config)))
+    x = torch.randn(1, k, dtype=torch.float16, device="cuda")
+    out = torch.empty(1, n, dtype=torch.float16, device="cuda")
+    return lambda: kernel(x=x, out=out, **packed)
+
+
+def test_kernel_call(device, source):
+    from humming_cuda.launch import BoundKernel, LaunchShape
+    from humming_cuda.loader import load
+    from testkernels import HMMA_SIGNATURE
+
+    function = load(jit.get_or_build(device, source))
+    kernel = BoundKernel(
+        "hmma",
+        function,
+        HMMA_SIGNATURE,
+        lambda d: LaunchShape((d["N"] // 8, d["M"] // 16, 1), (32, 1, 1)),
+    )
+    a = torch.randn(16, 64, dtype=torch.float16, device="cuda")
+    b = torch.randn(64, 64, dtype=torch.float16, device="cuda")
+    bias = torch.randn(64, dtype=torch.float16, device="cuda")
+    out = torch.empty(16, 64, dtype=torch.float16, device="cuda")
+    return lambda: kernel(a=a, b=b, bias=bias, out=out, scale=1.0)
+
+
+def kernel_set(device, caps, n, k, use_family=True):
+    """(render_all, load_all, make_call, note) for the family's layer, or the test-kernel fallback."""
+    found, description = family_kernels(device, n, k) if use_family else (None, "--kernels test")
+    if found is not None:
+        spec, configs = found
+        return (
+            lambda: [device.render(spec, c) for c in configs],
+            lambda artifacts: [device.load(a) for a in artifacts],
+            lambda: family_call(device, spec, configs[0], n, k),
+            f"kernels: {description}",
+        )
+    from humming_cuda.loader import load
+
+    sources = test_kernel_sources(caps.arch)
+    return (
+        lambda: list(sources),
+        lambda artifacts: [load(a) for a in artifacts],
+        lambda: test_kernel_call(device, sources[0]),
+        f"fallback to the JIT test kernel: no family supports {SPEC} ({description})",
+    )
+
+
+def run(args) -> dict:
+    import cuda.bindings
+
+    device = CudaDevice()
+    caps = device.caps()
+    os.environ["HUMMING_CACHE_DIR"] = tempfile.mkdtemp(prefix="humming-jit-bench-")
+    render_all, load_all, make_call, note = kernel_set(
+        device, caps, args.n, args.k, args.kernels == "family"
+    )
+    cold = measure_cold(device, render_all())
+    _, layer_s, layer_compiles = measure_layer(device, render_all)
+    disk_s = measure_disk_load(device, render_all, load_all)
+    call = make_call()
+    gpu_us = gpu_time_per_call(call)
+    wall_us, host_us = eager_time_per_call(call)
+    return {
+        "cold_compile_s": round(statistics.mean(r["seconds"] for r in cold), 3),
+        "cold_compile_s_max": max(r["seconds"] for r in cold),
+        "cold_compile_per_kernel": cold,
+        "layer_cold_compile_s": round(layer_s, 3),
+        "layer_kernels": len(cold),
+        "layer_compiles": layer_compiles,
+        "compile_workers": ENV.HUMMING_COMPILE_WORKERS,
+        "disk_load_ms": round(disk_s * 1e3, 2),
+        "launch_overhead_us": round(max(0.0, wall_us - gpu_us), 2),
+        "launch_wall_us": round(wall_us, 2),
+        "launch_gpu_us": round(gpu_us, 2),
+        "host_call_us": round(host_us, 2),
+        "kernels": note,
+        "targets": TARGETS,
+        "device": f"{caps.name} ({caps.arch}, {caps.sm_count} SMs)",
+        "torch": torch.__version__,
+        "cuda_bindings": cuda.bindings.__version__,
+        "fingerprint": device.fingerprint(),
+        "cpus": os.cpu_count(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(["python", *sys.argv]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks" / "results" / "h200" / "jit.json"
+    )
+    parser.add_argument("--n", type=int, default=4096)
+    parser.add_argument("--k", type=int, default=4096)
+    parser.add_argument(
+        "--kernels",
+        choices=("family", "test"),
+        default="family",
+        help="what to build: the layer's family kernels or the JIT test kernel",
+    )
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("jit_bench needs an NVIDIA GPU (torch.cuda.is_available() is False)")
+    result = run(args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "cold_compile_per_kernel"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
