@@ -15,7 +15,13 @@ def _required() -> set[str]:
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if not any(item.get_closest_marker(m) for m in DEVICE_MARKERS + ("cpu",)):
+        hardware = [m for m in DEVICE_MARKERS if item.get_closest_marker(m)]
+        if hardware and item.get_closest_marker("cpu"):
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked both cpu and {', '.join(hardware)}: a test needing a device "
+                "is not a cpu test (unmarked tests are cpu already; drop the module-level cpu mark)"
+            )
+        if not hardware and not item.get_closest_marker("cpu"):
             item.add_marker(pytest.mark.cpu)
 
 
@@ -25,7 +31,7 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if not report.skipped:
         return
-    required = _required() & {m for m in DEVICE_MARKERS + ("cpu",) if item.get_closest_marker(m)}
+    required = _required() & {m for m in (*DEVICE_MARKERS, "cpu") if item.get_closest_marker(m)}
     if required:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"

@@ -35,6 +35,7 @@ from pathlib import Path
 os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
 
 import torch
+
 from humming_core import jit
 from humming_core.device import GemmProblem
 from humming_core.env import ENV
@@ -176,9 +177,10 @@ def family_call(device, spec, config, n, k):
 
 
 def test_kernel_call(device, source):
+    from testkernels import HMMA_SIGNATURE
+
     from humming_cuda.launch import BoundKernel, LaunchShape
     from humming_cuda.loader import load
-    from testkernels import HMMA_SIGNATURE
 
     function = load(jit.get_or_build(device, source))
     kernel = BoundKernel(

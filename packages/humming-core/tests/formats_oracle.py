@@ -8,11 +8,12 @@ import json
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file
+
 from humming_core.numerics.codec import canonical_table
 from humming_core.numerics.scales import scale_values
 from humming_core.packing import CanonicalWeight
 from humming_core.packing.bits import unpack_k, unpack_n
-from safetensors.torch import load_file
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
 _TORCH = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from humming_core.device import KernelSource
 from humming_core.jit import (
     build_many,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from humming_core.cli import main
 
 

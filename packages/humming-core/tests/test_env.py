@@ -22,7 +22,7 @@ def test_typed_values(monkeypatch, tmp_path):
     monkeypatch.setenv("HUMMING_COMPILE_WORKERS", "3")
     monkeypatch.setenv("HUMMING_TEST_REQUIRE", "cuda, ppu")
     monkeypatch.setenv("HUMMING_DISABLE_DISK_CACHE", "yes")
-    assert ENV.HUMMING_CACHE_DIR == tmp_path
+    assert tmp_path == ENV.HUMMING_CACHE_DIR
     assert ENV.HUMMING_COMPILE_WORKERS == 3
     assert ENV.HUMMING_TEST_REQUIRE == ("cuda", "ppu")
     assert ENV.HUMMING_DISABLE_DISK_CACHE is True

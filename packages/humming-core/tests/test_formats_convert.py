@@ -15,6 +15,7 @@ sys.path.insert(
     0, str(Path(__file__).parent)
 )  # --import-mode=importlib: make the helper importable
 from formats_oracle import FIXTURES, exact_dequant
+
 from humming_core.formats import FormatError, open_checkpoint
 from humming_core.formats.inspect import convert_checkpoint, format_report, inspect_checkpoint
 from humming_core.packing import CanonicalWeight

@@ -14,6 +14,7 @@ sys.path.insert(
     0, str(Path(__file__).parent)
 )  # --import-mode=importlib: make the helper importable
 from formats_oracle import FIXTURES, exact_dequant, reference, scale_product_first, sha256_of
+
 from humming_core.formats import FormatError, open_checkpoint
 
 FIXTURE_NAMES = sorted(p.name for p in FIXTURES.iterdir() if (p / "reference.json").exists())

@@ -19,6 +19,7 @@ sys.path.insert(
     0, str(Path(__file__).parent)
 )  # --import-mode=importlib: make the helper importable
 from formats_oracle import exact_dequant
+
 from humming_core.formats import open_checkpoint
 from humming_core.formats.gguf import gguf_to_canonical
 

@@ -15,8 +15,9 @@ sys.path.insert(
     0, str(Path(__file__).parent)
 )  # --import-mode=importlib: make the helper importable
 from formats_oracle import FIXTURES
-from humming_core.formats import FormatError, open_checkpoint
 from safetensors.torch import load_file, save_file
+
+from humming_core.formats import FormatError, open_checkpoint
 
 LAYER = "model.layers.0.self_attn.k_proj"
 EXPERTS = "model.layers.0.mlp.experts"

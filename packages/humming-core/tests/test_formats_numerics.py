@@ -18,10 +18,11 @@ sys.path.insert(
     0, str(Path(__file__).parent)
 )  # --import-mode=importlib: make the helper importable
 from formats_oracle import FIXTURES, exact_dequant, reference, sha256_of
+from safetensors.torch import load_file, save_file
+
 from humming_core.formats import open_checkpoint
 from humming_core.formats.inspect import convert_checkpoint, inspect_checkpoint
 from humming_core.numerics import apply_epilogue, dequantize_weight
-from safetensors.torch import load_file, save_file
 
 FIXTURE_NAMES = sorted(p.name for p in FIXTURES.iterdir() if (p / "reference.json").exists())
 ROUNDING = {"ct_nvfp4"}  # its reciprocal global scale needs the opt-in

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
 from humming_core.device import API_VERSION, DeviceNotAvailable, Registry, get_device
 from humming_core.device.reference import ReferenceDevice
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from humming_core.spec import ScalarType, scalar
 
 NAMES = (
@@ -67,3 +68,13 @@ def test_conventions():
 def test_bad_names_say_what_is_allowed(bad):
     with pytest.raises(ValueError, match=r"int1\.\.int8|not supported|bits="):
         scalar(bad)
+
+
+def test_ieee_needs_two_exponent_bits():
+    with pytest.raises(ValueError, match="has no normal numbers"):
+        scalar("e1m2ieee")
+
+
+def test_exponent_only_names_round_trip():
+    assert scalar("e5m0").name == "e5m0" and not scalar("e5m0").signed
+    assert scalar("ue5m0") == scalar("e5m0")

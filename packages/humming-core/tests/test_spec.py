@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
+
 from humming_core.spec import (
     PRESETS,
     ActSpec,
@@ -14,7 +16,6 @@ from humming_core.spec import (
     WeightSpec,
     preset,
 )
-from pydantic import ValidationError
 
 G128 = {"granularity": "group", "group_size": 128}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from humming_ppu.caps import (
     ABSENT_FEATURES,
     MODELS,

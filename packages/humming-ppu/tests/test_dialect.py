@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from humming_core.device import GemmProblem
 from humming_core.packing import CanonicalWeight
 from humming_core.spec import presets

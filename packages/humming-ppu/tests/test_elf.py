@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from humming_ppu.elf import ElfError, read_device_binary
 
 _KERNEL = b"""

@@ -7,6 +7,7 @@ from importlib.metadata import entry_points
 
 import pytest
 import torch
+
 from humming_core.device import DeviceNotAvailable, Registry
 from humming_core.device.reference import PLUGIN as REFERENCE
 from humming_ppu.plugin import PLUGIN, PpuPlugin, is_ppu_name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from humming_core.device import KernelSource
 from humming_cuda.headers import humming_include_root
 from humming_ppu.elf import read_device_binary

@@ -28,9 +28,10 @@ def vllm_env():
     pytest.importorskip(
         "vllm", reason="vLLM is not installed: run `nox -s tests_vllm`, which installs it"
     )
-    import humming_vllm
     from vllm.config import VllmConfig, set_current_vllm_config
     from vllm.distributed import init_distributed_environment, initialize_model_parallel
+
+    import humming_vllm
 
     humming_vllm.register()
     with set_current_vllm_config(VllmConfig()):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from humming_vllm.layout import Partition, regroup_act_order
 from humming_vllm.plan import QuantPlan, UnsupportedConfig, should_claim
 

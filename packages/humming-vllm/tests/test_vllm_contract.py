@@ -15,14 +15,16 @@ def _params(fn) -> list[str]:
 
 def test_vllm_is_the_pinned_minor():
     import vllm
+
     from humming_vllm import VLLM_VERSION
 
     assert vllm.__version__.split(".")[:2] == VLLM_VERSION.split(".")[:2]
 
 
 def test_linear_method_signatures_match_vllm():
-    from humming_vllm.linear import HummingLinearMethod
     from vllm.model_executor.layers.linear import LinearMethodBase
+
+    from humming_vllm.linear import HummingLinearMethod
 
     for name in ("create_weights", "apply", "process_weights_after_loading"):
         assert _params(getattr(LinearMethodBase, name)) == _params(
@@ -31,8 +33,9 @@ def test_linear_method_signatures_match_vllm():
 
 
 def test_quant_config_signatures_match_vllm():
-    from humming_vllm.config import HummingQuantConfig
     from vllm.model_executor.layers.quantization.base_config import QuantizationConfig
+
+    from humming_vllm.config import HummingQuantConfig
 
     for name in (
         "get_name",
@@ -56,13 +59,14 @@ def test_parameter_classes_take_the_arguments_we_pass():
 
 
 def test_register_is_idempotent_and_uses_the_v2_loader():
-    import humming_vllm
-    from humming_vllm.config import HummingQuantConfig
     from vllm.model_executor.layers.linear import WEIGHT_LOADER_V2_SUPPORTED
     from vllm.model_executor.layers.quantization import (
         QUANTIZATION_METHODS,
         get_quantization_config,
     )
+
+    import humming_vllm
+    from humming_vllm.config import HummingQuantConfig
 
     humming_vllm.register()
     humming_vllm.register()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import torch
+
 from humming_core.device import GemmProblem, Support
 from humming_core.packing import CanonicalWeight
 from humming_core.spec import QuantSpec

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from humming_core.env import ENV
 from vllm.model_executor.layers.linear import LinearBase, UnquantizedLinearMethod
 from vllm.model_executor.layers.quantization.base_config import (
     QuantizationConfig,
     QuantizeMethodBase,
 )
+
+from humming_core.env import ENV
 
 from .plan import QuantPlan, UnsupportedConfig, should_claim
 

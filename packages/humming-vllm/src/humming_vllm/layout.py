@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
 from humming_core.formats.base import Checkpoint
 from humming_core.packing import CanonicalWeight
 from humming_core.packing.bits import pack_k, unpack_k

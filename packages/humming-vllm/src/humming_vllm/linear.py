@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-from humming_core.ops import gemm, prepare
 from vllm.model_executor.layers.linear import (
     LinearMethodBase,
     register_weight_loader_v2_supported_method,
@@ -16,6 +15,8 @@ from vllm.model_executor.parameter import (
     PackedvLLMParameter,
     RowvLLMParameter,
 )
+
+from humming_core.ops import gemm, prepare
 
 from .layout import ParamDef, Partition
 from .schemes import IntScheme

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
+from typing import TYPE_CHECKING
 
-from ..spec.scalar import ScalarType
+if TYPE_CHECKING:
+    # Spec validation imports this module while humming_core.spec is initialising: importing the
+    # spec package here at run time would close that cycle.
+    from ..spec.scalar import ScalarType
 
 
 def decode_code(t: ScalarType, code: int) -> float:
@@ -30,7 +34,7 @@ def decode_code(t: ScalarType, code: int) -> float:
     return sign * (1 + man / (1 << m_bits)) * 2.0 ** (exp - t.bias)
 
 
-@lru_cache(maxsize=None)
+@cache
 def code_table(t: ScalarType) -> tuple[float, ...]:
     """Values of every code 0 .. 2^bits-1 (fp16/bf16/fp32 excluded: too many codes)."""
     if t.bits > 8:
@@ -38,7 +42,7 @@ def code_table(t: ScalarType) -> tuple[float, ...]:
     return tuple(decode_code(t, c) for c in range(1 << t.bits))
 
 
-@lru_cache(maxsize=None)
+@cache
 def representable_values(t: ScalarType) -> frozenset[float]:
     """Every finite value the type can hold exactly."""
     if t.bits > 8:
@@ -54,3 +58,25 @@ def weight_values(t: ScalarType, zero_point: str = "none") -> frozenset[float]:
         span = (1 << t.bits) - 1
         return frozenset(float(v) for v in range(-span, span + 1))
     return frozenset(float(v) for v in range(t.min_int, t.max_int + 1))
+
+
+@cache
+def small_float_types() -> tuple[ScalarType, ...]:
+    """Every float type of at most 8 bits that ScalarType accepts, in every special-value
+    convention (e2m1, e4m3, e4m3ieee, ue4m3, e8m0, ...): the set conformance tests sweep."""
+    from ..spec.scalar import ScalarType
+
+    found: dict[str, ScalarType] = {}
+    for e in range(1, 9):
+        for m in range(8):
+            for signed in (True, False):
+                if e + m + int(signed) > 8 or (m == 0 and (signed or e != 8)):
+                    continue
+                base = f"{'' if signed else 'u'}e{e}m{m}"
+                for suffix in ("", "fn", "ieee", "fin"):
+                    try:
+                        t = ScalarType.parse(base + suffix)
+                    except ValueError:
+                        continue
+                    found[t.name] = t
+    return tuple(found[name] for name in sorted(found))

@@ -14,6 +14,9 @@ Conventions (DESIGN.md, "Canonical weight form"):
 - `global_scale`: float32 `(1,)` (MoE: `(E,)`), a direct multiplier, when `spec.weight.global_scale`.
 - Value: `w = s * (q - z)` for integer zero points, `w = s * q - z` for float zero points (z is then an
   offset in weight units), `w = s * value(code)` otherwise, times `global_scale` when present.
+  With a zero point (int or float), q is the stored unsigned code itself (0 .. 2^b-1, also for a
+  signed type); without one, it is the element value of the code
+  (`humming_core.numerics.codec.canonical_table`).
 """
 
 from __future__ import annotations

@@ -63,6 +63,11 @@ class ScalarType(BaseModel):
             raise ValueError("fp16, bf16 and fp32 use the ieee convention")
         if self.mantissa == 0 and self.signed:
             raise ValueError("exponent-only types (like e8m0) are unsigned")
+        if self.special == "ieee" and self.exponent < 2:
+            raise ValueError(
+                f"e{self.exponent}m{self.mantissa} with the ieee convention has no normal numbers "
+                "(its only non-zero exponent code means inf/NaN): use 'fn' or 'fin', or >= 2 exponent bits"
+            )
         return self
 
     # ---- names -------------------------------------------------------------------------------
@@ -87,7 +92,7 @@ class ScalarType(BaseModel):
                 "(e2m1, e3m2, e2m3, e4m3, e5m2, ...), ue4m3, e8m0, fp16, bf16, fp32"
             )
         e, m = int(match["e"]), int(match["m"])
-        signed = not match["u"]
+        signed = not match["u"] and m > 0  # exponent-only types (e8m0) are unsigned by nature
         bits = e + m + (1 if signed else 0)
         special = _SUFFIX[match["sfx"]] if match["sfx"] else _default_special(e, m, bits, signed)
         return cls(kind="float", bits=bits, exponent=e, mantissa=m, signed=signed, special=special)
