@@ -42,6 +42,8 @@ class CanonicalLayout:
 
 @dataclass
 class ReferenceKernel:
+    """Dense or MoE GEMM straight from the canonical tensors with the exact numerics."""
+
     name: str
     spec: QuantSpec
 
@@ -54,20 +56,35 @@ class ReferenceKernel:
         k: int,
         bias: torch.Tensor | None = None,
         act_scale: torch.Tensor | None = None,
-        **weights: torch.Tensor,
+        **tensors: torch.Tensor,
     ) -> torch.Tensor:
         from ..numerics import reference_gemm
+        from ..numerics.moe import reference_moe_gemm
 
         cw = CanonicalWeight(
             spec=self.spec,
             n=n,
             k=k,
-            qweight=weights["qweight"],
-            scales=weights["scales"],
-            zeros=weights.get("zeros"),
-            global_scale=weights.get("global_scale"),
+            qweight=tensors.pop("qweight"),
+            scales=tensors.pop("scales"),
+            zeros=tensors.pop("zeros", None),
+            global_scale=tensors.pop("global_scale", None),
         )
-        out.copy_(reference_gemm(x, cw, bias=bias, act_scale_static=act_scale))
+        if self.spec.layout == "moe":
+            result = reference_moe_gemm(
+                x,
+                cw,
+                tensors["sorted_token_ids"],
+                tensors["expert_ids"],
+                tensors["num_tokens_post_padded"],
+                tensors["top_k"],
+                tensors.get("topk_weights"),
+                block_size=tensors["block_size"],
+                act_scale_static=act_scale,
+            )
+        else:
+            result = reference_gemm(x, cw, bias=bias, act_scale_static=act_scale)
+        out.copy_(result)
         return out
 
 

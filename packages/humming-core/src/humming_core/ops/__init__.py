@@ -1,6 +1,17 @@
-"""The user API: quantized GEMM on the active device."""
+"""The user API: quantized GEMM (dense and MoE) on the active device."""
 
 from .gemm import gemm, prepare
-from .layer import M_BUCKETS, PreparedGemm, bucket_of
+from .layer import M_BUCKETS, PreparedGemm, PreparedLayer, bucket_of
+from .moe import PreparedMoe, fused_moe, moe_gemm
 
-__all__ = ["M_BUCKETS", "PreparedGemm", "bucket_of", "gemm", "prepare"]
+__all__ = [
+    "M_BUCKETS",
+    "PreparedGemm",
+    "PreparedLayer",
+    "PreparedMoe",
+    "bucket_of",
+    "fused_moe",
+    "gemm",
+    "moe_gemm",
+    "prepare",
+]

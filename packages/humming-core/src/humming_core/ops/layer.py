@@ -24,7 +24,7 @@ from ..spec import QuantSpec
 M_BUCKETS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
 _DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-_LAYERS: dict[int, PreparedGemm] = {}
+_LAYERS: dict[int, PreparedLayer] = {}
 _IDS = itertools.count()
 _LOCK = threading.Lock()
 
@@ -43,8 +43,8 @@ def _build(device: Device, sources: list[KernelSource]) -> list[Any]:
     return build_many(device, sources)
 
 
-class PreparedGemm:
-    """out = epilogue(x @ dequant(W)^T) for one quantized weight on one device."""
+class PreparedLayer:
+    """What dense and MoE layers share: device choice, one config per M bucket, packing, kernels."""
 
     def __init__(
         self,
@@ -56,7 +56,7 @@ class PreparedGemm:
             device if device is not None and not isinstance(device, str) else get_device(device)
         )
         self.spec: QuantSpec = cw.spec
-        self.n, self.k = cw.n, cw.k
+        self.n, self.k, self.num_experts = cw.n, cw.k, cw.num_experts
         glu = self.spec.epilogue.glu != "none"
         if glu and self.n % 2:
             raise ValueError(f"a GLU epilogue needs an even N (gate and up halves), got N={self.n}")
@@ -91,7 +91,13 @@ class PreparedGemm:
             _LAYERS[self.id] = self
 
     def _select(self, m: int) -> Any:
-        problem = GemmProblem(n=self.n, k=self.k, m=m, act_dtype=self.spec.act.dtype.name)
+        problem = GemmProblem(
+            n=self.n,
+            k=self.k,
+            m=m,
+            num_experts=self.num_experts,
+            act_dtype=self.spec.act.dtype.name,
+        )
         support = self.device.check(self.spec, problem)
         if not support:
             raise ValueError(
@@ -121,6 +127,38 @@ class PreparedGemm:
         if self.act_dtype is None and x.dtype not in (torch.float16, torch.bfloat16):
             raise ValueError(f"x is {x.dtype}: quantized-activation layers take fp16 or bf16 input")
 
+    def release(self) -> None:
+        """Forget the layer in the op registry (its tensors go with the last reference)."""
+        with _LOCK:
+            _LAYERS.pop(self.id, None)
+
+    def _check_out(self, out: torch.Tensor | None, rows: int, shape: tuple, device) -> torch.Tensor:
+        """A new [rows, n_out] output, or the caller's `out` checked against `shape`."""
+        if out is None:
+            return torch.empty((rows, self.n_out), dtype=self.out_dtype, device=device)
+        if tuple(out.shape) != shape or out.dtype != self.out_dtype or not out.is_contiguous():
+            raise ValueError(
+                f"out must be a contiguous {self.out_dtype} tensor of shape {shape}, "
+                f"got {out.dtype} {tuple(out.shape)}"
+            )
+        return out.view(rows, self.n_out)
+
+
+class PreparedGemm(PreparedLayer):
+    """out = epilogue(x @ dequant(W)^T) for one quantized weight on one device."""
+
+    def __init__(
+        self,
+        cw: CanonicalWeight,
+        device: Device | str | None = None,
+        buckets: tuple[int, ...] = M_BUCKETS,
+    ) -> None:
+        if cw.is_moe:
+            raise ValueError(
+                "this weight has an expert dimension: use humming_core.ops.PreparedMoe"
+            )
+        super().__init__(cw, device, buckets)
+
     def run(
         self, x: torch.Tensor, bias: torch.Tensor | None = None, out: torch.Tensor | None = None
     ) -> torch.Tensor:
@@ -130,18 +168,7 @@ class PreparedGemm:
         if not x2.is_contiguous():
             x2 = x2.contiguous()
         m = x2.shape[0]
-        if out is None:
-            out = torch.empty((m, self.n_out), dtype=self.out_dtype, device=x.device)
-        elif (
-            out.shape != (*x.shape[:-1], self.n_out)
-            or out.dtype != self.out_dtype
-            or not out.is_contiguous()
-        ):
-            raise ValueError(
-                f"out must be a contiguous {self.out_dtype} tensor of shape {(*x.shape[:-1], self.n_out)}, "
-                f"got {out.dtype} {tuple(out.shape)}"
-            )
-        out = out.view(m, self.n_out)
+        out = self._check_out(out, m, (*x.shape[:-1], self.n_out), x.device)
         bias = self.bias if bias is None else bias
         if (bias is not None) != self.spec.epilogue.bias:
             raise ValueError(
@@ -157,13 +184,8 @@ class PreparedGemm:
             self.kernels[bucket_of(m)](x=x2, out=out, n=self.n, k=self.k, bias=bias, **self.packed)
         return out.reshape(*x.shape[:-1], self.n_out)
 
-    def release(self) -> None:
-        """Forget the layer in the op registry (its tensors go with the last reference)."""
-        with _LOCK:
-            _LAYERS.pop(self.id, None)
 
-
-def layer_by_id(layer_id: int) -> PreparedGemm:
+def layer_by_id(layer_id: int) -> PreparedLayer:
     try:
         return _LAYERS[layer_id]
     except KeyError:

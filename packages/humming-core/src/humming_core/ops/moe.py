@@ -1,0 +1,112 @@
+"""MoE GEMMs: the indexed (vLLM-style sorted token ids) expert GEMM and the whole fused MoE layer.
+
+Routing alignment follows vLLM's `moe_align_block_size` contract (humming_core.numerics.moe): the
+sorted ids index the flattened top-k choices, the first GEMM gathers row `id // top_k` of x, the
+second reads the [M*top_k, I] intermediate with top_k = 1 and multiplies by the router weights.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..device import Device
+from ..packing import CanonicalWeight
+from .layer import M_BUCKETS, PreparedLayer, bucket_of
+
+
+class PreparedMoe(PreparedLayer):
+    """One expert-stacked weight [E, N, K] bound to a device, kernels built per M bucket."""
+
+    def __init__(
+        self,
+        cw: CanonicalWeight,
+        device: Device | str | None = None,
+        buckets: tuple[int, ...] = M_BUCKETS,
+    ) -> None:
+        if not cw.is_moe or cw.spec.layout != "moe":
+            raise ValueError(
+                "PreparedMoe takes expert-stacked weights (qweight [E, N, ...], spec.layout='moe'); "
+                "use PreparedGemm for a dense layer"
+            )
+        super().__init__(cw, device, buckets)
+
+    def run(
+        self,
+        x: torch.Tensor,
+        sorted_token_ids: torch.Tensor,
+        expert_ids: torch.Tensor,
+        num_tokens_post_padded: torch.Tensor,
+        top_k: int,
+        block_size: int,
+        topk_weights: torch.Tensor | None = None,
+        out: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """[M*top_k, n_out]: row id = epilogue(x[id // top_k] @ W[expert]^T) (× its router weight)."""
+        self._check_input(x)
+        if x.dim() != 2:
+            raise ValueError(f"x must be [M, K] for a MoE GEMM, got shape {tuple(x.shape)}")
+        rows = x.shape[0] * top_k
+        out = self._check_out(out, rows, (rows, self.n_out), x.device)
+        if topk_weights is not None and topk_weights.numel() != rows:
+            raise ValueError(
+                f"topk_weights has {topk_weights.numel()} entries, expected M*top_k = {rows}"
+            )
+        if rows:
+            self.kernels[bucket_of(rows)](
+                x=x.contiguous(),
+                out=out,
+                n=self.n,
+                k=self.k,
+                sorted_token_ids=sorted_token_ids,
+                expert_ids=expert_ids,
+                num_tokens_post_padded=num_tokens_post_padded,
+                top_k=top_k,
+                block_size=block_size,
+                topk_weights=topk_weights,
+                **self.packed,
+            )
+        return out
+
+
+def moe_gemm(
+    x,
+    weight: PreparedMoe | CanonicalWeight,
+    sorted_token_ids,
+    expert_ids,
+    num_tokens_post_padded,
+    top_k: int,
+    block_size: int,
+    topk_weights=None,
+) -> torch.Tensor:
+    """The indexed MoE GEMM on the active device (see PreparedMoe.run)."""
+    layer = weight if isinstance(weight, PreparedMoe) else PreparedMoe(weight)
+    return layer.run(
+        x, sorted_token_ids, expert_ids, num_tokens_post_padded, top_k, block_size, topk_weights
+    )
+
+
+def fused_moe(
+    x: torch.Tensor,
+    topk_weights: torch.Tensor,
+    topk_ids: torch.Tensor,
+    w13: PreparedMoe,
+    w2: PreparedMoe,
+    expert_map: torch.Tensor | None = None,
+    block_size: int = 16,
+) -> torch.Tensor:
+    """The whole MoE layer: w13 GEMM with its GLU epilogue, w2 GEMM with the router weights, top-k sum.
+
+    x [M, H], topk_weights / topk_ids [M, top_k], w13 [E, 2I, H], w2 [E, H, I] -> [M, H].
+    """
+    from ..numerics.moe import moe_align
+
+    m, top_k = topk_ids.shape
+    if w13.n_out != w2.k:
+        raise ValueError(f"w13 produces {w13.n_out} features per token but w2 takes K={w2.k}")
+    num_experts = w13.num_experts if expert_map is None else expert_map.numel()
+    align = moe_align(topk_ids, block_size, num_experts, expert_map, ignore_invalid_experts=True)
+    hidden = w13.run(x, *align, top_k, block_size)
+    if w2.act_dtype is not None:
+        hidden = hidden.to(w2.act_dtype)
+    out = w2.run(hidden, *align, 1, block_size, topk_weights=topk_weights)
+    return out.view(m, top_k, -1).float().sum(dim=1).to(w2.out_dtype)
