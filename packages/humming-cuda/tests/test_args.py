@@ -11,6 +11,7 @@ import ctypes
 
 import pytest
 import torch
+
 from humming_cuda.args import ScalarArg, Signature, TensorArg
 
 

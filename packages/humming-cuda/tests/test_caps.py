@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from humming_cuda.caps import ARCHS, CC_TO_ARCH, ROWS, arch_for_capability, caps_for_arch
 from humming_cuda.detect import GpuIdentity, is_ppu_name, refuse_reason
 

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from humming_core.device import KernelSource
 from humming_cuda.caps import ARCHS
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 import pytest
+
 from humming_core.device import Device, GemmProblem, KernelSource, Support
 from humming_core.spec import preset
 from humming_cuda import kernels

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import torch
+
 from humming_core.device import KernelSource
 from humming_cuda.args import ScalarArg, Signature, TensorArg
 from humming_cuda.headers import humming_include_root

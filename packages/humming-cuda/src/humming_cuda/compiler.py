@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from cuda.bindings import nvrtc
+
 from humming_core.device import Artifact, KernelSource
 from humming_core.env import ENV
 

@@ -36,6 +36,13 @@ class CudaDevice:
         caps_for_arch(arch)  # fail early, with the list of known arches
         return cls(arch=arch)
 
+    @property
+    def torch_device(self):
+        """Where core packs a layer's weights: the caller's current CUDA device."""
+        import torch
+
+        return torch.device("cuda", torch.cuda.current_device())
+
     # ---- capabilities -------------------------------------------------------------------------
     def caps(self, index: int | None = None) -> DeviceCaps:
         if self._arch is not None:

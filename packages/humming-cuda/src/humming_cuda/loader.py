@@ -13,6 +13,7 @@ import weakref
 from typing import Any
 
 from cuda.bindings import driver
+
 from humming_core.device import Artifact
 
 DEFAULT_SMEM_LIMIT = 48 * 1024  # dynamic smem a kernel may use without opting in

@@ -100,8 +100,10 @@ class Kernel(Protocol):
     """A loaded kernel; calling it launches on the caller's current stream.
 
     Dense GEMM kernels are called by core as
-    `kernel(x=x, out=out, n=N, k=K, bias=bias|None, act_scale=static_scale|None, **packed)` where
-    `packed` is what the device's weight layout returned from `pack()`; they write `out` in place.
+    `kernel(x=x, out=out, **packed)` where `packed` is what the device's weight layout
+    returned from `pack()` (the bias, when the layer has one, is packed with the weights); MoE
+    kernels also get `sorted_token_ids, expert_ids, num_tokens_post_padded, top_k, block_size,
+    topk_weights`. Kernels write `out` in place and reject keywords they do not take.
     """
 
     name: str

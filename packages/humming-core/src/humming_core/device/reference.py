@@ -37,6 +37,8 @@ class CanonicalLayout:
             packed["zeros"] = cw.zeros
         if cw.global_scale is not None:
             packed["global_scale"] = cw.global_scale
+        if cw.bias is not None:
+            packed["bias"] = cw.bias
         return packed
 
 
@@ -52,9 +54,6 @@ class ReferenceKernel:
         *,
         x: torch.Tensor,
         out: torch.Tensor,
-        n: int,
-        k: int,
-        bias: torch.Tensor | None = None,
         act_scale: torch.Tensor | None = None,
         **tensors: torch.Tensor,
     ) -> torch.Tensor:
@@ -63,12 +62,13 @@ class ReferenceKernel:
 
         cw = CanonicalWeight(
             spec=self.spec,
-            n=n,
-            k=k,
+            n=tensors["qweight"].shape[-2],
+            k=x.shape[-1],
             qweight=tensors.pop("qweight"),
             scales=tensors.pop("scales"),
             zeros=tensors.pop("zeros", None),
             global_scale=tensors.pop("global_scale", None),
+            bias=tensors.pop("bias", None),
         )
         if self.spec.layout == "moe":
             result = reference_moe_gemm(
@@ -83,7 +83,7 @@ class ReferenceKernel:
                 act_scale_static=act_scale,
             )
         else:
-            result = reference_gemm(x, cw, bias=bias, act_scale_static=act_scale)
+            result = reference_gemm(x, cw, act_scale_static=act_scale)
         out.copy_(result)
         return out
 

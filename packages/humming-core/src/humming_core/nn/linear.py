@@ -37,10 +37,7 @@ class QuantLinear(nn.Module):
     ) -> QuantLinear:
         from ..numerics import quantize_weight
 
-        cw = quantize_weight(weight.detach().float(), spec)
-        if bias is not None:
-            cw = _with_bias(cw, bias)
-        return cls(cw, device)
+        return cls(quantize_weight(weight.detach().float(), spec, bias=bias), device)
 
     @classmethod
     def from_canonical(cls, weight: CanonicalWeight, device: str | None = None) -> QuantLinear:
@@ -51,7 +48,7 @@ class QuantLinear(nn.Module):
         return self._layer.device.name
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return _gemm_op(x, self._layer.id, None)
+        return _gemm_op(x, self._layer.id)
 
     def extra_repr(self) -> str:
         w = self.spec.weight
@@ -60,15 +57,3 @@ class QuantLinear(nn.Module):
             f"scale={w.scale.granularity}{w.scale.group_size or ''}/{w.scale.dtype.name}, "
             f"act={self.spec.act.dtype.name}, device={self.device_name}"
         )
-
-
-def _with_bias(cw: CanonicalWeight, bias: torch.Tensor) -> CanonicalWeight:
-    from dataclasses import replace
-
-    if tuple(bias.shape) != (cw.n,):
-        raise ValueError(f"bias has shape {tuple(bias.shape)}, expected ({cw.n},)")
-    if not cw.spec.epilogue.bias:
-        cw = replace(
-            cw, spec=cw.spec.replace(epilogue=cw.spec.epilogue.model_copy(update={"bias": True}))
-        )
-    return replace(cw, bias=bias)

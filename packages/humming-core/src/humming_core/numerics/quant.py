@@ -85,8 +85,12 @@ def _float_zero_point(tiles: torch.Tensor, ws: WeightSpec):
 def quantize_weight(
     w: torch.Tensor, spec: QuantSpec | WeightSpec, bias: torch.Tensor | None = None
 ) -> CanonicalWeight:
-    """Quantize float weights (N, K) or (E, N, K) into the canonical form of `spec`."""
+    """Quantize float weights (N, K) or (E, N, K) into the canonical form of `spec`.
+
+    A `bias` [N] travels with the weight and turns on the spec's `epilogue.bias`."""
     qspec = _as_quant_spec(spec, w)
+    if bias is not None and not qspec.epilogue.bias:
+        qspec = qspec.replace(epilogue=qspec.epilogue.model_copy(update={"bias": True}))
     ws = qspec.weight
     if not w.is_floating_point():
         raise TypeError(f"quantize_weight takes float weights, got dtype {w.dtype}")

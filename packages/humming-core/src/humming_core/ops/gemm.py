@@ -15,12 +15,12 @@ from .layer import PreparedGemm, layer_by_id
 
 
 @torch.library.custom_op("humming::gemm", mutates_args=())
-def _gemm_op(x: torch.Tensor, layer_id: int, bias: torch.Tensor | None) -> torch.Tensor:
-    return layer_by_id(layer_id).run(x, bias)
+def _gemm_op(x: torch.Tensor, layer_id: int) -> torch.Tensor:
+    return layer_by_id(layer_id).run(x)
 
 
 @_gemm_op.register_fake
-def _gemm_fake(x: torch.Tensor, layer_id: int, bias: torch.Tensor | None) -> torch.Tensor:
+def _gemm_fake(x: torch.Tensor, layer_id: int) -> torch.Tensor:
     layer = layer_by_id(layer_id)
     return x.new_empty((*x.shape[:-1], layer.n_out), dtype=layer.out_dtype)
 
@@ -41,10 +41,8 @@ def prepare(weight: CanonicalWeight | PreparedGemm, device: str | None = None) -
     return PreparedGemm(weight, device)
 
 
-def gemm(
-    x: torch.Tensor, weight: CanonicalWeight | PreparedGemm, bias: torch.Tensor | None = None
-) -> torch.Tensor:
-    """out[..., N] = epilogue(x[..., K] @ dequant(weight)^T (+ bias)).
+def gemm(x: torch.Tensor, weight: CanonicalWeight | PreparedGemm) -> torch.Tensor:
+    """out[..., N] = epilogue(x[..., K] @ dequant(weight)^T (+ the weight's bias, if it has one)).
 
     A `CanonicalWeight` is prepared on first use (kernels compile then) and remembered; prepare it
     up front with `prepare()` or use `humming_core.nn.QuantLinear` to keep compilation out of the
@@ -56,4 +54,4 @@ def gemm(
             layer = _PREPARED[weight] = prepare(weight)
     else:
         layer = prepare(weight)
-    return _gemm_op(x, layer.id, bias)
+    return _gemm_op(x, layer.id)

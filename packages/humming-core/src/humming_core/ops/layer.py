@@ -65,7 +65,14 @@ class PreparedLayer:
         self.act_dtype = (
             _DTYPES[self.spec.act.dtype.name] if not self.spec.act.is_quantized else None
         )
-        self.bias = cw.bias
+        if (cw.bias is not None) != self.spec.epilogue.bias:
+            raise ValueError(
+                f"the weight {'has' if cw.bias is not None else 'has no'} bias but its spec says "
+                f"epilogue.bias={self.spec.epilogue.bias}: the bias is part of the layer "
+                "(CanonicalWeight.bias); set both or neither"
+            )
+        if cw.bias is not None and tuple(cw.bias.shape) != (cw.n,):
+            raise ValueError(f"bias has shape {tuple(cw.bias.shape)}, expected ({cw.n},)")
         configs = {b: self._select(b) for b in buckets}
         # Configs whose layouts share an identity share one packed copy of the weights.
         layouts = {
@@ -159,9 +166,7 @@ class PreparedGemm(PreparedLayer):
             )
         super().__init__(cw, device, buckets)
 
-    def run(
-        self, x: torch.Tensor, bias: torch.Tensor | None = None, out: torch.Tensor | None = None
-    ) -> torch.Tensor:
+    def run(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """Compute into a new tensor, or into `out` (shape [..., n_out], the layer's output dtype)."""
         self._check_input(x)
         x2 = x.reshape(-1, self.k)
@@ -169,19 +174,8 @@ class PreparedGemm(PreparedLayer):
             x2 = x2.contiguous()
         m = x2.shape[0]
         out = self._check_out(out, m, (*x.shape[:-1], self.n_out), x.device)
-        bias = self.bias if bias is None else bias
-        if (bias is not None) != self.spec.epilogue.bias:
-            raise ValueError(
-                "bias given but the layer's spec has epilogue.bias=False"
-                if bias is not None
-                else "the layer's spec has epilogue.bias=True but no bias tensor was given"
-            )
-        if bias is not None and (tuple(bias.shape) != (self.n,) or bias.device != x.device):
-            raise ValueError(
-                f"bias must have shape ({self.n},) on {x.device}, got {tuple(bias.shape)} on {bias.device}"
-            )
         if m:
-            self.kernels[bucket_of(m)](x=x2, out=out, n=self.n, k=self.k, bias=bias, **self.packed)
+            self.kernels[bucket_of(m)](x=x2, out=out, **self.packed)
         return out.reshape(*x.shape[:-1], self.n_out)
 
 

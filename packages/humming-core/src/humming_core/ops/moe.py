@@ -55,8 +55,6 @@ class PreparedMoe(PreparedLayer):
             self.kernels[bucket_of(rows)](
                 x=x.contiguous(),
                 out=out,
-                n=self.n,
-                k=self.k,
                 sorted_token_ids=sorted_token_ids,
                 expert_ids=expert_ids,
                 num_tokens_post_padded=num_tokens_post_padded,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import torch
+
 from humming_core.spec import QuantSpec, preset
 
 from . import baselines

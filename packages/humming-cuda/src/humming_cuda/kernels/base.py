@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     import torch
+
     from humming_core.device import DeviceCaps, GemmProblem, Kernel, KernelSource, Support
     from humming_core.packing.canonical import CanonicalWeight
     from humming_core.spec import QuantSpec

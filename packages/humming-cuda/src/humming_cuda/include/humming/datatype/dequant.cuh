@@ -1,0 +1,100 @@
+// In-register dequantizers: a pair of b-bit codes (low code in bits [0,b), high in [16,16+b)) to a
+// pair of fp16/bf16 weights, with the group's scale and zero point applied.
+//
+// Integers: OR the codes into the mantissa of a magic number (1024.0 for fp16, 128.0 for bf16) and
+// subtract (magic + offset + zero point) in one exact half2 op; bf16 has 7 mantissa bits, so 8-bit
+// codes go through the fp32 magic 2^23 instead. Floats eXmY: move sign and exponent|mantissa to the
+// 16-bit type's positions (the exponent field is reused as is), which yields value * 2^(bias -
+// bias16); one exact multiply by 2^(bias16 - bias) fixes it, subnormals included.
+// The scale multiply (and float zero point) is the only rounding step, done once per weight.
+#pragma once
+#include "humming/arith/common.cuh"
+#include "humming/datatype/act_types.cuh"
+
+namespace humming {
+
+enum WeightKind : int { kWeightInt = 0, kWeightUint = 1, kWeightFloat = 2 };
+enum ZeroKind : int { kZeroNone = 0, kZeroInt = 1, kZeroFloat = 2 };
+
+// Per-column constants for the current group: built once per group, used for 4 weights per n8 block.
+template <typename T>
+struct GroupParams {
+  typename ActTraits<T>::T2 scale;  // (s, s)
+  typename ActTraits<T>::T2 zero;   // integer path: magic + offset + z; float zero point: (-z, -z)
+};
+
+template <typename T, int KIND, int BITS, int EXP, int MAN, int ZERO, bool SCALED>
+struct Dequant {
+  using Tr = ActTraits<T>;
+  using T2 = typename Tr::T2;
+  static constexpr int kOffset = KIND == kWeightInt ? (1 << (BITS - 1)) : 0;
+  // bf16 cannot hold magic + 8-bit code exactly: those codes take the fp32 path.
+  static constexpr bool kFp32Int = KIND != kWeightFloat && BITS > Tr::kMagicBits;
+  static_assert(KIND != kWeightFloat || EXP <= Tr::kExponent,
+                "float weight exponent wider than the activation type's: use bf16 activations");
+  static_assert(KIND != kWeightFloat || ZERO == kZeroNone, "zero points apply to integer weights");
+
+  HM_DEVICE static GroupParams<T> prepare(T scale, T zero) {
+    GroupParams<T> g;
+    g.scale = Tr::dup(scale);
+    if constexpr (ZERO == kZeroFloat) {
+      g.zero = Tr::dup(__hneg(zero));
+    } else if constexpr (ZERO == kZeroInt && !kFp32Int) {
+      const float sub = float(Tr::kMagicValue + kOffset) + Tr::to_float(zero);
+      g.zero = Tr::dup(Tr::from_float(sub));
+    } else {
+      g.zero = Tr::dup(zero);
+    }
+    return g;
+  }
+
+  // (q - offset - z) exactly, as a 16-bit pair.
+  HM_DEVICE static T2 integer_pair(u32 codes, const GroupParams<T>& g) {
+    if constexpr (kFp32Int) {
+      float sub = 8388608.f + float(kOffset);
+      if constexpr (ZERO == kZeroInt) sub += Tr::low_float(g.zero);
+      const float lo = __uint_as_float(0x4B000000u | (codes & 0xFFu)) - sub;
+      const float hi = __uint_as_float(0x4B000000u | (codes >> 16)) - sub;
+      return Tr::from_floats(lo, hi);
+    } else {
+      const T2 v = from_u32<T2>(codes | (Tr::kMagic * 0x00010001u));
+      if constexpr (ZERO == kZeroInt) return __hsub2(v, g.zero);
+      return __hsub2(v, Tr::dup(Tr::from_float(float(Tr::kMagicValue + kOffset))));
+    }
+  }
+
+  // value(code) exactly, as a 16-bit pair.
+  HM_DEVICE static T2 float_pair(u32 codes) {
+    constexpr u32 kSign = (1u << (BITS - 1)) * 0x00010001u;
+    constexpr u32 kMag = ((1u << (BITS - 1)) - 1u) * 0x00010001u;
+    const u32 bits = ((codes & kMag) << (Tr::kMantissa - MAN)) | ((codes & kSign) << (16 - BITS));
+    const T2 v = from_u32<T2>(bits);
+    constexpr int kBiasSrc = (1 << (EXP - 1)) - 1;
+    constexpr int kShiftExp = Tr::kBias - kBiasSrc;
+    if constexpr (kShiftExp == 0) {
+      return v;
+    } else {
+      // 2^kShiftExp as a normal 16-bit number: exponent field kBias + kShiftExp.
+      constexpr u32 kFactor = u32(Tr::kBias + kShiftExp) << Tr::kMantissa;
+      return __hmul2(v, from_u32<T2>(kFactor * 0x00010001u));
+    }
+  }
+
+  HM_DEVICE static u32 apply(u32 codes, const GroupParams<T>& g) {
+    T2 v;
+    if constexpr (KIND == kWeightFloat) {
+      v = float_pair(codes);
+    } else {
+      v = integer_pair(codes, g);
+    }
+    if constexpr (!SCALED) {
+      return as_u32(v);
+    } else if constexpr (ZERO == kZeroFloat) {
+      return as_u32(__hfma2(v, g.scale, g.zero));
+    } else {
+      return as_u32(__hmul2(v, g.scale));
+    }
+  }
+};
+
+}  // namespace humming

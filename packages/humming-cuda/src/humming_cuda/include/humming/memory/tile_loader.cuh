@@ -1,0 +1,77 @@
+// Global -> shared loaders for one pipeline stage of the WnA16 kernel: activations (swizzled for
+// ldmatrix), pre-shuffled weight tiles, and per-group scale / zero-point rows. Every load is a
+// 16-byte cp.async; out-of-range chunks are zero-filled, never read.
+#pragma once
+#include "humming/arith/common.cuh"
+#include "humming/ptx/cp_async.cuh"
+
+namespace humming {
+
+// Activation tile of ROWS x BK 16-bit values. Row r's 16-byte chunk c lands at chunk (c ^ (r % 8)),
+// so the eight rows an ldmatrix phase reads hit eight different bank groups.
+template <typename T, int ROWS, int BK, int THREADS>
+struct ActTileLoader {
+  static constexpr int kChunksPerRow = BK / 8;
+  static constexpr int kChunks = ROWS * kChunksPerRow;
+  static_assert(kChunksPerRow >= 8, "the XOR swizzle needs rows of at least 8 chunks (BK >= 64)");
+
+  HM_DEVICE static int offset(int row, int chunk) {
+    return row * BK + ((chunk ^ (row & 7)) * 8);
+  }
+
+  HM_DEVICE static void load(T* smem, const T* x, int m0, int k0, int M, int K, int lda, int tid) {
+#pragma unroll
+    for (int c = tid; c < kChunks; c += THREADS) {
+      const int row = c / kChunksPerRow;
+      const int chunk = c % kChunksPerRow;
+      const int m = m0 + row;
+      const int k = k0 + chunk * 8;
+      const bool pred = m < M && k < K;
+      const T* src = pred ? x + static_cast<long long>(m) * lda + k : x;
+      cp_async16(smem + offset(row, chunk), src, pred);
+    }
+  }
+};
+
+// Weight tiles: for each of the block's N_TILES columns of 64, K_TILES consecutive 16x64 layout
+// tiles, which are contiguous in global memory (layout order [n tile][k tile][lane][word]).
+template <int BITS, int N_TILES, int K_TILES, int THREADS>
+struct WeightTileLoader {
+  static constexpr int kTileWords = 32 * BITS;
+  static constexpr int kChunksPerTile = kTileWords / 4;
+  static constexpr int kChunksPerNTile = K_TILES * kChunksPerTile;
+  static constexpr int kChunks = N_TILES * kChunksPerNTile;
+
+  HM_DEVICE static void load(u32* smem, const u32* w, int nt0, int kt0, int n_tiles, int k_tiles,
+                             int tid, u64 policy) {
+#pragma unroll 4
+    for (int c = tid; c < kChunks; c += THREADS) {
+      const int ntl = c / kChunksPerNTile;
+      const int rem = c % kChunksPerNTile;
+      const int nt = nt0 + ntl;
+      const bool pred = nt < n_tiles && kt0 + rem / kChunksPerTile < k_tiles;
+      const long long word = (static_cast<long long>(nt) * k_tiles + kt0) * kTileWords + rem * 4;
+      cp_async16_stream(smem + c * 4, pred ? w + word : w, pred, policy);
+    }
+  }
+};
+
+// ROWS group rows of BN 16-bit values (scales or zero points), row g of the [groups][n_pad] array.
+template <typename T, int ROWS, int BN, int THREADS>
+struct GroupRowLoader {
+  static constexpr int kChunksPerRow = BN / 8;
+  static constexpr int kChunks = ROWS * kChunksPerRow;
+
+  HM_DEVICE static void load(T* smem, const T* src, int g0, int n0, int groups, int n_pad,
+                             int tid) {
+    for (int c = tid; c < kChunks; c += THREADS) {
+      const int row = c / kChunksPerRow;
+      const int n = n0 + (c % kChunksPerRow) * 8;
+      const bool pred = g0 + row < groups && n < n_pad;
+      const T* p = pred ? src + static_cast<long long>(g0 + row) * n_pad + n : src;
+      cp_async16(smem + c * 8, p, pred);
+    }
+  }
+};
+
+}  // namespace humming

@@ -1,0 +1,72 @@
+// Global -> shared copies of 16 bytes, asynchronous on sm80+ (cp.async) and synchronous on sm75,
+// with the same interface so a kernel's pipeline is written once.
+#pragma once
+#include "humming/arith/common.cuh"
+
+namespace humming {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define HM_HAS_CP_ASYNC 1
+#else
+#define HM_HAS_CP_ASYNC 0
+#endif
+
+HM_DEVICE u32 smem_addr(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+// Copies 16 bytes when `pred`, else writes 16 zero bytes: out-of-range tiles become zeros, which
+// every weight format decodes to a finite value, so padded lanes contribute exactly 0.
+HM_DEVICE void cp_async16(void* smem, const void* gmem, bool pred) {
+#if HM_HAS_CP_ASYNC
+  const int src_bytes = pred ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+               "r"(src_bytes)
+               : "memory");
+#else
+  uint4 v = make_uint4(0, 0, 0, 0);
+  if (pred) v = *reinterpret_cast<const uint4*>(gmem);
+  *reinterpret_cast<uint4*>(smem) = v;
+#endif
+}
+
+// Same, with an L2 evict-first hint: weights are streamed once per call and should not push the
+// activations (re-read by every CTA column) out of L2.
+HM_DEVICE void cp_async16_stream(void* smem, const void* gmem, bool pred, u64 policy) {
+#if HM_HAS_CP_ASYNC
+  const int src_bytes = pred ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(
+                   smem_addr(smem)),
+               "l"(gmem), "r"(src_bytes), "l"(policy)
+               : "memory");
+#else
+  (void)policy;
+  cp_async16(smem, gmem, pred);
+#endif
+}
+
+HM_DEVICE u64 evict_first_policy() {
+#if HM_HAS_CP_ASYNC
+  u64 policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+#else
+  return 0;
+#endif
+}
+
+HM_DEVICE void cp_async_commit() {
+#if HM_HAS_CP_ASYNC
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Wait until at most N committed groups are still in flight.
+template <int N>
+HM_DEVICE void cp_async_wait() {
+#if HM_HAS_CP_ASYNC
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+}  // namespace humming

@@ -1,0 +1,120 @@
+"""What the WnA16 family supports, and which configs it tries per (spec, N, K, M bucket)."""
+
+from __future__ import annotations
+
+from humming_core.device import DeviceCaps, GemmProblem, Support
+from humming_core.spec import QuantSpec
+
+from .config import KernelFormat, Wna16Config
+
+_DEFAULT_SMS = 132  # used when a caps row has no measured SM count (compile-only targets)
+
+
+def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
+    """Whether a WnA16 kernel exists for this spec and problem on this arch, and if not, why."""
+    reason = _spec_reason(spec) or _arch_reason(spec, caps) or _problem_reason(problem)
+    return Support.no(reason) if reason else Support.yes()
+
+
+def _spec_reason(spec: QuantSpec) -> str:
+    w, ep = spec.weight, spec.epilogue
+    if spec.layout != "dense":
+        return (
+            f"layout={spec.layout!r}: the wna16 family computes dense GEMMs; MoE needs a MoE family"
+        )
+    if spec.act.is_quantized:
+        return (
+            f"act.dtype={spec.act.dtype.name!r} is quantized: the wna16 family takes fp16 or bf16 "
+            "activations (quantized activations need a WnA8/WnA4 family)"
+        )
+    if ep.activation != "none" or ep.glu != "none" or ep.topk_weight:
+        return (
+            f"epilogue activation={ep.activation!r} glu={ep.glu!r} topk_weight={ep.topk_weight}: "
+            "the wna16 epilogue supports scales, bias and the output dtype only"
+        )
+    if w.scale.granularity == "block":
+        return (
+            f"scale granularity 'block' {w.scale.block}: the wna16 family applies group, channel or "
+            "tensor scales; express 2D block scales as groups along K"
+        )
+    if w.zero_point != "none" and w.dtype.kind == "int":
+        return (
+            f"weight dtype {w.dtype.name!r} with zero_point={w.zero_point!r}: zero points are "
+            f"supported on unsigned codes; use uint{w.dtype.bits}"
+        )
+    if w.dtype.is_float and w.dtype.exponent > 5 and spec.act.dtype.name == "fp16":
+        return (
+            f"weight dtype {w.dtype.name!r} has {w.dtype.exponent} exponent bits, more than fp16's "
+            "5: use bf16 activations"
+        )
+    return ""
+
+
+def _arch_reason(spec: QuantSpec, caps: DeviceCaps) -> str:
+    if not caps.has("mma.sync"):
+        return f"{caps.arch} has no mma.sync: the wna16 family needs sm_75 or newer"
+    if spec.act.dtype.name == "bf16" and not caps.has("bf16"):
+        return f"{caps.arch} has no bf16 mma.sync: use fp16 activations (bf16 needs sm_80+)"
+    return ""
+
+
+def _problem_reason(problem: GemmProblem) -> str:
+    if problem.num_experts != 1 or problem.topk != 1:
+        return "num_experts/topk != 1: the wna16 family computes dense GEMMs"
+    if problem.k % 8:
+        return (
+            f"K={problem.k}: the wna16 kernels load activation rows in 16-byte chunks, so K must be "
+            "a multiple of 8; pad K (zero weights) to the next multiple of 8"
+        )
+    if problem.n < 1 or problem.k < 1 or (problem.m is not None and problem.m < 0):
+        return f"shape N={problem.n} K={problem.k} M={problem.m}: sizes must be positive"
+    return ""
+
+
+def _base_tile(m: int) -> dict[str, int]:
+    # Small M: one 64-column warp tile per CTA and four warps splitting K, so even small layers
+    # spread over many CTAs; large M: four warps side by side on N, sharing the activation tile.
+    if m <= 16:
+        return {"m_frags": 1, "warps_n": 1, "warps_k": 4, "k_steps": 2}
+    if m <= 32:
+        return {"m_frags": 2, "warps_n": 1, "warps_k": 4, "k_steps": 2}
+    if m <= 64:
+        return {"m_frags": 4, "warps_n": 2, "warps_k": 2, "k_steps": 2}
+    return {"m_frags": 4, "warps_n": 4, "warps_k": 1, "k_steps": 4}
+
+
+def _fit_stages(fmt: KernelFormat, cfg: Wna16Config, caps: DeviceCaps) -> Wna16Config:
+    while cfg.stages > 2 and fmt.smem_bytes(cfg) > caps.smem_per_block:
+        cfg = cfg.model_copy(update={"stages": cfg.stages - 1})
+    return cfg
+
+
+def pick_split_k(problem: GemmProblem, cfg: Wna16Config, caps: DeviceCaps) -> int:
+    """Split K until there are about four CTAs per SM (measured on H200: decode is bound by the
+    weight bytes in flight, so a 128-CTA layer ran 1.75x faster at split 2 than unsplit), keeping
+    >= 4 K iterations per split."""
+    m = max(1, problem.m or 1)
+    tiles = -(-problem.n // cfg.block_n) * -(-m // cfg.block_m)
+    iters = -(-problem.k // cfg.block_k)
+    sms = caps.sm_count or _DEFAULT_SMS
+    split = max(1, (4 * sms) // tiles)
+    return max(1, min(split, iters // 4, 16))
+
+
+def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[Wna16Config]:
+    """Configs for this (spec, N, K, M), best first; empty when `supports` says no."""
+    if not supports(spec, problem, caps):
+        return []
+    fmt = KernelFormat.from_spec(spec)
+    m = problem.m if problem.m is not None else 1
+    stages = 2 if not caps.has("cp.async") else 4
+    base = Wna16Config(arch=caps.arch, stages=stages, **_base_tile(m))
+    base = _fit_stages(fmt, base, caps)
+    if fmt.smem_bytes(base) > caps.smem_per_block:
+        return []
+    best = base.model_copy(update={"split_k": pick_split_k(problem, base, caps)})
+    out = [best]
+    for variant in (base, _fit_stages(fmt, best.model_copy(update={"stages": 3}), caps)):
+        if variant not in out and variant.stages >= 2:
+            out.append(variant)
+    return out
