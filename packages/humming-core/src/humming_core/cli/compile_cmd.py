@@ -41,8 +41,14 @@ def run(args) -> int:
     table.add_row("config", repr(config))
     table.add_row("binary bytes", str(len(artifact.binary)))
     table.add_row("compile seconds", f"{seconds:.3f}")
+    # The artifact's own facts (resources, symbol, compiler); the source/binding echo the config.
     for key, value in sorted(artifact.meta.items()):
-        if key != "log":
+        if key in ("log", "source", "binding", "functions"):
+            continue
+        if isinstance(value, dict):
+            for sub, item in value.items():
+                table.add_row(f"{key}.{sub}", str(item))
+        else:
             table.add_row(key, str(value))
     console.print(table)
     return 0

@@ -42,10 +42,14 @@ def run(args) -> int:
         kwargs["layers"] = tuple(
             tuple(int(d) for d in item.lower().split("x")) for item in args.layers.split(",")
         )
-    result = dense.run(**kwargs)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
+
+    def save(result: dict) -> None:  # after every row: a run cut short still leaves its rows
+        out.write_text(json.dumps(result, indent=1))
+
+    result = dense.run(**kwargs, on_row=save)
+    save(result)
     dense.plot(result, args.png or str(out.with_suffix(".png")))
     print(f"wrote {out}")
     return 0

@@ -1,0 +1,48 @@
+"""A few representative kernels through the user API, for compute-sanitizer on the GPU host.
+
+    compute-sanitizer --tool memcheck --report-api-errors no python3 scripts/sanitize_kernels.py
+    compute-sanitizer --tool racecheck python3 scripts/sanitize_kernels.py
+
+Covers split-K (M=1, long K), N/M/K tails, integer zero points, float zero points, MX scales and
+bf16; each result is checked against the reference so a silent corruption also fails.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from humming_core.numerics import quantize_weight
+from humming_core.ops import prepare
+from humming_core.spec import preset
+from humming_core.testing.conformance import within_bound
+
+CASES = [  # (preset, act dtype, M, N, K)
+    ("W4A16_G128", "fp16", 1, 320, 4096),
+    ("GPTQ_INT4", "fp16", 7, 200, 384),
+    ("MXFP4", "bf16", 33, 136, 512),
+    ("W8A16", "bf16", 100, 72, 264),
+    ("GGUF_Q4_K", "fp16", 17, 96, 256),
+]
+
+
+def main() -> int:
+    failures = 0
+    for name, act, m, n, k in CASES:
+        spec = preset(name).replace(act={"dtype": act})
+        gen = torch.Generator().manual_seed(m * n + k)
+        cw = quantize_weight(torch.randn(n, k, generator=gen) * 0.05, spec)
+        x = torch.randn(m, k, generator=gen).to(
+            getattr(torch, {"fp16": "float16", "bf16": "bfloat16"}[act])
+        )
+        out = prepare(cw, "cuda").run(x.cuda())
+        torch.cuda.synchronize()
+        worst = within_bound(out, x, cw)
+        print(f"{name:11s} {act} M={m:<4d} N={n:<4d} K={k:<5d} worst err/bound {worst:.3f}")
+        failures += worst > 1.0
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
