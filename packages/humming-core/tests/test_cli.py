@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from humming_core.cli import main
 
@@ -12,12 +13,16 @@ def wide_console(monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
 
 
-def test_info_shows_reference_active(capsys, monkeypatch):
-    monkeypatch.setenv("HUMMING_DEVICE", "reference")
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU machine activates cuda, not reference")
+def test_info_on_a_cpu_machine_shows_reference_active_and_why(capsys, monkeypatch):
+    monkeypatch.delenv("HUMMING_DEVICE", raising=False)
     assert main(["info"]) == 0
     out = capsys.readouterr().out
     assert "active device: reference" in out
     assert "HUMMING_CACHE_DIR" in out
+    # Every installed device plugin is listed with the reason it is not usable here.
+    assert "cuda" in out and "ppu" in out
+    assert "not a PPU" in out or "no torch CUDA device" in out
 
 
 def test_spec_lists_presets_and_explains_one(capsys):

@@ -103,6 +103,12 @@ RULES = [
         {"granularity": "group", "group_size": 32, "dtype": "ue4m3"},
         ["dtype='ue4m3'", "group_size 16"],
     ),
+    (
+        "symmetric int1",
+        WeightSpec,
+        {"dtype": "int1", "scale": G128},
+        ["dtype='int1'", "uint1", "zero_point='int'"],
+    ),
     ("weight dtype e8m0", WeightSpec, {"dtype": "e8m0", "scale": G128}, ["'e8m0'", "int1..int8"]),
     (
         "weight dtype fp16",

@@ -133,6 +133,11 @@ class WeightSpec(_Frozen):
 
     @model_validator(mode="after")
     def _rules(self) -> WeightSpec:
+        if self.dtype.name == "int1" and self.zero_point == "none":
+            raise ValueError(
+                "dtype='int1' with zero_point='none': symmetric 1-bit codes are {-1, 0} and hold no "
+                "positive weight; use dtype='uint1' with zero_point='int' (or 'float')"
+            )
         if self.zero_point != "none" and not self.dtype.is_integer:
             raise ValueError(
                 f"zero_point={self.zero_point!r} with dtype={self.dtype.name!r}: zero points apply "
