@@ -24,7 +24,7 @@ import torch
 
 from ..packing import CanonicalWeight
 from ..packing.bits import pack_k, unpack_k
-from ..spec import ActSpec, EpilogueSpec, QuantSpec, ScaleSpec, WeightSpec
+from ..spec import NVFP4_ACT, ActSpec, EpilogueSpec, QuantSpec, ScaleSpec, WeightSpec
 from .base import CheckpointFormat, QuantLayer, register
 from .common import (
     byte_codes_to_words,
@@ -119,14 +119,7 @@ def _act_spec(group: _Group, wide: str) -> ActSpec:
     kind, bits, strategy = a.get("type"), int(a.get("num_bits", 0)), a.get("strategy")
     quant = "dynamic" if a.get("dynamic") in (True, "local") else "static"
     if kind == "float" and bits == 4:
-        return ActSpec(
-            dtype="e2m1",
-            quant="dynamic",
-            granularity="group",
-            group_size=16,
-            scale_dtype="ue4m3",
-            global_scale=True,
-        )
+        return NVFP4_ACT
     dtype = "e4m3" if kind == "float" else f"int{bits}"
     granularity = {"token": "token", "tensor": "tensor", "group": "group"}.get(strategy)
     if granularity is None:

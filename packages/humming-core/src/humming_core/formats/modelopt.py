@@ -22,21 +22,13 @@ from __future__ import annotations
 import torch
 
 from ..packing import CanonicalWeight
-from ..spec import ActSpec, EpilogueSpec, QuantSpec, ScaleSpec, WeightSpec
+from ..spec import NVFP4_ACT, ActSpec, EpilogueSpec, QuantSpec, ScaleSpec, WeightSpec
 from .base import CheckpointFormat, QuantLayer, register
 from .common import byte_codes_to_words, model_act_dtype, nibble_bytes_to_words
 from .errors import FormatError, expect_dtype, expect_shape
 
 # algorithm -> (group size the checkpoint must declare, or None)
 ALGOS = {"NVFP4": 16, "W4A16_NVFP4": 16, "MXFP8": 32, "FP8": None}
-_NVFP4_ACT = ActSpec(
-    dtype="e2m1",
-    quant="dynamic",
-    granularity="group",
-    group_size=16,
-    scale_dtype="ue4m3",
-    global_scale=True,
-)
 _MXFP8_ACT = ActSpec(
     dtype="e4m3", quant="dynamic", granularity="group", group_size=32, scale_dtype="e8m0"
 )
@@ -116,7 +108,7 @@ class ModelOptFormat(CheckpointFormat):
 
     def _spec(self, prefix: str, algo: str) -> QuantSpec:
         act = {
-            "NVFP4": _NVFP4_ACT,
+            "NVFP4": NVFP4_ACT,
             "MXFP8": _MXFP8_ACT,
             "FP8": _FP8_STATIC_ACT,
         }.get(algo, ActSpec(dtype=self.wide))

@@ -52,6 +52,7 @@ class PreparedLayer:
         device: Device | str | None = None,
         buckets: tuple[int, ...] = M_BUCKETS,
     ) -> None:
+        self._accept(cw)
         self.device = (
             device if device is not None and not isinstance(device, str) else get_device(device)
         )
@@ -71,8 +72,10 @@ class PreparedLayer:
                 f"epilogue.bias={self.spec.epilogue.bias}: the bias is part of the layer "
                 "(CanonicalWeight.bias); set both or neither"
             )
-        if cw.bias is not None and tuple(cw.bias.shape) != (cw.n,):
-            raise ValueError(f"bias has shape {tuple(cw.bias.shape)}, expected ({cw.n},)")
+        # MoE weights carry one bias row per expert (CanonicalWeight: leading E on every tensor).
+        bias_shape = (cw.num_experts, cw.n) if cw.is_moe else (cw.n,)
+        if cw.bias is not None and tuple(cw.bias.shape) != bias_shape:
+            raise ValueError(f"bias has shape {tuple(cw.bias.shape)}, expected {bias_shape}")
         configs = {b: self._select(b) for b in buckets}
         # Configs whose layouts share an identity share one packed copy of the weights.
         layouts = {
@@ -96,6 +99,10 @@ class PreparedLayer:
         with _LOCK:
             self.id = next(_IDS)
             _LAYERS[self.id] = self
+
+    @staticmethod
+    def _accept(cw: CanonicalWeight) -> None:
+        """Refuse weights of the wrong kind (dense vs expert-stacked) before any work is done."""
 
     def _select(self, m: int) -> Any:
         problem = GemmProblem(
@@ -154,20 +161,23 @@ class PreparedLayer:
 class PreparedGemm(PreparedLayer):
     """out = epilogue(x @ dequant(W)^T) for one quantized weight on one device."""
 
-    def __init__(
-        self,
-        cw: CanonicalWeight,
-        device: Device | str | None = None,
-        buckets: tuple[int, ...] = M_BUCKETS,
-    ) -> None:
+    @staticmethod
+    def _accept(cw: CanonicalWeight) -> None:
         if cw.is_moe:
             raise ValueError(
                 "this weight has an expert dimension: use humming_core.ops.PreparedMoe"
             )
-        super().__init__(cw, device, buckets)
 
-    def run(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-        """Compute into a new tensor, or into `out` (shape [..., n_out], the layer's output dtype)."""
+    def run(
+        self,
+        x: torch.Tensor,
+        out: torch.Tensor | None = None,
+        act_scale: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Compute into a new tensor, or into `out` (shape [..., n_out], the layer's output dtype).
+
+        `act_scale`: a static activation scale (fp32 (1,), a multiplier) for specs with
+        act.quant='static' or NVFP4 activations' global scale; handed to the kernel as is."""
         self._check_input(x)
         x2 = x.reshape(-1, self.k)
         if not x2.is_contiguous():
@@ -175,7 +185,8 @@ class PreparedGemm(PreparedLayer):
         m = x2.shape[0]
         out = self._check_out(out, m, (*x.shape[:-1], self.n_out), x.device)
         if m:
-            self.kernels[bucket_of(m)](x=x2, out=out, **self.packed)
+            extra = {} if act_scale is None else {"act_scale": act_scale}
+            self.kernels[bucket_of(m)](x=x2, out=out, **extra, **self.packed)
         return out.reshape(*x.shape[:-1], self.n_out)
 
 

@@ -9,26 +9,20 @@ from __future__ import annotations
 
 import torch
 
-from ..device import Device
 from ..packing import CanonicalWeight
-from .layer import M_BUCKETS, PreparedLayer, bucket_of
+from .layer import PreparedLayer, bucket_of
 
 
 class PreparedMoe(PreparedLayer):
     """One expert-stacked weight [E, N, K] bound to a device, kernels built per M bucket."""
 
-    def __init__(
-        self,
-        cw: CanonicalWeight,
-        device: Device | str | None = None,
-        buckets: tuple[int, ...] = M_BUCKETS,
-    ) -> None:
+    @staticmethod
+    def _accept(cw: CanonicalWeight) -> None:
         if not cw.is_moe or cw.spec.layout != "moe":
             raise ValueError(
                 "PreparedMoe takes expert-stacked weights (qweight [E, N, ...], spec.layout='moe'); "
                 "use PreparedGemm for a dense layer"
             )
-        super().__init__(cw, device, buckets)
 
     def run(
         self,

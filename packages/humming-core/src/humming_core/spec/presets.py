@@ -22,6 +22,15 @@ def _w(
 _A16 = ActSpec(dtype="fp16")
 _BF16 = ActSpec(dtype="bf16")
 _FP8_TOKEN = ActSpec(dtype="e4m3", quant="dynamic", granularity="token")
+# NVFP4 activations: E2M1 per 16 with UE4M3 scales times an FP32 per-tensor scale (W4A4 NVFP4).
+NVFP4_ACT = ActSpec(
+    dtype="e2m1",
+    quant="dynamic",
+    granularity="group",
+    group_size=16,
+    scale_dtype="ue4m3",
+    global_scale=True,
+)
 _INT8_TOKEN = ActSpec(dtype="int8", quant="dynamic", granularity="token")
 
 # Weight-only (WnA16). Symmetric integer weights are the signed type (offset-binary in storage).
@@ -59,14 +68,7 @@ MXFP4_A8 = QuantSpec(
 )
 W4A4_NVFP4 = QuantSpec(
     weight=_w("e2m1", _group(16, "ue4m3"), global_scale=True),
-    act=ActSpec(
-        dtype="e2m1",
-        quant="dynamic",
-        granularity="group",
-        group_size=16,
-        scale_dtype="ue4m3",
-        global_scale=True,
-    ),
+    act=NVFP4_ACT,
     epilogue={"out_dtype": "bf16"},
 )
 W4A4_INT4 = QuantSpec(
