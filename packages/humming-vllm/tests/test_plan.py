@@ -52,7 +52,7 @@ def test_compressed_tensors_specific_target_beats_linear_and_ignore_wins():
     [
         {**GPTQ, "bits": 5},
         {**GPTQ, "dynamic": {"-:.*": {}}},
-        {"quant_method": "awq"},
+        {"quant_method": "awq", "bits": 3},
         _ct(type="float"),
     ],
 )

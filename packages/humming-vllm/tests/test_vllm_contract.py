@@ -100,3 +100,45 @@ def test_act_order_keeps_g_idx_in_the_weight_mapper():
     drop = HummingQuantConfig({**gptq, "desc_act": False}).get_checkpoint_weight_mapper()
     assert keep.map_name("x.g_idx") == "x.g_idx"
     assert drop.map_name("x.g_idx") is None
+
+
+def test_moe_method_signatures_match_vllm():
+    from vllm.model_executor.layers.fused_moe.fused_moe_method_base import FusedMoEMethodBase
+
+    from humming_vllm.moe import HummingMoEMethod
+
+    for name in (
+        "create_weights",
+        "apply",
+        "process_weights_after_loading",
+        "get_fused_moe_quant_config",
+    ):
+        assert _params(getattr(FusedMoEMethodBase, name)) == _params(
+            getattr(HummingMoEMethod, name)
+        ), name
+
+
+def test_experts_signatures_match_vllm():
+    from vllm.model_executor.layers.fused_moe import modular_kernel as mk
+
+    from humming_vllm.moe import HummingExperts
+
+    for name in ("apply", "workspace_shapes", "moe_problem_size", "activation_format"):
+        assert _params(getattr(mk.FusedMoEExpertsModular, name)) == _params(
+            getattr(HummingExperts, name)
+        ), name
+    assert _params(mk.FusedMoEKernel.__init__)[1:] == ["prepare_finalize", "fused_experts"]
+
+
+def test_moe_schemes_follow_the_plan_and_ignored_experts_stay_unquantized():
+    from humming_vllm.config import HummingQuantConfig
+    from humming_vllm.moe_scheme import ExpertScheme, GptOssScheme
+
+    gptq = {"quant_method": "gptq", "bits": 4, "group_size": 32, "sym": True}
+    plan = HummingQuantConfig({**gptq, "modules_to_not_convert": ["layers.1.mlp"]}).plan
+    assert isinstance(plan.moe_scheme_for("model.layers.0.mlp.experts"), ExpertScheme)
+    assert plan.moe_scheme_for("model.layers.1.mlp.experts") is None
+    assert isinstance(
+        HummingQuantConfig({"quant_method": "mxfp4"}).plan.moe_scheme_for("x.experts"),
+        GptOssScheme,
+    )

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 from vllm_ckpt import ct_tensors, gptq_tensors, random_quant
+from vllm_layer_kinds import K, build_layer, shards_of
 
 pytestmark = [pytest.mark.vllm, pytest.mark.usefixtures("vllm_env")]
 
-K, HEAD, HEADS, KV_HEADS = 256, 32, 8, 4
 GROUP = 32
 
 
@@ -52,58 +52,12 @@ CASES = {
 }
 
 
-def _shards(kind: str) -> list[tuple[object, int, int]]:
-    """(shard id, N, K) of each checkpoint layer the vLLM layer fuses."""
-    if kind == "merged":
-        return [(0, 128, K), (1, 256, K)]
-    if kind == "qkv":
-        return [("q", HEADS * HEAD, K), ("k", KV_HEADS * HEAD, K), ("v", KV_HEADS * HEAD, K)]
-    return [(None, 96, K)]
-
-
-def _build(kind: str, config, dtype):
-    from vllm.model_executor.layers.linear import (
-        MergedColumnParallelLinear,
-        QKVParallelLinear,
-        RowParallelLinear,
-    )
-
-    if kind == "merged":
-        return MergedColumnParallelLinear(
-            K,
-            [128, 256],
-            bias=False,
-            quant_config=config,
-            params_dtype=dtype,
-            prefix="model.layers.0.mlp.gate_up_proj",
-        )
-    if kind == "qkv":
-        return QKVParallelLinear(
-            K,
-            HEAD,
-            HEADS,
-            KV_HEADS,
-            bias=False,
-            quant_config=config,
-            params_dtype=dtype,
-            prefix="model.layers.0.self_attn.qkv_proj",
-        )
-    return RowParallelLinear(
-        K,
-        96,
-        bias=True,
-        quant_config=config,
-        params_dtype=dtype,
-        prefix="model.layers.0.self_attn.o_proj",
-    )
-
-
 def _checkpoint(case: str, kind: str, dtype):
     """Per shard: checkpoint tensors and dense weight; act-order layers share one g_idx (one input)."""
     cfg, bits, sym, act_order, v1 = CASES[case]
     zero_lo = 1 if v1 and not sym else 0
     out = []
-    for i, (shard_id, n, k) in enumerate(_shards(kind)):
+    for i, (shard_id, n, k) in enumerate(shards_of(kind)):
         codes, scales, zeros, g_idx, dense = random_quant(
             n, k, bits, GROUP, sym, act_order, 100 + i, zero_lo
         )
@@ -137,7 +91,7 @@ def _run_rank(kind, cfg, shards, dtype, x, rank, tp, tp_rank):
     config = HummingQuantConfig.from_config(cfg)
     act_order = any(s.act_order for _, s in config.plan.groups)
     with tp_rank(rank, tp):
-        layer = _build(kind, config, dtype)
+        layer = build_layer(kind, config, dtype)
         params = dict(layer.named_parameters())
         for shard_id, tensors, _ in shards:
             for name, tensor in tensors.items():

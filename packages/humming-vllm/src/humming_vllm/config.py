@@ -13,13 +13,14 @@ from vllm.model_executor.layers.quantization.base_config import (
 
 from humming_core.env import ENV
 
-from .plan import QuantPlan, UnsupportedConfig, should_claim
+from .plan import QuantPlan, should_claim
 
 QUANT_NAME = "humming_q"  # not "humming": vLLM's in-tree integration owns that name
 
 
 class HummingQuantConfig(QuantizationConfig):
-    """Serves GPTQ and compressed-tensors pack-quantized checkpoints on Humming kernels."""
+    """Serves GPTQ, AWQ, compressed-tensors, HF FP8 block, ModelOpt and gpt-oss MXFP4 checkpoints
+    (dense linear and MoE layers) on Humming kernels."""
 
     def __init__(self, hf_quant_config: dict[str, Any]) -> None:
         super().__init__()
@@ -68,15 +69,22 @@ class HummingQuantConfig(QuantizationConfig):
         return WeightsMapper() if keep else WeightsMapper(orig_to_new_suffix={".g_idx": None})
 
     def get_quant_method(self, layer: torch.nn.Module, prefix: str) -> QuantizeMethodBase | None:
+        from vllm.model_executor.layers.fused_moe.routed_experts import RoutedExperts
+        from vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method import (
+            UnquantizedFusedMoEMethod,
+        )
+
         from .linear import HummingLinearMethod
 
         if isinstance(layer, LinearBase):
             shards = self.packed_modules_mapping.get(prefix.rpartition(".")[2])
             scheme = self.plan.scheme_for(prefix, shards)
             return UnquantizedLinearMethod() if scheme is None else HummingLinearMethod(scheme)
-        if "MoE" in type(layer).__name__ or "Experts" in type(layer).__name__:
-            raise UnsupportedConfig(
-                f"layer {prefix!r} is a MoE layer ({type(layer).__name__}): humming_q serves dense "
-                "linear layers only so far; serve this model with vLLM's own quantization method"
-            )
+        if isinstance(layer, RoutedExperts):
+            from .moe import HummingMoEMethod
+
+            moe_scheme = self.plan.moe_scheme_for(prefix)
+            if moe_scheme is None:
+                return UnquantizedFusedMoEMethod(layer.moe_config)
+            return HummingMoEMethod(layer.moe_config, moe_scheme)
         return None

@@ -45,6 +45,9 @@ class ParamDef:
     output_dim: int | None = None
     packed_dim: int | None = None
     packed_factor: Fraction | None = None
+    # "per_tensor": one value per fused sub-layer (vLLM's PerTensorScaleParameter); "block": a
+    # block-scale grid whose N offsets vLLM divides by the layer's weight_block_size.
+    kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,24 @@ class Partition:
 class LoadedWeight:
     weight: CanonicalWeight
     input_index: torch.Tensor | None  # gather x[..., index] (index == k reads a zero column)
+    act_scale: torch.Tensor | None = None  # static activation scale (a multiplier), fp32 (1,)
+
+
+_SAFETENSORS_DTYPES = {
+    torch.float32: "F32",
+    torch.float16: "F16",
+    torch.bfloat16: "BF16",
+    torch.uint8: "U8",
+    torch.int8: "I8",
+    torch.int32: "I32",
+    torch.int64: "I64",
+    torch.float8_e4m3fn: "F8_E4M3",
+}
+
+
+@dataclass(frozen=True)
+class _Info:
+    dtype: str  # safetensors' dtype name, as the format readers' header checks expect
 
 
 class DictTensors:
@@ -75,6 +96,7 @@ class DictTensors:
 
     def __init__(self, tensors: dict[str, torch.Tensor]) -> None:
         self._tensors = tensors
+        self.infos = {k: _Info(_SAFETENSORS_DTYPES.get(v.dtype, "?")) for k, v in tensors.items()}
 
     def __contains__(self, name: str) -> bool:
         return name in self._tensors
@@ -131,19 +153,27 @@ def load_with_format(
     name: str,
     tensors: dict[str, torch.Tensor],
     act_dtype: torch.dtype,
+    allow_rounding: bool = False,
+    model_config: dict[str, Any] | None = None,
+    sep: str = ".",
 ) -> CanonicalWeight:
-    """Convert one layer's tensors (named `<name>.<suffix>`) with the checkpoint format's reader."""
+    """Convert one layer's tensors (named `<name>.<suffix>`) with the checkpoint format's reader.
+
+    `allow_rounding` accepts the fp32 reciprocal of a divisor-style global scale (compressed-tensors
+    NVFP4), the multiplier vLLM's own kernels use. `model_config` adds model-config keys a reader
+    needs (gpt-oss: swiglu_limit); `sep` joins name and suffix (gpt-oss: "gate_up_proj_blocks")."""
     from humming_core.formats import FORMATS
 
     if act_dtype not in _DTYPE_NAMES:
         raise ValueError(
             f"activation dtype {act_dtype} is not supported: serve the model in float16 or bfloat16"
         )
-    reader = DictTensors({f"{name}.{key}": value for key, value in tensors.items()})
+    reader = DictTensors({f"{name}{sep}{key}": value for key, value in tensors.items()})
     ckpt = Checkpoint(
         path=Path(name),
         config=config,
         tensors=reader,
-        model_config={"torch_dtype": _DTYPE_NAMES[act_dtype]},
+        model_config={"torch_dtype": _DTYPE_NAMES[act_dtype], **(model_config or {})},
+        allow_rounding=allow_rounding,
     )
     return FORMATS[method](ckpt).load(name)

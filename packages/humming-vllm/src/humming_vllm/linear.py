@@ -9,23 +9,31 @@ from vllm.model_executor.layers.linear import (
 )
 from vllm.model_executor.parameter import (
     BasevLLMParameter,
+    BlockQuantScaleParameter,
     ChannelQuantScaleParameter,
     GroupQuantScaleParameter,
     PackedColumnParameter,
     PackedvLLMParameter,
+    PerTensorScaleParameter,
     RowvLLMParameter,
 )
 
 from humming_core.ops import gemm, prepare
 
 from .layout import ParamDef, Partition
-from .schemes import IntScheme
+from .plan import Scheme
 
 
 def make_param(d: ParamDef, weight_loader) -> BasevLLMParameter:
     """The vLLM parameter class whose loader shards `d` the way its dims say."""
     data = torch.empty(d.shape, dtype=d.dtype)
     common = {"data": data, "weight_loader": weight_loader}
+    if d.kind == "per_tensor":
+        # Unloaded slots must not pass for a scale (vLLM fills fused-on-disk layers into all).
+        data.fill_(float("nan") if d.dtype.is_floating_point else 0)
+        return PerTensorScaleParameter(**common)
+    if d.kind == "block":
+        return BlockQuantScaleParameter(input_dim=d.input_dim, output_dim=d.output_dim, **common)
     if d.input_dim is not None and d.output_dim is not None:
         if d.packed_dim is not None:
             return PackedvLLMParameter(
@@ -54,7 +62,7 @@ def make_param(d: ParamDef, weight_loader) -> BasevLLMParameter:
 class HummingLinearMethod(LinearMethodBase):
     """Holds the checkpoint's own tensors while loading; converts and prepares them once loaded."""
 
-    def __init__(self, scheme: IntScheme) -> None:
+    def __init__(self, scheme: Scheme) -> None:
         self.scheme = scheme
 
     def create_weights(
@@ -74,6 +82,9 @@ class HummingLinearMethod(LinearMethodBase):
         layer.humming_partition = part
         layer.humming_param_names = [d.name for d in defs]
         layer.humming_act_dtype = params_dtype
+        block = getattr(self.scheme, "block", None)
+        if block is not None:  # vLLM's loaders read it to shard BlockQuantScaleParameter by blocks
+            layer.weight_block_size = list(block)
 
     def process_weights_after_loading(self, layer: torch.nn.Module) -> None:
         names = layer.humming_param_names
@@ -81,8 +92,11 @@ class HummingLinearMethod(LinearMethodBase):
         loaded = self.scheme.to_canonical(tensors, layer.humming_partition, layer.humming_act_dtype)
         # Every kernel the layer can need (all M buckets) is built here, never in apply().
         layer.humming_gemm = prepare(loaded.weight)
+        device = tensors[names[0]].device
         index = loaded.input_index
-        layer.humming_input_index = None if index is None else index.to(tensors[names[0]].device)
+        layer.humming_input_index = None if index is None else index.to(device)
+        scale = loaded.act_scale
+        layer.humming_act_scale = None if scale is None else scale.to(device)
         for name in names:  # the packed copy replaces the checkpoint tensors
             delattr(layer, name)
 
@@ -93,6 +107,9 @@ class HummingLinearMethod(LinearMethodBase):
         if index is not None:
             # Act-order: reorder K to the grouped order; index == K reads the appended zero column.
             x = torch.nn.functional.pad(x, (0, 1)).index_select(-1, index)
-        out = gemm(x, layer.humming_gemm)
+        if layer.humming_act_scale is None:
+            out = gemm(x, layer.humming_gemm)
+        else:  # static activation scale: the prepared layer takes it per call
+            out = layer.humming_gemm.run(x, act_scale=layer.humming_act_scale)
         # vLLM passes bias only where it must be added (rank 0 of a row-parallel layer, no skip_bias_add).
         return out if bias is None else out + bias

@@ -12,18 +12,19 @@ lacks — the reasons listed in `HUMMING_VLLM_CLAIM` (default: low_bits, asymmet
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from typing import Any
 
 from humming_core.formats.compressed_tensors import matches
 
-from .schemes import GptqScheme, IntScheme, PackQuantizedScheme
+from .moe_scheme import ExpertScheme, GptOssScheme
+from .schemes import AwqScheme, GptqScheme, PackQuantizedScheme
+from .sharded import ShardedScheme
+from .sharded_formats import UnsupportedConfig, ct_sharded, fp8_block, modelopt
 
 CLAIM_REASONS = ("low_bits", "asymmetric", "act_order")
-SUPPORTED_METHODS = ("gptq", "compressed-tensors")
-
-
-class UnsupportedConfig(ValueError):
-    """A quantization config this plugin cannot serve (the message says which field and why)."""
+SUPPORTED_METHODS = ("gptq", "awq", "compressed-tensors", "fp8", "modelopt", "mxfp4")
+Scheme = GptqScheme | PackQuantizedScheme | AwqScheme | ShardedScheme
 
 
 def _gptq(cfg: dict[str, Any]) -> GptqScheme:
@@ -50,13 +51,27 @@ def _gptq(cfg: dict[str, Any]) -> GptqScheme:
     )
 
 
-def _ct_group(name: str, body: dict[str, Any], cfg: dict[str, Any]) -> PackQuantizedScheme:
+def _awq(cfg: dict[str, Any]) -> AwqScheme:
+    bits = int(cfg.get("bits", cfg.get("w_bit", 4)))
+    version = str(cfg.get("version", "gemm")).lower()
+    if bits != 4 or version != "gemm" or not cfg.get("zero_point", True):
+        raise UnsupportedConfig(
+            f"AWQ bits={bits}, version={version!r}, zero_point={cfg.get('zero_point', True)}: "
+            "humming_q serves 4-bit AWQ in the 'gemm' layout with zero points"
+        )
+    g = int(cfg.get("group_size", cfg.get("q_group_size", 128)))
+    return AwqScheme("awq", cfg, 4, None if g == -1 else g, False, False)
+
+
+def _ct_group(name: str, body: dict[str, Any], cfg: dict[str, Any]) -> Scheme:
     fmt = body.get("format") or cfg.get("format")
     w = body.get("weights") or {}
     where = f"compressed-tensors config group {name!r}"
-    if fmt != "pack-quantized" or w.get("type", "int") != "int":
+    if fmt != "pack-quantized":
+        return ct_sharded(name, body, cfg)
+    if w.get("type", "int") != "int":
         raise UnsupportedConfig(
-            f"{where}: format {fmt!r} with {w.get('type')!r} weights; humming_q serves int pack-quantized"
+            f"{where}: pack-quantized {w.get('type')!r} weights; pack-quantized weights are int"
         )
     if body.get("input_activations"):
         raise UnsupportedConfig(
@@ -88,17 +103,20 @@ class QuantPlan:
     """Which scheme each layer gets, and which layers stay unquantized."""
 
     method: str
-    groups: list[tuple[list[str], IntScheme]]  # (targets, scheme); GPTQ has one group ["Linear"]
+    groups: list[tuple[list[str], Scheme]]  # (targets, scheme); most methods: one ["Linear"] group
     skip: list[str] = field(default_factory=list)
-    skip_exact: bool = False  # compressed-tensors `ignore` matches names/regexes; GPTQ substrings
+    # How `skip` matches a layer name: compressed-tensors `ignore` names/regexes ("exact"), ModelOpt
+    # `exclude_modules` wildcards ("glob"), GPTQ/AWQ/FP8 `modules_to_not_convert` substrings.
+    skip_mode: str = "substring"
+    gpt_oss_moe: bool = False  # gpt-oss MXFP4: experts quantized, every dense layer unquantized
 
     @classmethod
     def from_hf(cls, cfg: dict[str, Any]) -> QuantPlan:
         method = str(cfg.get("quant_method", "")).lower()
-        if method == "gptq":
-            return cls(
-                method, [(["Linear"], _gptq(cfg))], list(cfg.get("modules_to_not_convert") or [])
-            )
+        not_convert = list(cfg.get("modules_to_not_convert") or [])
+        if method in ("gptq", "awq", "fp8"):
+            build = {"gptq": _gptq, "awq": _awq, "fp8": fp8_block}[method]
+            return cls(method, [(["Linear"], build(cfg))], not_convert)
         if method == "compressed-tensors":
             groups = cfg.get("config_groups") or {}
             if not groups:
@@ -106,17 +124,24 @@ class QuantPlan:
             built = [
                 (list(b.get("targets") or []), _ct_group(n, b, cfg)) for n, b in groups.items()
             ]
-            return cls(method, built, list(cfg.get("ignore") or []), skip_exact=True)
+            return cls(method, built, list(cfg.get("ignore") or []), skip_mode="exact")
+        if method in ("modelopt", "modelopt_fp4"):
+            skip = list(cfg.get("exclude_modules") or cfg.get("ignore") or [])
+            return cls(method, [(["Linear"], modelopt(cfg))], skip, skip_mode="glob")
+        if method == "mxfp4":
+            return cls(method, [], gpt_oss_moe=True)
         raise UnsupportedConfig(
             f"quant_method {method!r} is not served by humming_q; it serves {', '.join(SUPPORTED_METHODS)}"
         )
 
     def _skipped(self, name: str) -> bool:
-        if self.skip_exact:
+        if self.skip_mode == "exact":
             return any(matches(name, t) for t in self.skip if t != "Linear")
+        if self.skip_mode == "glob":
+            return any(fnmatch(name, t) or fnmatch(name, f"{t}.*") for t in self.skip)
         return any(key in name for key in self.skip)
 
-    def _scheme_of(self, name: str) -> IntScheme | None:
+    def _scheme_of(self, name: str) -> Scheme | None:
         if self._skipped(name):
             return None
         specific = [
@@ -128,10 +153,7 @@ class QuantPlan:
         found = specific or generic
         return found[0] if found else None
 
-    def scheme_for(self, prefix: str, shards: list[str] | None = None) -> IntScheme | None:
-        """The scheme of the vLLM layer `prefix`; `shards` are the checkpoint names it fuses."""
-        base = prefix.rpartition(".")[0]
-        names = [f"{base}.{s}" if base else s for s in shards] if shards else [prefix]
+    def _one_scheme(self, prefix: str, names: list[str]) -> Scheme | None:
         schemes = [self._scheme_of(n) for n in names]
         if any(s is not schemes[0] for s in schemes):
             raise UnsupportedConfig(
@@ -140,17 +162,28 @@ class QuantPlan:
             )
         return schemes[0]
 
+    def scheme_for(self, prefix: str, shards: list[str] | None = None) -> Scheme | None:
+        """The scheme of the vLLM layer `prefix`; `shards` are the checkpoint names it fuses."""
+        base = prefix.rpartition(".")[0]
+        names = [f"{base}.{s}" if base else s for s in shards] if shards else [prefix]
+        return self._one_scheme(prefix, names)
+
+    def expert_scheme_for(self, prefix: str) -> Scheme | None:
+        """The per-expert scheme of the MoE layer `prefix` (e.g. "model.layers.0.mlp.experts"),
+        read from its first expert's checkpoint names; every expert must share it."""
+        names = [f"{prefix}.0.{p}" for p in ("gate_proj", "up_proj", "down_proj")]
+        return self._one_scheme(prefix, names)
+
+    def moe_scheme_for(self, prefix: str) -> ExpertScheme | GptOssScheme | None:
+        """The MoE scheme of the vLLM experts layer `prefix` (None: unquantized experts)."""
+        if self.gpt_oss_moe:
+            return GptOssScheme()
+        scheme = self.expert_scheme_for(prefix)
+        return None if scheme is None else ExpertScheme(scheme)
+
     def claim_reasons(self) -> set[str]:
         """Why vLLM's own kernels cannot serve this checkpoint (empty: they can)."""
-        reasons = set()
-        for _, s in self.groups:
-            if s.bits not in (4, 8):
-                reasons.add("low_bits")
-            if not s.symmetric:
-                reasons.add("asymmetric")
-            if s.act_order:
-                reasons.add("act_order")
-        return reasons
+        return set().union(*(s.claim_reasons() for _, s in self.groups))
 
 
 def should_claim(cfg: dict[str, Any], wanted: tuple[str, ...]) -> bool:

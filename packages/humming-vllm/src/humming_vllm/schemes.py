@@ -75,6 +75,17 @@ class IntScheme:
             return -(-part.k_full // self.group_size), False
         return -(-part.k // self.group_size), True
 
+    def claim_reasons(self) -> set[str]:
+        """Why vLLM's own kernels cannot serve this scheme (see plan.CLAIM_REASONS)."""
+        reasons = set()
+        if self.bits not in (4, 8):
+            reasons.add("low_bits")
+        if not self.symmetric:
+            reasons.add("asymmetric")
+        if self.act_order:
+            reasons.add("act_order")
+        return reasons
+
     def regroup(self, g_idx: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor] | None:
         if g_idx is None or not self.act_order or self.group_size is None:
             return None
@@ -164,3 +175,26 @@ class PackQuantizedScheme(IntScheme):
         tensors["weight_shape"] = torch.tensor([part.n, k], dtype=torch.int64)
         cw = load_with_format(self.method, self.config, "layer", tensors, act_dtype)
         return LoadedWeight(cw, index)
+
+
+class AwqScheme(IntScheme):
+    """AWQ "gemm" layout: 4-bit codes and zero points packed along N, eight interleaved columns
+    to a word, so every fused sub-layer's N per rank must be a multiple of 8."""
+
+    def params(self, part: Partition, params_dtype: torch.dtype) -> list[ParamDef]:
+        self.check(part)  # asymmetric 4-bit: each part's N per rank is a multiple of 8
+        n, f = part.n, self.factor
+        rows, _ = self.scale_rows(part)
+        return [
+            ParamDef("qweight", (part.k, n // 8), torch.int32, 0, 1, 1, f),
+            ParamDef("qzeros", (rows, n // 8), torch.int32, 0, 1, 1, f),
+            ParamDef("scales", (rows, n), torch.float16, 0, 1),
+        ]
+
+    def claim_reasons(self) -> set[str]:
+        return set()  # vLLM serves 4-bit AWQ with zero points itself
+
+    def to_canonical(
+        self, tensors: dict[str, torch.Tensor], part: Partition, act_dtype: torch.dtype
+    ) -> LoadedWeight:
+        return LoadedWeight(load_with_format("awq", self.config, "layer", tensors, act_dtype), None)
