@@ -8,7 +8,9 @@
 namespace humming {
 
 // Activation tile of ROWS x BK 16-bit values. Row r's 16-byte chunk c lands at chunk (c ^ (r % 8)),
-// so the eight rows an ldmatrix phase reads hit eight different bank groups.
+// so the eight rows an ldmatrix phase reads hit eight different bank groups. Rows at or past M are
+// not copied at all: an MMA row only feeds the same output row, which is never stored, and skipping
+// them keeps a decode step (M = 1) from spending most of its load instructions on zero-filling.
 template <typename T, int ROWS, int BK, int THREADS>
 struct ActTileLoader {
   static constexpr int kChunksPerRow = BK / 8;
@@ -20,13 +22,15 @@ struct ActTileLoader {
   }
 
   HM_DEVICE static void load(T* smem, const T* x, int m0, int k0, int M, int K, int lda, int tid) {
+    const int chunks = min(kChunks, (M - m0) * kChunksPerRow);
 #pragma unroll
     for (int c = tid; c < kChunks; c += THREADS) {
+      if (c >= chunks) break;
       const int row = c / kChunksPerRow;
       const int chunk = c % kChunksPerRow;
       const int m = m0 + row;
       const int k = k0 + chunk * 8;
-      const bool pred = m < M && k < K;
+      const bool pred = k < K;
       const T* src = pred ? x + static_cast<long long>(m) * lda + k : x;
       cp_async16(smem + offset(row, chunk), src, pred);
     }
