@@ -131,6 +131,30 @@ class CudaDevice:
         function = loader.load(artifact)
         return family.bind(function, spec, config, caps)
 
+    # ---- routing ------------------------------------------------------------------------------
+    def moe_align(
+        self,
+        topk_ids,
+        block_size: int,
+        num_experts: int,
+        expert_map=None,
+        ignore_invalid_experts: bool = False,
+        pad_sorted_ids: bool = False,
+    ):
+        """vLLM's moe_align_block_size on the ids' GPU (humming_core.numerics.moe.moe_align's
+        contract, position for position) with no host synchronisation; see kernels.moe_align."""
+        from .kernels.moe_align import moe_align_kernel
+
+        if not topk_ids.is_cuda:
+            raise ValueError(
+                f"CudaDevice.moe_align: topk_ids is on {topk_ids.device}; move it to a CUDA device "
+                "or use humming_core.numerics.moe.moe_align for CPU tensors"
+            )
+        kernel = moe_align_kernel(self, topk_ids.device.index, topk_ids.dtype)
+        return kernel(
+            topk_ids, block_size, num_experts, expert_map, ignore_invalid_experts, pad_sorted_ids
+        )
+
     def __repr__(self) -> str:
         bound = f"arch={self._arch!r}" if self._arch else "detected"
         return f"CudaDevice({bound})"

@@ -10,6 +10,7 @@ from .protocol import (
     Kernel,
     KernelSource,
     Support,
+    SupportsMoeAlign,
 )
 from .registry import DeviceNotAvailable, PluginStatus, Registry, get_device, registry
 
@@ -26,6 +27,7 @@ __all__ = [
     "PluginStatus",
     "Registry",
     "Support",
+    "SupportsMoeAlign",
     "get_device",
     "registry",
 ]

@@ -113,6 +113,13 @@ class Kernel(Protocol):
 
 @runtime_checkable
 class Device(Protocol):
+    """One accelerator (or the reference): the steps core runs in order, see the module docstring.
+
+    Optional: a device that can align MoE routing on its own tensors also implements
+    `SupportsMoeAlign.moe_align` (below); `humming_core.ops.moe_align` / `fused_moe` use it and
+    fall back to the reference numerics (which read the counts back to the host) otherwise.
+    """
+
     name: str
 
     def caps(self, index: int = 0) -> DeviceCaps: ...
@@ -130,6 +137,31 @@ class Device(Protocol):
     def compile(self, source: KernelSource) -> Artifact: ...
 
     def load(self, artifact: Artifact) -> Kernel: ...
+
+
+@runtime_checkable
+class SupportsMoeAlign(Protocol):
+    """The optional routing-alignment step of a Device (vLLM's `moe_align_block_size`).
+
+    `moe_align(topk_ids, block_size, num_experts, expert_map=None, ignore_invalid_experts=False,
+    pad_sorted_ids=False) -> (sorted_token_ids, expert_ids, num_tokens_post_padded)`, all int32 on
+    `topk_ids`' device, exactly as `humming_core.numerics.moe.moe_align` defines them (its docstring
+    is the contract; tokens may be permuted within an expert only if the device says so in its own
+    docs). `num_experts` is the global expert count; `expert_map` maps every global expert to its
+    local id or -1. It must not synchronise with the host (num_tokens_post_padded stays a device
+    tensor) so that a fused MoE layer can be captured in a CUDA graph; it may compile on its first
+    call, so callers warm it up before capture.
+    """
+
+    def moe_align(
+        self,
+        topk_ids: Any,
+        block_size: int,
+        num_experts: int,
+        expert_map: Any = None,
+        ignore_invalid_experts: bool = False,
+        pad_sorted_ids: bool = False,
+    ) -> tuple[Any, Any, Any]: ...
 
 
 @runtime_checkable

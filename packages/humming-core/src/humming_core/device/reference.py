@@ -125,6 +125,22 @@ class ReferenceDevice:
     def for_arch(self, arch: str) -> ReferenceDevice:
         return self
 
+    def moe_align(
+        self,
+        topk_ids: torch.Tensor,
+        block_size: int,
+        num_experts: int,
+        expert_map: torch.Tensor | None = None,
+        ignore_invalid_experts: bool = False,
+        pad_sorted_ids: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The reference numerics themselves (they read the expert counts back to the host)."""
+        from ..numerics.moe import moe_align
+
+        return moe_align(
+            topk_ids, block_size, num_experts, expert_map, ignore_invalid_experts, pad_sorted_ids
+        )
+
 
 class ReferencePlugin:
     name = "reference"

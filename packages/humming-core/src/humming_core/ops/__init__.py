@@ -2,7 +2,7 @@
 
 from .gemm import gemm, prepare
 from .layer import M_BUCKETS, PreparedGemm, PreparedLayer, bucket_of
-from .moe import PreparedMoe, fused_moe, moe_gemm
+from .moe import PreparedMoe, fused_moe, moe_align, moe_gemm
 
 __all__ = [
     "M_BUCKETS",
@@ -12,6 +12,7 @@ __all__ = [
     "bucket_of",
     "fused_moe",
     "gemm",
+    "moe_align",
     "moe_gemm",
     "prepare",
 ]

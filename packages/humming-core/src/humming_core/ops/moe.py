@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from ..device import Device, SupportsMoeAlign, get_device
 from ..packing import CanonicalWeight
 from .layer import PreparedLayer, bucket_of
 
@@ -77,6 +78,30 @@ def moe_gemm(
     )
 
 
+def moe_align(
+    topk_ids: torch.Tensor,
+    block_size: int,
+    num_experts: int,
+    expert_map: torch.Tensor | None = None,
+    ignore_invalid_experts: bool = False,
+    pad_sorted_ids: bool = False,
+    device: Device | str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(sorted_token_ids, expert_ids, num_tokens_post_padded) as vLLM's moe_align_block_size.
+
+    Runs on `device` (default: the active one) when it implements `SupportsMoeAlign` (no host
+    synchronisation there), else with the reference numerics, which read the counts back to the
+    host and so cannot be captured in a CUDA graph. The contract: humming_core.numerics.moe."""
+    dev = device if device is not None and not isinstance(device, str) else get_device(device)
+    if isinstance(dev, SupportsMoeAlign):
+        align = dev.moe_align
+    else:
+        from ..numerics.moe import moe_align as align
+    return align(
+        topk_ids, block_size, num_experts, expert_map, ignore_invalid_experts, pad_sorted_ids
+    )
+
+
 def fused_moe(
     x: torch.Tensor,
     topk_weights: torch.Tensor,
@@ -89,14 +114,21 @@ def fused_moe(
     """The whole MoE layer: w13 GEMM with its GLU epilogue, w2 GEMM with the router weights, top-k sum.
 
     x [M, H], topk_weights / topk_ids [M, top_k], w13 [E, 2I, H], w2 [E, H, I] -> [M, H].
+    The routing is aligned on w13's device (`moe_align`): on a device with its own alignment op
+    the layer runs without host synchronisation.
     """
-    from ..numerics.moe import moe_align
-
     m, top_k = topk_ids.shape
     if w13.n_out != w2.k:
         raise ValueError(f"w13 produces {w13.n_out} features per token but w2 takes K={w2.k}")
     num_experts = w13.num_experts if expert_map is None else expert_map.numel()
-    align = moe_align(topk_ids, block_size, num_experts, expert_map, ignore_invalid_experts=True)
+    align = moe_align(
+        topk_ids,
+        block_size,
+        num_experts,
+        expert_map,
+        ignore_invalid_experts=True,
+        device=w13.device,
+    )
     hidden = w13.run(x, *align, top_k, block_size)
     if w2.act_dtype is not None:
         hidden = hidden.to(w2.act_dtype)

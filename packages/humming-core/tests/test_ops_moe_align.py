@@ -1,0 +1,74 @@
+"""ops.moe_align and fused_moe ask the layer's device for its routing alignment (SupportsMoeAlign)
+and fall back to the reference numerics only for a device without one."""
+
+from __future__ import annotations
+
+import torch
+
+from humming_core.device import SupportsMoeAlign, get_device
+from humming_core.device.reference import ReferenceDevice
+from humming_core.numerics import quantize_weight
+from humming_core.numerics.moe import moe_align as reference_align
+from humming_core.numerics.moe import reference_fused_moe
+from humming_core.ops import PreparedMoe, fused_moe, moe_align
+from humming_core.spec import W4A16_G128
+
+
+class RecordingDevice(ReferenceDevice):
+    """The reference device, remembering every alignment it was asked for."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def moe_align(self, topk_ids, block_size, num_experts, *args):
+        self.calls.append((tuple(topk_ids.shape), block_size, num_experts, *args))
+        return super().moe_align(topk_ids, block_size, num_experts, *args)
+
+
+class NoAlignDevice:
+    name = "bare"
+
+
+def _ids(m: int, e: int, topk: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.stack([torch.randperm(e, generator=g)[:topk] for _ in range(m)]).int()
+
+
+def test_reference_device_implements_the_optional_step():
+    assert isinstance(get_device("reference"), SupportsMoeAlign)
+    assert not isinstance(NoAlignDevice(), SupportsMoeAlign)
+
+
+def test_ops_moe_align_uses_the_device_or_falls_back():
+    ids = _ids(9, 12, 3, 0)
+    emap = torch.tensor([-1, 0, 1, -1, 2, 3, -1, 4, 5, -1, 6, 7], dtype=torch.int32)
+    want = reference_align(ids, 4, 12, emap, True, True)
+    dev = RecordingDevice()
+    for device in (dev, NoAlignDevice(), "reference"):
+        got = moe_align(ids, 4, 12, emap, True, True, device=device)
+        for g, w in zip(got, want, strict=True):
+            assert torch.equal(g, w)
+    assert dev.calls == [((9, 3), 4, 12, emap, True, True)]
+
+
+def test_fused_moe_aligns_on_the_layer_device_dropping_non_local_experts():
+    e, hidden, inter, m, topk = 6, 64, 32, 5, 2
+    w13 = quantize_weight(
+        torch.randn(e, 2 * inter, hidden) * 0.1,
+        W4A16_G128.replace(layout="moe", epilogue={"glu": "silu_mul"}),
+    )
+    w2_spec = W4A16_G128.replace(
+        layout="moe", weight={"dtype": "int4", "scale": {"granularity": "group", "group_size": 32}}
+    )
+    w2 = quantize_weight(torch.randn(e, hidden, inter) * 0.1, w2_spec)
+    global_e = 2 * e
+    ids = _ids(m, global_e, topk, 1)
+    emap = torch.full((global_e,), -1, dtype=torch.int32)
+    emap[::2] = torch.arange(e, dtype=torch.int32)
+    weights = torch.rand(m, topk)
+    x = torch.randn(m, hidden).to(torch.float16)
+    dev = RecordingDevice()
+    out = fused_moe(x, weights, ids, PreparedMoe(w13, dev), PreparedMoe(w2, dev), emap)
+    assert [c[2:] for c in dev.calls] == [(global_e, emap, True, False)]
+    ref = reference_fused_moe(x, weights, ids, w13, w2, expert_map=emap)
+    torch.testing.assert_close(out, ref, rtol=0, atol=0)

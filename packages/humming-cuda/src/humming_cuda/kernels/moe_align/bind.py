@@ -1,0 +1,106 @@
+"""The moe_align kernels bound into one callable: argument checks, outputs, workspace, launches."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from humming_core.numerics.moe import _align_length
+
+from ...args import ScalarArg, Signature, TensorArg
+from ...launch import Launcher
+from .plan import INT32_MAX, plan_align
+
+
+def signature(dtype: torch.dtype, name: str) -> Signature:
+    """Parameters in the order of HUMMING_MOE_ALIGN_ENTRY (include/humming/kernel/moe_align.cuh)."""
+    return Signature(
+        TensorArg("topk_ids", dtype, ("NUMEL",), align=4),
+        TensorArg("expert_map", torch.int32, ("E",), optional=True, align=4),
+        TensorArg("sorted_ids", torch.int32, ("LEN",), align=4),
+        TensorArg("expert_ids", torch.int32, ("BLOCKS",), align=4),
+        TensorArg("post", torch.int32, (1,), align=4),
+        TensorArg("workspace", torch.int32, ("WS",), align=4),
+        ScalarArg("numel", "int32", dim="NUMEL"),
+        ScalarArg("num_experts", "int32", dim="E"),
+        ScalarArg("block_size", "int32"),
+        ScalarArg("length", "int32", dim="LEN"),
+        ScalarArg("chunk", "int32"),
+        ScalarArg("num_chunks", "int32"),
+        ScalarArg("ignore_invalid", "int32"),
+        kernel=name,
+    )
+
+
+def _local_map(expert_map: torch.Tensor | None, num_experts: int, device: torch.device):
+    """expert_map as the kernel reads it: int32, contiguous, on the ids' device, one per expert."""
+    if expert_map is None:
+        return None
+    if expert_map.numel() != num_experts:
+        raise ValueError(
+            f"moe_align: expert_map has {expert_map.numel()} entries but num_experts={num_experts}: "
+            "num_experts is the global expert count and expert_map maps every global expert"
+        )
+    return expert_map.reshape(-1).to(device=device, dtype=torch.int32).contiguous()
+
+
+class MoeAlignKernel:
+    """`kernel(topk_ids, block_size, num_experts, expert_map=None, ignore_invalid_experts=False,
+    pad_sorted_ids=False)` -> (sorted_token_ids, expert_ids, num_tokens_post_padded), all int32
+    on the ids' device, with humming_core.numerics.moe.moe_align's contract, position for position.
+
+    Allocates its outputs and an int32 workspace (torch's allocator: graph-private pools under
+    CUDA-graph capture), launches on torch's current stream and never synchronises.
+    """
+
+    def __init__(self, functions: Mapping[str, Any], dtype: torch.dtype) -> None:
+        self.dtype = dtype
+        self.name = functions["fused"].symbol
+        self.device_index = functions["fused"].device_index
+        self.signature = signature(dtype, self.name)
+        self.launchers = {p: Launcher(f, self.signature.ctypes) for p, f in functions.items()}
+
+    def __call__(
+        self,
+        topk_ids: torch.Tensor,
+        block_size: int,
+        num_experts: int,
+        expert_map: torch.Tensor | None = None,
+        ignore_invalid_experts: bool = False,
+        pad_sorted_ids: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if block_size < 1 or num_experts < 1:
+            raise ValueError(
+                f"moe_align: block_size={block_size} and num_experts={num_experts} must both be >= 1"
+            )
+        flat = topk_ids.reshape(-1).contiguous()
+        numel, device = flat.numel(), flat.device
+        plan = plan_align(numel, num_experts)
+        length = _align_length(numel, block_size, num_experts, pad_sorted_ids)
+        if length > INT32_MAX:
+            raise ValueError(f"moe_align: {length} sorted ids exceed int32 indexing")
+        blocks = -(-length // block_size)
+        values = {
+            "topk_ids": flat,
+            "expert_map": _local_map(expert_map, num_experts, device),
+            "sorted_ids": torch.empty(length, dtype=torch.int32, device=device),
+            "expert_ids": torch.empty(blocks, dtype=torch.int32, device=device),
+            "post": torch.empty(1, dtype=torch.int32, device=device),
+            "workspace": torch.empty(plan.workspace, dtype=torch.int32, device=device),
+            "block_size": block_size,
+            "chunk": plan.chunk,
+            "num_chunks": plan.num_chunks,
+            "ignore_invalid": int(bool(ignore_invalid_experts)),
+        }
+        _, params = self.signature.bind(values, {"E": num_experts}, self.device_index)
+        threads = (plan.threads, 1, 1)
+        if plan.fused:
+            self.launchers["fused"]((1, 1, 1), threads, params, plan.smem)
+        else:
+            grid = (plan.grid, 1, 1)
+            self.launchers["count"](grid, threads, params, plan.smem)
+            self.launchers["scan"]((1, 1, 1), (plan.scan_threads, 1, 1), params, 0)
+            self.launchers["scatter"](grid, threads, params, plan.smem)
+        return values["sorted_ids"], values["expert_ids"], values["post"]
