@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from jit_fakes import RACE_BUILD_S, RACED_CODE, FakeDevice, race_worker
 
 from humming_core.device import KernelSource
 from humming_core.jit import (
@@ -20,10 +20,6 @@ from humming_core.jit import (
     on_compile,
 )
 from humming_core.jit.store import BINARY, META
-
-# Spawned children unpickle the race worker by module name: make jit_fakes importable as such.
-sys.path.insert(0, str(Path(__file__).parent))
-from jit_fakes import RACE_BUILD_S, RACED_CODE, FakeDevice, race_worker
 
 
 @pytest.fixture(autouse=True)

@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file, save_file
-
-sys.path.insert(
-    0, str(Path(__file__).parent)
-)  # --import-mode=importlib: make the helper importable
 from formats_oracle import FIXTURES, exact_dequant
+from safetensors.torch import load_file, save_file
 
 from humming_core.formats import FormatError, open_checkpoint
 from humming_core.formats.inspect import convert_checkpoint, format_report, inspect_checkpoint

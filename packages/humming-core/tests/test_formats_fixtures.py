@@ -4,15 +4,8 @@ tool's own dequantization of the same checkpoint (compared by SHA-256, first row
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
-
-sys.path.insert(
-    0, str(Path(__file__).parent)
-)  # --import-mode=importlib: make the helper importable
 from formats_oracle import FIXTURES, exact_dequant, reference, scale_product_first, sha256_of
 
 from humming_core.formats import FormatError, open_checkpoint

@@ -14,10 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
-sys.path.insert(
-    0, str(Path(__file__).parent)
-)  # --import-mode=importlib: make the helper importable
 from formats_oracle import exact_dequant
 
 from humming_core.formats import open_checkpoint

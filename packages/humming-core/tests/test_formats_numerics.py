@@ -8,15 +8,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-
-sys.path.insert(
-    0, str(Path(__file__).parent)
-)  # --import-mode=importlib: make the helper importable
 from formats_oracle import FIXTURES, exact_dequant, reference, sha256_of
 from safetensors.torch import load_file, save_file
 

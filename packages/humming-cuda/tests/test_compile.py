@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from testkernels import hmma_source, smem_source
 
 from humming_core.device import KernelSource
 from humming_cuda.caps import ARCHS
-
-sys.path.insert(0, str(Path(__file__).parent))  # testkernels, by name (also for the benchmark)
-from testkernels import hmma_source, smem_source
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
 from humming_cuda import compiler

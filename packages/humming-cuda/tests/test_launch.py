@@ -7,12 +7,9 @@ import subprocess
 import sys
 import textwrap
 import threading
-from pathlib import Path
 
 import pytest
 import torch
-
-sys.path.insert(0, str(Path(__file__).parent))
 from testkernels import HMMA_SIGNATURE, hmma_reference, hmma_source, smem_source
 
 pytestmark = [

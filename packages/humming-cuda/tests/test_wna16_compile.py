@@ -7,18 +7,14 @@ tile. The template arguments, not split-K (a launch parameter), decide the compi
 
 from __future__ import annotations
 
-import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
+from wna16_cases import FORMATS, make_spec
 
 from humming_core.device import GemmProblem
 from humming_core.spec import presets
 from humming_cuda.caps import caps_for_arch
-
-sys.path.insert(0, str(Path(__file__).parent))
-from wna16_cases import FORMATS, make_spec
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
 from humming_cuda.compiler import compile_source

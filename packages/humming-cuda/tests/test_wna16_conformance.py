@@ -7,14 +7,10 @@ an activation row (NaN-poisoned columns after K would turn the result into NaN).
 
 from __future__ import annotations
 
-import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 import torch
-
-sys.path.insert(0, str(Path(__file__).parent))
 from wna16_cases import Case, conformance_cases, random_weight
 
 from humming_core.testing.conformance import error_bound

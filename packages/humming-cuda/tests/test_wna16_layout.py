@@ -3,14 +3,13 @@ reference weights."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
+from wna16_cases import FORMATS, make_spec
 
 from humming_core.numerics import dequantize_weight, quantize_weight
 from humming_core.spec import presets
+from humming_core.testing.conformance import UNIT_ROUNDOFF as U
 from humming_cuda.kernels.wna16.config import KernelFormat
 from humming_cuda.kernels.wna16.layout import (
     Wna16Layout,
@@ -19,11 +18,6 @@ from humming_cuda.kernels.wna16.layout import (
     plane_widths,
     unpack_tiles,
 )
-
-sys.path.insert(0, str(Path(__file__).parent))
-from wna16_cases import FORMATS, make_spec
-
-from humming_core.testing.conformance import UNIT_ROUNDOFF as U
 
 pytestmark = pytest.mark.cpu
 

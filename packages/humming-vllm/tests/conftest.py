@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 # The synthetic-checkpoint helpers live next to the tests (import mode is importlib).
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 def _free_port() -> int:
