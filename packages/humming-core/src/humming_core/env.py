@@ -91,6 +91,12 @@ VARIABLES: tuple[EnvVar, ...] = (
         False,
         "compile CUDA kernels with -lineinfo: source lines in sanitizer/ncu reports, 2x larger cubins",
     ),
+    EnvVar(
+        "HUMMING_UNVERIFIED_KERNELS",
+        _bool,
+        False,
+        "let devices use kernel families that compile but have not yet been verified on hardware",
+    ),
     EnvVar("HUMMING_LOG_LEVEL", str, "WARNING", "log level of the humming_* loggers"),
     EnvVar(
         "HUMMING_PPU_COMPILER",

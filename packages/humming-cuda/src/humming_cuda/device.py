@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from humming_core.device import Artifact, DeviceCaps, GemmProblem, Kernel, KernelSource, Support
+from humming_core.env import ENV
 from humming_core.spec import QuantSpec
 
 from . import compiler, loader
@@ -69,7 +70,15 @@ class CudaDevice:
                 "no cuda kernel family is registered (humming_cuda.kernels.FAMILIES is empty)",
             )
         reasons = []
+        allow_unverified = ENV.HUMMING_UNVERIFIED_KERNELS
         for family in FAMILIES:
+            if not getattr(family, "hardware_verified", True) and not allow_unverified:
+                # Written and compile-tested, but never run on a GPU: never a silent default.
+                reasons.append(
+                    f"{family.name}: not yet verified on hardware (set HUMMING_UNVERIFIED_KERNELS=1 "
+                    "to use it anyway)"
+                )
+                continue
             support = family.supports(spec, problem, caps)
             if support:
                 return family, ""

@@ -14,6 +14,10 @@ from .wna16 import FAMILY as _WNA16  # noqa: E402  (families import .base, defin
 
 FAMILIES.append(_WNA16)
 
+from .w8a8 import FAMILY as _W8A8  # noqa: E402
+
+FAMILIES.append(_W8A8)
+
 
 def family_named(name: str) -> KernelFamily:
     """The registered family called `name` (a config's `family` field)."""

@@ -1,0 +1,205 @@
+// W8A8 dense GEMM: out[M, N] = (a_scale * q_x[M, K]) @ (w_scale * q_w[N, K])^T (+ bias), 8-bit codes
+// on both sides (int8 x int8 or E4M3 x E4M3, mma.sync m16n8k32), both operands row-major with K
+// contiguous (no weight pre-shuffle: ldmatrix yields the B fragments of K-contiguous rows directly).
+//
+// Scales: activations per token / per tensor ([1, M], applied in the epilogue) or per group of 128
+// along K ([G, M]); weights per tensor / per channel (fp32, epilogue) or per 128x128 block
+// ([ceil(N/128), ws_ld] fp32). One K iteration is 128 deep, so group and block scales apply once per
+// iteration: that iteration's MMA partial sums are multiplied by their scales and added into fp32
+// totals ("promotion"). fp8 always promotes every 128 of K (tensor-core fp8 accumulation keeps
+// fewer bits than fp32); int8 without group/block scales accumulates the whole K exactly in s32.
+#pragma once
+#include "humming/arith/common.cuh"
+#include "humming/datatype/act_types.cuh"
+#include "humming/datatype/code8.cuh"
+#include "humming/epilogue/epilogue.cuh"
+#include "humming/memory/byte_tile_loader.cuh"
+#include "humming/mma/mma_sync8.cuh"
+#include "humming/ptx/cp_async.cuh"
+#include "humming/ptx/ldmatrix.cuh"
+
+namespace humming {
+
+enum W8a8WeightScale : int { kW8ScaleTensor = 0, kW8ScaleChannel = 1, kW8ScaleBlock = 2 };
+
+template <int CODE_, bool A_GROUP_, int W_SCALE_>
+struct W8a8Format {
+  static constexpr int CODE = CODE_, W_SCALE = W_SCALE_;
+  static constexpr bool A_GROUP = A_GROUP_;
+  static constexpr bool W_BLOCK = W_SCALE_ == kW8ScaleBlock;
+  static constexpr bool PROMOTE = CODE_ == kCode8E4m3 || A_GROUP_ || W_BLOCK;
+};
+
+template <int M_FRAGS_, int N_FRAGS_, int WARPS_M_, int WARPS_N_, int STAGES_>
+struct W8a8Tile {
+  static constexpr int M_FRAGS = M_FRAGS_, N_FRAGS = N_FRAGS_, WARPS_M = WARPS_M_;
+  static constexpr int WARPS_N = WARPS_N_, STAGES = STAGES_;
+  static constexpr int BM = 16 * M_FRAGS * WARPS_M, BN = 8 * N_FRAGS * WARPS_N, BK = 128;
+  static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+  static_assert(N_FRAGS % 2 == 0, "B fragments are loaded two n8 blocks per ldmatrix.x4");
+  static_assert(STAGES >= 2, "the pipeline overwrites the previous stage's buffer: STAGES >= 2");
+};
+
+template <typename Fmt, typename Tile, typename OutT, bool BIAS>
+struct W8a8Kernel {
+  static constexpr int MF = Tile::M_FRAGS, NF = Tile::N_FRAGS, BM = Tile::BM, BN = Tile::BN;
+  static constexpr int BK = Tile::BK, THREADS = Tile::THREADS, STAGES = Tile::STAGES;
+  static constexpr int ACC = MF * NF * 4;
+  static_assert(!Fmt::W_BLOCK || 128 % BN == 0, "a CTA's columns must lie in one 128-row weight block");
+  using Mma = Mma16832<Fmt::CODE>;
+  using Acc = typename Mma::Acc;
+  using ALoader = ByteTileLoader<BM, THREADS>;
+  using BLoader = ByteTileLoader<BN, THREADS>;
+  static constexpr int kStage = ALoader::kBytes + BLoader::kBytes;
+  static constexpr int kSmem = kStage * STAGES;
+  static constexpr int EPI_SCALE =
+      Fmt::W_SCALE == kW8ScaleChannel ? kEpiScaleChannel
+                                      : (Fmt::W_SCALE == kW8ScaleTensor ? kEpiScaleTensor : kEpiScaleNone);
+
+  struct Args {
+    const char* a;          // [M, K] codes
+    const float* a_scales;  // [G, M]
+    const char* w;          // [N, K] codes
+    const float* w_scales;  // [1] | [N] | [ceil(N/128), ws_ld]
+    const float* bias;      // [N]
+    OutT* out;
+    int M, N, K, ldc, ws_ld;
+  };
+
+  HM_DEVICE static void load_stage(const Args& a, char* smem, int buf, int it, int m0, int n0,
+                                   int tid, u64 policy) {
+    char* s = smem + buf * kStage;
+    ALoader::template load<false>(s, a.a, m0, it * BK, a.M, a.K, a.K, tid, policy);
+    BLoader::template load<true>(s + ALoader::kBytes, a.w, n0, it * BK, a.N, a.K, a.K, tid, policy);
+  }
+
+  HM_DEVICE static void compute_stage(Acc (&acc)[ACC], const char* smem, int buf, int wm, int wn,
+                                      int lane) {
+    const char* a_s = smem + buf * kStage;
+    const char* b_s = a_s + ALoader::kBytes;
+#pragma unroll
+    for (int ks = 0; ks < BK / 32; ++ks) {
+      u32 af[MF][4], bf[NF][2];
+#pragma unroll
+      for (int mf = 0; mf < MF; ++mf) {
+        const int row = (wm * MF + mf) * 16 + (lane & 15);
+        ldmatrix_x4(af[mf], a_s + ALoader::offset(row, ks * 2 + (lane >> 4)));
+      }
+#pragma unroll
+      for (int p = 0; p < NF / 2; ++p) {
+        // lanes 0-7: columns 0-7, K bytes 0-15 (b0 of block 2p); 8-15: bytes 16-31 (its b1);
+        // 16-23 and 24-31: the same for columns 8-15 (block 2p + 1).
+        const int row = (wn * NF + 2 * p) * 8 + ((lane >> 4) << 3) + (lane & 7);
+        u32 r[4];
+        ldmatrix_x4(r, b_s + BLoader::offset(row, ks * 2 + ((lane >> 3) & 1)));
+        bf[2 * p][0] = r[0], bf[2 * p][1] = r[1], bf[2 * p + 1][0] = r[2], bf[2 * p + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int mf = 0; mf < MF; ++mf) {
+#pragma unroll
+        for (int nf = 0; nf < NF; ++nf) {
+          Mma::run(*reinterpret_cast<Acc(*)[4]>(&acc[(mf * NF + nf) * 4]), af[mf], bf[nf][0],
+                   bf[nf][1]);
+        }
+      }
+    }
+  }
+
+  // total += acc * (group scale of the row) * (block scale of the CTA's columns); acc = 0.
+  HM_DEVICE static void promote(float (&total)[ACC], Acc (&acc)[ACC], const Args& a, int it,
+                                int m0, int n0, int wm, int lane) {
+    float wscale = 1.f;
+    if constexpr (Fmt::W_BLOCK) wscale = a.w_scales[static_cast<long long>(n0 / 128) * a.ws_ld + it];
+#pragma unroll
+    for (int mf = 0; mf < MF; ++mf) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float f = wscale;
+        if constexpr (Fmt::A_GROUP) {
+          const int m = m0 + (wm * MF + mf) * 16 + lane / 4 + 8 * h;
+          // rows past M hold stale shared memory and are never stored
+          f *= m < a.M ? a.a_scales[static_cast<long long>(it) * a.M + m] : 0.f;
+        }
+#pragma unroll
+        for (int nf = 0; nf < NF; ++nf) {
+          Acc* c = &acc[(mf * NF + nf) * 4 + 2 * h];
+          total[(mf * NF + nf) * 4 + 2 * h] += static_cast<float>(c[0]) * f;
+          total[(mf * NF + nf) * 4 + 2 * h + 1] += static_cast<float>(c[1]) * f;
+          c[0] = c[1] = Acc(0);
+        }
+      }
+    }
+  }
+
+  HM_DEVICE static void store(const Args& a, const float (&v)[ACC], int m0, int n0, int wm, int wn,
+                              int lane) {
+    Epilogue<OutT, EPI_SCALE, false, BIAS> epi{a.w_scales, nullptr, a.bias};
+#pragma unroll
+    for (int mf = 0; mf < MF; ++mf) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = m0 + (wm * MF + mf) * 16 + lane / 4 + 8 * h;
+        if (m >= a.M) continue;
+        const float as = Fmt::A_GROUP ? 1.f : a.a_scales[m];
+#pragma unroll
+        for (int nf = 0; nf < NF; ++nf) {
+          const float* c = &v[(mf * NF + nf) * 4 + 2 * h];
+          const int n = n0 + (wn * NF + nf) * 8 + (lane % 4) * 2;
+          epi.store_pair(a.out, a.ldc, a.M, a.N, m, n, c[0] * as, c[1] * as, 1.f);
+        }
+      }
+    }
+  }
+
+  HM_DEVICE static void run(const Args& a) {
+    extern __shared__ uint4 smem_u4[];
+    char* smem = reinterpret_cast<char*>(smem_u4);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / Tile::WARPS_N, wn = warp % Tile::WARPS_N;
+    const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
+    const int iters = ceil_div(a.K, BK);
+    const u64 policy = evict_first_policy();
+
+    Acc acc[ACC];
+    float total[Fmt::PROMOTE ? ACC : 1];
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) acc[i] = Acc(0);
+#pragma unroll
+    for (int i = 0; i < (Fmt::PROMOTE ? ACC : 1); ++i) total[i] = 0.f;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < iters) load_stage(a, smem, s, s, m0, n0, tid, policy);
+      cp_async_commit();
+    }
+    for (int it = 0; it < iters; ++it) {
+      cp_async_wait<STAGES - 2>();
+      __syncthreads();
+      const int next = it + STAGES - 1;
+      if (next < iters) load_stage(a, smem, next % STAGES, next, m0, n0, tid, policy);
+      cp_async_commit();
+      compute_stage(acc, smem, it % STAGES, wm, wn, lane);
+      if constexpr (Fmt::PROMOTE) promote(total, acc, a, it, m0, n0, wm, lane);
+    }
+    cp_async_wait<0>();
+    if constexpr (Fmt::PROMOTE) {
+      store(a, total, m0, n0, wm, wn, lane);
+    } else {
+      float v[ACC];
+#pragma unroll
+      for (int i = 0; i < ACC; ++i) v[i] = static_cast<float>(acc[i]);
+      store(a, v, m0, n0, wm, wn, lane);
+    }
+  }
+};
+
+}  // namespace humming
+
+// The C entry point every rendered W8A8 translation unit instantiates (parameters in the order of
+// humming_cuda.kernels.w8a8.bind.signature).
+#define HUMMING_W8A8_ENTRY(NAME, FMT, TILE, OUT, BIAS)                                          \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS) NAME(                             \
+      const char* a, const float* a_scales, const char* w, const float* w_scales,              \
+      const float* bias, OUT* out, int M, int N, int K, int ldc, int ws_ld) {                  \
+    using Kern = humming::W8a8Kernel<FMT, TILE, OUT, BIAS>;                                     \
+    Kern::run(typename Kern::Args{a, a_scales, w, w_scales, bias, out, M, N, K, ldc, ws_ld});  \
+  }

@@ -1,0 +1,43 @@
+// Global -> shared loader for tiles of ROWS x 128 bytes of a row-major 8-bit matrix (quantized
+// activations [M, K] or W8A8 weights [N, K]): 16-byte cp.async chunks, chunk c of row r stored at
+// chunk (c ^ (r % 8)) so the eight rows one ldmatrix phase reads fall in eight bank groups.
+#pragma once
+#include "humming/arith/common.cuh"
+#include "humming/ptx/cp_async.cuh"
+
+namespace humming {
+
+template <int ROWS, int THREADS>
+struct ByteTileLoader {
+  static constexpr int kRowBytes = 128;
+  static constexpr int kChunksPerRow = kRowBytes / 16;
+  static constexpr int kChunks = ROWS * kChunksPerRow;
+  static constexpr int kBytes = ROWS * kRowBytes;
+
+  HM_DEVICE static int offset(int row, int chunk) {
+    return row * kRowBytes + ((chunk ^ (row & 7)) << 4);
+  }
+
+  // Rows at or past `rows` are not copied: they only feed output rows (or columns) that are never
+  // stored. Chunks past K are zero-filled: they meet valid rows of the other operand.
+  template <bool STREAM>
+  HM_DEVICE static void load(char* smem, const char* src, int r0, int k0, int rows, int K, int ld,
+                             int tid, u64 policy) {
+    const int chunks = min(kChunks, (rows - r0) * kChunksPerRow);
+#pragma unroll
+    for (int c = tid; c < kChunks; c += THREADS) {
+      if (c >= chunks) break;
+      const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;
+      const int k = k0 + chunk * 16;
+      const bool pred = k < K;
+      const char* g = pred ? src + static_cast<long long>(r0 + row) * ld + k : src;
+      if constexpr (STREAM) {
+        cp_async16_stream(smem + offset(row, chunk), g, pred, policy);
+      } else {
+        cp_async16(smem + offset(row, chunk), g, pred);
+      }
+    }
+  }
+};
+
+}  // namespace humming

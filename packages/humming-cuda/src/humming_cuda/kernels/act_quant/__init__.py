@@ -1,0 +1,198 @@
+"""Activation quantization on the GPU: 16-bit x -> 8-bit codes + fp32 scales, the W8A8 GEMM's input.
+
+The quantizer is instantiated in the same translation unit as the GEMM that consumes it (one entry
+per 16-bit input type, since a quantized-activation layer accepts fp16 or bf16 x), so one compiled
+module serves a layer; `ActQuantizer` launches it. `render_source` builds a standalone unit (tests,
+tools). Results are bit-identical to humming_core.numerics.act.quantize_act; scales are laid out
+[G, M] (G = 1 per token / static, ceil(K / group) per group): see include/humming/kernel/act_quant.cuh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from humming_core.device import KernelSource
+from humming_core.spec.quant import ActSpec
+
+from ...args import ScalarArg, Signature, TensorArg
+from ...launch import Launcher
+
+THREADS = 256  # kActQuantThreads
+CODES = {"int8": 0, "e4m3": 1}
+MODES = {"token": 0, "group": 1, "static": 2}
+CODE_DTYPES = {"int8": torch.int8, "e4m3": torch.float8_e4m3fn}
+INPUTS = {"fp16": ("half", torch.float16), "bf16": ("nv_bfloat16", torch.bfloat16)}
+GROUP_SIZES = (128,)  # the W8A8 GEMM applies a group scale once per 128-deep K iteration
+
+
+def unsupported_reason(act: ActSpec) -> str:
+    """Why this activation spec has no GPU quantizer here ('' when it has one)."""
+    name = act.dtype.name
+    if name not in CODES:
+        return (
+            f"activation dtype {name!r} has no 8-bit quantizer: int8 and e4m3 are supported "
+            "(4-bit activations belong to the W4A4 work)"
+        )
+    if act.scale_dtype.name != "fp32":
+        return f"activation scale dtype {act.scale_dtype.name!r}: only fp32 scales are supported"
+    if act.quant == "dynamic" and act.granularity == "tensor":
+        return (
+            "dynamic per-tensor activation scales need an amax over the whole tensor before any "
+            "element is encoded: use granularity 'token' (same cost, better accuracy) or "
+            "quant='static' with a calibrated scale"
+        )
+    if act.granularity == "group" and act.group_size not in GROUP_SIZES:
+        return (
+            f"activation group_size={act.group_size}: supported group sizes are {GROUP_SIZES} "
+            "(one group per 128-deep K iteration of the GEMM)"
+        )
+    return ""
+
+
+@dataclass(frozen=True)
+class ActQuantFormat:
+    """Template arguments of one quantizer: code type, scale mode, group size (0 unless group)."""
+
+    code: str
+    mode: str
+    group: int
+
+    @classmethod
+    def from_spec(cls, act: ActSpec) -> ActQuantFormat:
+        reason = unsupported_reason(act) if act.is_quantized else "activations are not quantized"
+        if reason:
+            raise ValueError(f"no activation quantizer for this spec: {reason}")
+        mode = "static" if act.quant == "static" else act.granularity
+        return cls(act.dtype.name, mode, act.group_size or 0)
+
+    def scale_rows(self, k: int) -> int:
+        """G of the [G, M] scale tensor for K columns."""
+        return -(-k // self.group) if self.mode == "group" else 1
+
+    def entry_names(self, base: str) -> dict[str, str]:
+        """Input dtype name -> C symbol of its quantizer entry."""
+        return {dt: f"{base}_quant_{dt}" for dt in INPUTS}
+
+    def entries(self, base: str) -> str:
+        """C++ text instantiating one entry per 16-bit input type."""
+        lines = []
+        for dt, symbol in self.entry_names(base).items():
+            lines.append(
+                f"HUMMING_ACT_QUANT_ENTRY({symbol}, {INPUTS[dt][0]}, {CODES[self.code]}, "
+                f"{MODES[self.mode]}, {max(self.group, 8)})\n"
+            )
+        return "".join(lines)
+
+    def grid(self, m: int, k: int) -> int:
+        if self.mode != "group":
+            return m
+        lanes = self.scale_rows(k) * m * (self.group // 8)
+        return -(-lanes // THREADS)
+
+
+def render_source(fmt: ActQuantFormat, arch: str) -> KernelSource:
+    """A unit holding only the quantizer entries; `name` is the fp16 entry, meta["base"] the
+    name `ActQuantizer.from_module` takes."""
+    base = "humming_actq_" + hashlib.sha1(repr(fmt).encode()).hexdigest()[:12]
+    code = '#include "humming/kernel/act_quant.cuh"\n' + fmt.entries(base)
+    meta = {"family": "act_quant", "format": repr(fmt), "base": base}
+    return KernelSource(name=fmt.entry_names(base)["fp16"], code=code, arch=arch, meta=meta)
+
+
+class ModuleFunction:
+    """Another kernel of a module already loaded by humming_cuda.loader (same device and lifetime).
+
+    Quantizer entries use only static shared memory, so no dynamic-smem opt-in is offered."""
+
+    def __init__(self, loaded: Any, symbol: str) -> None:
+        from cuda.bindings import driver
+
+        from ...loader import DEFAULT_SMEM_LIMIT, check, primary_context
+
+        self.loaded = loaded  # keeps the module loaded
+        self.symbol = symbol
+        self.device_index = loaded.device_index
+        self.max_dynamic_smem = DEFAULT_SMEM_LIMIT
+        check(driver.cuCtxPushCurrent(primary_context(self.device_index)), "cuCtxPushCurrent")
+        try:
+            self.handle = check(
+                driver.cuModuleGetFunction(loaded.module, symbol.encode()),
+                f"cuModuleGetFunction({symbol})",
+            )
+            if hasattr(driver, "cuFuncLoad"):
+                check(driver.cuFuncLoad(self.handle), f"cuFuncLoad({symbol})")
+        finally:
+            check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
+
+    def reserve_smem(self, nbytes: int) -> None:
+        if nbytes > self.max_dynamic_smem:
+            raise ValueError(
+                f"{self.symbol}: asked for {nbytes} bytes of dynamic shared memory; quantizer "
+                f"entries use static shared memory only (launch them with smem=0)"
+            )
+
+
+def signature(fmt: ActQuantFormat, input_dtype: torch.dtype, name: str) -> Signature:
+    """Parameters in the order of HUMMING_ACT_QUANT_ENTRY."""
+    return Signature(
+        TensorArg("x", input_dtype, ("M", "K"), layout="rows"),
+        TensorArg("static_scale", torch.float32, (1,), optional=fmt.mode != "static", align=4),
+        TensorArg("q", CODE_DTYPES[fmt.code], ("M", "K")),
+        TensorArg("scales", torch.float32, ("G", "M"), align=4),
+        ScalarArg("M", "int32", dim="M"),
+        ScalarArg("K", "int32", dim="K"),
+        ScalarArg("lda", "int32", dim="LDA"),
+        kernel=name,
+    )
+
+
+class ActQuantizer:
+    """`quantizer(x, static_scale=None) -> (q [M, K], scales [G, M] fp32)` on x's stream.
+
+    `functions` maps the input dtype name (fp16, bf16) to its loaded entry."""
+
+    def __init__(self, fmt: ActQuantFormat, functions: dict[str, Any]) -> None:
+        self.fmt = fmt
+        self._by_dtype = {}
+        for dt, fn in functions.items():
+            torch_dtype = INPUTS[dt][1]
+            sig = signature(fmt, torch_dtype, fn.symbol)
+            self._by_dtype[torch_dtype] = (fn, sig, Launcher(fn, sig.ctypes))
+
+    @classmethod
+    def from_module(cls, fmt: ActQuantFormat, loaded: Any, base: str) -> ActQuantizer:
+        """The entries named after `base` (see ActQuantFormat.entries) in a loaded module."""
+        names = fmt.entry_names(base)
+        return cls(fmt, {dt: ModuleFunction(loaded, sym) for dt, sym in names.items()})
+
+    def __call__(
+        self, x: torch.Tensor, static_scale: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        entry = self._by_dtype.get(x.dtype)
+        if entry is None:
+            raise ValueError(
+                f"x is {x.dtype}: the activation quantizer takes float16 or bfloat16 input"
+            )
+        if (static_scale is not None) != (self.fmt.mode == "static"):
+            need = "needs a" if self.fmt.mode == "static" else "takes no"
+            raise ValueError(
+                f"{self.fmt.mode} activation quantization {need} static scale (act_scale): "
+                "pass an fp32 tensor of shape (1,) exactly when the spec has act.quant='static'"
+            )
+        fn, sig, launch = entry
+        m, k = x.shape
+        if k % 16:
+            raise ValueError(
+                f"K={k}: 8-bit activation rows are written in 16-byte chunks, K % 16 == 0"
+            )
+        q = torch.empty((m, k), dtype=CODE_DTYPES[self.fmt.code], device=x.device)
+        scales = torch.empty((self.fmt.scale_rows(k), m), dtype=torch.float32, device=x.device)
+        values = {"x": x, "static_scale": static_scale, "q": q, "scales": scales}
+        _, params = sig.bind(values, {"LDA": x.stride(0) if m else k}, fn.device_index)
+        if m:
+            launch((self.fmt.grid(m, k), 1, 1), (THREADS, 1, 1), params, 0)
+        return q, scales

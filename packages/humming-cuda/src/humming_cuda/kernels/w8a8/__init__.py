@@ -1,0 +1,50 @@
+"""The W8A8 family: 8-bit activations (quantized on the GPU) x 8-bit weights, dense GEMM (mma.sync).
+
+int8 x int8 (sm80+) and fp8 E4M3 x E4M3 (sm89+) with per-tensor / per-channel / 128x128 block weight
+scales and per-token / per-group-128 / static per-tensor activation scales (W8A8_INT8, W8A8_FP8,
+FP8_BLOCK128). wgmma for large M on sm90a is later work.
+"""
+
+from __future__ import annotations
+
+from humming_core.device import DeviceCaps, GemmProblem, KernelSource, Support
+from humming_core.spec import QuantSpec
+
+from .bind import W8a8Kernel
+from .config import W8a8Config, W8a8Format
+from .heuristics import candidates, supports
+from .layout import W8a8Layout
+from .render import render
+
+
+class W8a8Family:
+    """`KernelFamily` implementation (see humming_cuda.kernels.base)."""
+
+    # Compile-tested for every arch, but not yet run on a GPU: CudaDevice offers it only with
+    # HUMMING_UNVERIFIED_KERNELS=1 until the cuda conformance tests have passed on hardware.
+    hardware_verified = False
+
+    name = "w8a8"
+    config_type = W8a8Config
+
+    def supports(self, spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
+        return supports(spec, problem, caps)
+
+    def candidates(
+        self, spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps
+    ) -> list[W8a8Config]:
+        return candidates(spec, problem, caps)
+
+    def weight_layout(self, spec: QuantSpec, config: W8a8Config, caps: DeviceCaps) -> W8a8Layout:
+        return W8a8Layout(W8a8Format.from_spec(spec))
+
+    def render(self, spec: QuantSpec, config: W8a8Config, caps: DeviceCaps) -> KernelSource:
+        return render(spec, config, caps)
+
+    def bind(self, function, spec: QuantSpec, config: W8a8Config, caps: DeviceCaps) -> W8a8Kernel:
+        return W8a8Kernel(function, spec, config)
+
+
+FAMILY = W8a8Family()
+
+__all__ = ["FAMILY", "W8a8Config", "W8a8Family", "W8a8Kernel", "W8a8Layout"]

@@ -1,0 +1,95 @@
+"""W8A8 kernel configuration (tile shape, pipeline) and the kernel-side view of a spec.
+
+`W8a8Config` is what the heuristics choose; `W8a8Format` is derived from a `QuantSpec` alone: code
+type, where the activation and weight scales apply, epilogue (see include/humming/kernel/w8a8.cuh).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from humming_core.spec import QuantSpec
+
+from ..act_quant import ActQuantFormat
+from ..base import KernelConfig
+
+BLOCK_K = 128  # K depth of one pipeline stage, of an activation group and of a weight block
+WEIGHT_SCALE_CODES = {"tensor": 0, "channel": 1, "block": 2}
+CODE_CODES = {"int8": 0, "e4m3": 1}
+CXX_OUT = {"fp16": "half", "bf16": "nv_bfloat16", "fp32": "float"}
+
+
+def _pow2(v: int) -> bool:
+    return v > 0 and v & (v - 1) == 0
+
+
+class W8a8Config(KernelConfig):
+    """Block tile 16*m_frags*warps_m (M) x 8*n_frags*warps_n (N) x 128 (K) per stage."""
+
+    family: Literal["w8a8"] = "w8a8"
+    arch: str
+    m_frags: int = Field(1, ge=1, le=4)
+    n_frags: int = Field(4, ge=2, le=8)
+    warps_m: int = Field(1, ge=1, le=8)
+    warps_n: int = Field(4, ge=1, le=8)
+    stages: int = Field(4, ge=2, le=8)
+
+    @model_validator(mode="after")
+    def _check(self) -> W8a8Config:
+        for name in ("m_frags", "n_frags", "warps_m", "warps_n"):
+            if not _pow2(getattr(self, name)):
+                raise ValueError(f"{name}={getattr(self, name)} must be a power of two")
+        if self.warps_m * self.warps_n > 8:
+            raise ValueError(
+                f"warps_m*warps_n={self.warps_m * self.warps_n} warps: at most 8 per CTA"
+            )
+        return self
+
+    @property
+    def block_m(self) -> int:
+        return 16 * self.m_frags * self.warps_m
+
+    @property
+    def block_n(self) -> int:
+        return 8 * self.n_frags * self.warps_n
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.stages * (self.block_m + self.block_n) * BLOCK_K
+
+
+@dataclass(frozen=True)
+class W8a8Format:
+    """Template arguments describing codes, scales and epilogue, derived from a spec."""
+
+    code: str  # int8 | e4m3 (weights and activations alike)
+    act: ActQuantFormat
+    weight_scale: str  # tensor | channel | block
+    out: str
+    bias: bool
+
+    @classmethod
+    def from_spec(cls, spec: QuantSpec) -> W8a8Format:
+        return cls(
+            code=spec.weight.dtype.name,
+            act=ActQuantFormat.from_spec(spec.act),
+            weight_scale=spec.weight.scale.granularity,
+            out=spec.output_dtype,
+            bias=spec.epilogue.bias,
+        )
+
+    @property
+    def act_group(self) -> bool:
+        return self.act.mode == "group"
+
+    @property
+    def promotes(self) -> bool:
+        """Partial sums go to fp32 totals every 128 of K (mirrors W8a8Format::PROMOTE)."""
+        return self.code == "e4m3" or self.act_group or self.weight_scale == "block"

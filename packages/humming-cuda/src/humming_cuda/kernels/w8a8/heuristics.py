@@ -1,0 +1,108 @@
+"""Which specs the W8A8 family runs, and its tile choice per M (largest tiles where M allows)."""
+
+from __future__ import annotations
+
+from humming_core.device import DeviceCaps, GemmProblem, Support
+from humming_core.spec import QuantSpec
+
+from ..act_quant import unsupported_reason
+from .config import BLOCK_K, W8a8Config, W8a8Format
+
+CODES = ("int8", "e4m3")
+# s32 accumulation over the whole K stays exact while K * 128 * 127 < 2^31.
+INT8_EXACT_K = (1 << 31) // (128 * 127)
+
+
+def _spec_reason(spec: QuantSpec) -> str:
+    w, act = spec.weight, spec.act
+    if not act.is_quantized or act.dtype.name not in CODES:
+        return f"the w8a8 family needs int8 or e4m3 activations, the spec has {act.dtype.name!r}"
+    if w.dtype.name != act.dtype.name:
+        return (
+            f"weight dtype {w.dtype.name!r} with {act.dtype.name!r} activations: the w8a8 family "
+            "multiplies equal 8-bit codes (int8 x int8 or e4m3 x e4m3)"
+        )
+    reason = unsupported_reason(act)
+    if reason:
+        return reason
+    if w.zero_point != "none" or w.global_scale:
+        return "weight zero points and global scales are not supported by the w8a8 family"
+    s = w.scale
+    if s.granularity not in ("tensor", "channel", "block"):
+        return (
+            f"weight scale granularity {s.granularity!r}: the w8a8 family takes per-tensor, "
+            "per-channel or 128x128 block scales"
+        )
+    if s.granularity == "block" and tuple(s.block) != (BLOCK_K, BLOCK_K):
+        return f"weight block {tuple(s.block)}: only 128x128 blocks (DeepSeek FP8) are supported"
+    if s.dtype.name not in ("fp32", "fp16", "bf16"):
+        return f"weight scale dtype {s.dtype.name!r}: use fp32, fp16 or bf16 scales"
+    e = spec.epilogue
+    if e.activation != "none" or e.glu != "none" or e.topk_weight or spec.layout != "dense":
+        return "the w8a8 family computes dense GEMMs with scales and bias only (no activation/GLU)"
+    return ""
+
+
+def _arch_reason(code: str, caps: DeviceCaps) -> str:
+    if "mma.m16n8k32" in caps.mma.get(code, []) and caps.has("cp.async"):
+        return ""
+    first = "sm_89 (Ada) or newer" if code == "e4m3" else "sm_80 (Ampere) or newer"
+    return f"{caps.arch} has no {code} mma.sync m16n8k32: {code} x {code} needs {first}"
+
+
+def _problem_reason(spec: QuantSpec, problem: GemmProblem) -> str:
+    if problem.num_experts != 1 or problem.topk != 1:
+        return "num_experts/topk != 1: the w8a8 family computes dense GEMMs"
+    if problem.n < 1 or problem.k < 1:
+        return f"shape N={problem.n} K={problem.k}: sizes must be positive"
+    if problem.k % 16:
+        return (
+            f"K={problem.k}: 8-bit rows are loaded in 16-byte chunks, so K must be a multiple of "
+            "16; pad K with zero weights"
+        )
+    fmt = W8a8Format.from_spec(spec)
+    if not fmt.promotes and problem.k > INT8_EXACT_K:
+        return f"K={problem.k}: int8 s32 accumulation is exact only up to K={INT8_EXACT_K}"
+    return ""
+
+
+def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
+    reason = (
+        _spec_reason(spec)
+        or _arch_reason(spec.weight.dtype.name, caps)
+        or _problem_reason(spec, problem)
+    )
+    return Support.no(reason) if reason else Support.yes()
+
+
+def _base_tile(m: int, fmt: W8a8Format) -> dict[str, int]:
+    # Decode: one m16 row of fragments and 64 columns per CTA, so small layers still fill the GPU.
+    if m <= 16:
+        return {"m_frags": 1, "n_frags": 2, "warps_m": 1, "warps_n": 4}
+    if m <= 64:
+        return {"m_frags": 2, "n_frags": 4, "warps_m": 2, "warps_n": 2}
+    # 128x128 tiles; promoting kernels keep fp32 totals next to the MMA accumulators, so their
+    # warps take half the rows to stay within the register budget.
+    if fmt.promotes:
+        return {"m_frags": 2, "n_frags": 8, "warps_m": 4, "warps_n": 2}
+    return {"m_frags": 4, "n_frags": 8, "warps_m": 2, "warps_n": 2}
+
+
+def _fit_stages(cfg: W8a8Config, caps: DeviceCaps) -> W8a8Config:
+    while cfg.stages > 2 and cfg.smem_bytes > caps.smem_per_block:
+        cfg = cfg.model_copy(update={"stages": cfg.stages - 1})
+    return cfg
+
+
+def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W8a8Config]:
+    """Configs for this (spec, N, K, M), best first; empty when `supports` says no."""
+    if not supports(spec, problem, caps):
+        return []
+    fmt = W8a8Format.from_spec(spec)
+    m = problem.m if problem.m is not None else 1
+    best = _fit_stages(W8a8Config(arch=caps.arch, **_base_tile(m, fmt)), caps)
+    out = [best]
+    shallow = _fit_stages(best.model_copy(update={"stages": 3}), caps)
+    if shallow != best:
+        out.append(shallow)
+    return [c for c in out if c.smem_bytes <= caps.smem_per_block]

@@ -1,0 +1,45 @@
+"""Render a W8A8 translation unit: the activation quantizer entries plus one GEMM entry."""
+
+from __future__ import annotations
+
+import hashlib
+
+from humming_core.device import DeviceCaps, KernelSource
+from humming_core.spec import QuantSpec
+
+from .config import CODE_CODES, CXX_OUT, WEIGHT_SCALE_CODES, W8a8Config, W8a8Format
+
+
+def template_arguments(fmt: W8a8Format, cfg: W8a8Config) -> tuple[str, str]:
+    """(W8a8Format<...>, W8a8Tile<...>) as C++ text."""
+    weight = (
+        f"humming::W8a8Format<{CODE_CODES[fmt.code]}, {str(fmt.act_group).lower()}, "
+        f"{WEIGHT_SCALE_CODES[fmt.weight_scale]}>"
+    )
+    tile = (
+        f"humming::W8a8Tile<{cfg.m_frags}, {cfg.n_frags}, {cfg.warps_m}, {cfg.warps_n}, "
+        f"{cfg.stages}>"
+    )
+    return weight, tile
+
+
+def render(spec: QuantSpec, config: W8a8Config, caps: DeviceCaps) -> KernelSource:
+    if config.arch != caps.arch:
+        raise ValueError(
+            f"config.arch={config.arch!r} but rendering for {caps.arch!r}: choose candidates for "
+            "the target arch (config.arch must equal caps.arch)"
+        )
+    fmt = W8a8Format.from_spec(spec)
+    weight, tile = template_arguments(fmt, config)
+    key = f"{weight}|{tile}|{fmt.out}|{fmt.bias}|{fmt.act}"
+    name = f"humming_w8a8_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+    code = (
+        '#include "humming/kernel/act_quant.cuh"\n'
+        '#include "humming/kernel/w8a8.cuh"\n'
+        f"{fmt.act.entries(name)}"
+        f"using Fmt = {weight};\n"
+        f"using Tile = {tile};\n"
+        f"HUMMING_W8A8_ENTRY({name}, Fmt, Tile, {CXX_OUT[fmt.out]}, {str(fmt.bias).lower()})\n"
+    )
+    meta = {"family": "w8a8", "config": config.model_dump(), "spec": spec.to_json()}
+    return KernelSource(name=name, code=code, arch=config.arch, meta=meta)

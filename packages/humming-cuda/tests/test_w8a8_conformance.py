@@ -1,0 +1,122 @@
+"""W8A8 conformance on the GPU against humming_core.numerics.reference_gemm.
+
+Every case checks (1) |out - ref| within the bound derived in w8a8_cases.py, (2) no write outside
+the [M, N] output view (poisoned rows and columns around it keep their bits), (3) no read past K of
+an activation row (NaN columns after K would reach the output through the quantizer's amax).
+Plus the user API (PreparedGemm: static act_scale, both input dtypes) on the three presets.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+from w8a8_cases import Case, conformance_cases, error_bound, static_scale
+
+
+@pytest.fixture(autouse=True)
+def allow_unverified(monkeypatch):
+    """These tests are the hardware verification: they opt in to the unverified family."""
+    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (torch.cuda)"),
+]
+
+CASES = conformance_cases()
+POISON = -7777.0
+_TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+@pytest.fixture(scope="module")
+def device():
+    from humming_cuda.device import CudaDevice
+
+    return CudaDevice()
+
+
+def _build(device, case: Case):
+    from humming_core.device import GemmProblem
+
+    problem = GemmProblem(n=case.n, k=case.k, m=case.m, act_dtype=case.spec.act.dtype.name)
+    support = device.check(case.spec, problem)
+    if not support:
+        return None, support.reason
+    config = device.candidates(case.spec, problem)[0]
+    return config, device.load(device.compile(device.render(case.spec, config)))
+
+
+@pytest.fixture(scope="module")
+def kernels(device):
+    """Every case's kernel, compiled in parallel up front (NVRTC releases the GIL)."""
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        built = list(pool.map(lambda c: _build(device, c), CASES))
+    return {case.id: b for case, b in zip(CASES, built, strict=True)}
+
+
+def _inputs(case: Case):
+    from humming_core.numerics import quantize_weight
+
+    gen = torch.Generator().manual_seed(case.seed)
+    x = torch.randn(case.m, case.k, generator=gen).to(_TORCH[case.x_dtype])
+    x[0, : min(case.k, 16)] *= 40.0  # an outlier row segment: token and group scales differ
+    bias = torch.randn(case.n, generator=gen) * 0.1 if case.spec.epilogue.bias else None
+    cw = quantize_weight(torch.randn(case.n, case.k, generator=gen) * 0.05, case.spec, bias=bias)
+    scale = static_scale(x, case.spec.act.dtype.name) if case.spec.act.quant == "static" else None
+    return x, cw, scale
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_matches_reference(case: Case, device, kernels):
+    from humming_core.numerics import reference_gemm
+
+    config, kernel = kernels[case.id]
+    if config is None:
+        pytest.skip(f"{device.caps().arch}: {kernel}")
+    x, cw, scale = _inputs(case)
+    weights = device.weight_layout(case.spec, config).pack(cw, "cuda")
+
+    x_big = torch.full((case.m + 1, case.k + 16), float("nan"), dtype=x.dtype, device="cuda")
+    x_dev = x_big[: case.m, : case.k]
+    x_dev.copy_(x.cuda())
+    out_dtype = _TORCH[case.spec.output_dtype]
+    out_big = torch.full((case.m + 2, case.n + 6), POISON, dtype=out_dtype, device="cuda")
+    before = out_big.clone()
+    out = out_big[1 : case.m + 1, 2 : case.n + 2]
+    extra = {} if scale is None else {"act_scale": scale.cuda()}
+    kernel(x=x_dev, out=out, **extra, **weights)
+    torch.cuda.synchronize()
+
+    inside = torch.zeros_like(out_big, dtype=torch.bool)
+    inside[1 : case.m + 1, 2 : case.n + 2] = True
+    assert torch.equal(out_big[~inside].view(torch.uint8), before[~inside].view(torch.uint8)), (
+        "wrote outside [M, N]"
+    )
+    assert not torch.isnan(out).any(), "NaN in the output (read past K)"
+    ref = reference_gemm(x, cw, act_scale_static=scale)
+    bound = error_bound(x, cw, ref, scale)
+    err = (out.cpu().double() - ref.double()).abs()
+    worst = (err / bound).max().item()
+    assert worst <= 1.0, f"max err/bound {worst:.3f} (max err {err.max().item():.3g}, {config})"
+
+
+@pytest.mark.parametrize("name", ["W8A8_INT8", "W8A8_FP8", "FP8_BLOCK128"])
+@pytest.mark.parametrize("x_dtype", [torch.float16, torch.bfloat16])
+def test_user_api(name, x_dtype, device):
+    from humming_core.numerics import quantize_weight, reference_gemm
+    from humming_core.ops import PreparedGemm
+    from humming_core.spec import presets
+
+    spec = presets.preset(name)
+    gen = torch.Generator().manual_seed(1)
+    cw = quantize_weight(torch.randn(384, 512, generator=gen) * 0.05, spec)
+    layer = PreparedGemm(cw, device)
+    for m in (1, 5, 100, 1030):
+        x = torch.randn(m, 512, generator=gen).to(x_dtype)
+        out = layer.run(x.cuda())
+        ref = reference_gemm(x, cw)
+        bound = error_bound(x, cw, ref, None)
+        assert ((out.cpu().double() - ref.double()).abs() <= bound).all(), f"{name} M={m}"

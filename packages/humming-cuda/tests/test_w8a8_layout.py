@@ -1,0 +1,181 @@
+"""CPU tests of the W8A8 family: spec support and refusals per arch, tile choice, weight layout,
+quantizer format, and that the error bound of w8a8_cases.py is tight enough to catch real bugs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from w8a8_cases import FORMATS, conformance_cases, error_bound, make_spec
+
+from humming_core.device import GemmProblem
+from humming_core.numerics import quantize_weight, reference_gemm
+from humming_core.packing.bits import unpack_k
+from humming_core.spec import ActSpec, presets
+from humming_cuda.caps import caps_for_arch
+from humming_cuda.device import CudaDevice
+from humming_cuda.kernels.act_quant import ActQuantFormat, unsupported_reason
+from humming_cuda.kernels.w8a8 import FAMILY, W8a8Config
+from humming_cuda.kernels.w8a8.config import W8a8Format
+from humming_cuda.kernels.w8a8.layout import W8a8Layout, codes_to_canonical
+
+PRESETS = ("W8A8_INT8", "W8A8_FP8", "FP8_BLOCK128")
+PROBLEM = GemmProblem(n=4096, k=4096, m=16)
+
+
+@pytest.fixture(autouse=True)
+def allow_unverified(monkeypatch):
+    """The family is not hardware-verified yet: CudaDevice offers it only on this opt-in."""
+    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+
+
+def test_unverified_family_is_not_offered_by_default(monkeypatch):
+    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS")
+    support = CudaDevice.for_arch("sm_90a").check(presets.W8A8_FP8, PROBLEM)
+    assert not support
+    assert "w8a8: not yet verified on hardware" in support.reason
+
+
+@pytest.mark.parametrize("arch", ["sm_89", "sm_90a"])
+@pytest.mark.parametrize("name", PRESETS)
+def test_presets_pass_check_on_fp8_arches(arch, name):
+    support = CudaDevice.for_arch(arch).check(presets.preset(name), PROBLEM)
+    assert support, support.reason
+
+
+def test_int8_runs_on_sm80_and_fp8_is_refused_with_a_reason():
+    device = CudaDevice.for_arch("sm_80")
+    assert device.check(presets.W8A8_INT8, PROBLEM)
+    for name in ("W8A8_FP8", "FP8_BLOCK128"):
+        support = device.check(presets.preset(name), PROBLEM)
+        assert not support
+        assert "sm_89" in support.reason and "w8a8" in support.reason
+
+
+def test_sm75_refuses_int8():
+    support = FAMILY.supports(presets.W8A8_INT8, PROBLEM, caps_for_arch("sm_75"))
+    assert not support and "sm_80" in support.reason
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem", "words"),
+    [
+        (presets.W8A8_FP8, GemmProblem(n=64, k=72, m=1), "multiple of 16"),
+        (presets.W4A8_FP8, PROBLEM, "equal 8-bit codes"),
+        (presets.W8A16, PROBLEM, "int8 or e4m3 activations"),
+        (
+            presets.W8A8_FP8.replace(
+                act=ActSpec(dtype="e4m3", quant="dynamic", granularity="tensor")
+            ),
+            PROBLEM,
+            "whole tensor",
+        ),
+        (
+            presets.FP8_BLOCK128.replace(
+                act=ActSpec(dtype="e4m3", quant="dynamic", granularity="group", group_size=64)
+            ),
+            PROBLEM,
+            "group_size=64",
+        ),
+        (presets.W8A8_INT8, GemmProblem(n=64, k=1 << 18, m=1), "exact only up to"),
+    ],
+)
+def test_refusals_name_the_problem(spec, problem, words):
+    support = FAMILY.supports(spec, problem, caps_for_arch("sm_90a"))
+    assert not support and words in support.reason
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90a", "sm_120a"])
+@pytest.mark.parametrize("m", [1, 16, 17, 64, 65, 4096])
+def test_candidates_fit_the_arch(arch, m):
+    caps = caps_for_arch(arch)
+    for fmt in FORMATS:
+        spec = make_spec(*fmt, bias=False, out="bf16")
+        configs = FAMILY.candidates(spec, GemmProblem(n=4096, k=4096, m=m), caps)
+        if fmt[0] == "e4m3" and arch == "sm_80":
+            assert configs == []
+            continue
+        assert configs and all(c.smem_bytes <= caps.smem_per_block for c in configs)
+        best = configs[0]
+        # block scales: a CTA's columns must lie in one 128-row weight block
+        assert 128 % best.block_n == 0 or fmt[2] != "block"
+        # decode uses one m16 row of fragments; only large batches get 128-row tiles
+        assert best.block_m == 16 if m <= 16 else best.block_m <= 64 or m > 64
+
+
+def test_config_rejects_too_many_warps():
+    with pytest.raises(ValueError, match="at most 8"):
+        W8a8Config(arch="sm_90a", warps_m=4, warps_n=4)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_layout_round_trips_the_canonical_codes(fmt):
+    spec = make_spec(*fmt, bias=True, out="bf16")
+    n, k = 200, 272
+    gen = torch.Generator().manual_seed(0)
+    cw = quantize_weight(torch.randn(n, k, generator=gen), spec, bias=torch.randn(n, generator=gen))
+    packed = W8a8Layout(W8a8Format.from_spec(spec)).pack(cw, "cpu")
+    codes = packed["qweight"]
+    assert codes.shape == (n, k) and codes.is_contiguous()
+    assert codes.dtype == (torch.int8 if fmt[0] == "int8" else torch.float8_e4m3fn)
+    assert torch.equal(codes_to_canonical(codes), unpack_k(cw.qweight, 8, k).to(torch.int64))
+    expected = {"tensor": (1,), "channel": (n,), "block": (2, 3)}[fmt[2]]
+    assert tuple(packed["weight_scale"].shape) == expected
+    assert packed["weight_scale"].dtype == torch.float32
+    assert torch.equal(packed["bias"], cw.bias.float())
+
+
+def test_int8_codes_are_the_signed_values():
+    spec = make_spec("int8", "token", "channel", bias=False, out="bf16")
+    w = torch.tensor([[-1.0, 0.5, 1.0, 0.0] * 4])
+    cw = quantize_weight(w, spec)
+    codes = W8a8Layout(W8a8Format.from_spec(spec)).pack(cw, "cpu")["qweight"]
+    assert codes[0, :4].tolist() == [-127, 64, 127, 0]
+
+
+@pytest.mark.parametrize(
+    ("act", "mode", "rows"),
+    [
+        (ActSpec(dtype="int8", quant="dynamic", granularity="token"), "token", 1),
+        (ActSpec(dtype="e4m3", quant="static", granularity="tensor"), "static", 1),
+        (ActSpec(dtype="e4m3", quant="dynamic", granularity="group", group_size=128), "group", 3),
+    ],
+)
+def test_act_quant_format(act, mode, rows):
+    fmt = ActQuantFormat.from_spec(act)
+    assert fmt.mode == mode and fmt.scale_rows(272) == rows
+    entries = fmt.entries("k")
+    assert "k_quant_fp16, half" in entries and "k_quant_bf16, nv_bfloat16" in entries
+    # group mode: 16 lanes per group of 128, 256 threads per CTA
+    assert fmt.grid(10, 272) == (10 if mode != "group" else -(-(3 * 10 * 16) // 256))
+
+
+def test_act_quant_refuses_4bit_and_mx():
+    assert "int8 and e4m3" in unsupported_reason(presets.NVFP4_ACT)
+    with pytest.raises(ValueError, match="no activation quantizer"):
+        ActQuantFormat.from_spec(ActSpec(dtype="fp16"))
+
+
+@pytest.mark.parametrize("case", conformance_cases()[:16:3], ids=lambda c: c.id)
+def test_bound_catches_a_wrong_weight_scale(case):
+    """The bound holds for the reference against itself recomputed in float64, and a kernel that
+    used the neighbouring channel's (or block's) scale would fail it."""
+    from humming_core.numerics import dequantize_weight
+    from humming_core.numerics.gemm import prepare_act
+
+    spec, gen = case.spec, torch.Generator().manual_seed(case.seed)
+    x = torch.randn(case.m, case.k, generator=gen).to(
+        getattr(torch, {"bf16": "bfloat16", "fp16": "float16"}[case.x_dtype])
+    )
+    bias = torch.randn(case.n, generator=gen) * 0.1 if spec.epilogue.bias else None
+    cw = quantize_weight(torch.randn(case.n, case.k, generator=gen) * 0.05, spec, bias=bias)
+    scale = None
+    if spec.act.quant == "static":
+        scale = (x.float().abs().amax() / 100.0).reshape(1)
+    ref = reference_gemm(x, cw, act_scale_static=scale)
+    bound = error_bound(x, cw, ref, scale)
+    exact = prepare_act(x, spec.act, scale).double() @ dequantize_weight(cw).double().T
+    if bias is not None:
+        exact = exact + bias.double()
+    assert ((exact - ref.double()).abs() <= bound).all()
+    wrong = exact * 1.01  # a 1% scale error, smaller than any neighbouring-scale mix-up
+    assert ((wrong - ref.double()).abs() > bound).any()
