@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
 import torch
-from formats_oracle import FIXTURES
-from safetensors.torch import load_file, save_file
+from formats_editing import copy_fixture, edit_json, edit_tensors, load_all
 
 from humming_core.formats import FormatError, open_checkpoint
 
@@ -18,71 +15,44 @@ LAYER = "model.layers.0.self_attn.k_proj"
 EXPERTS = "model.layers.0.mlp.experts"
 
 
-def _copy(name: str, tmp_path: Path) -> Path:
-    if not (FIXTURES / name).exists():
-        pytest.skip(f"fixture {name} was not generated")
-    out = tmp_path / name
-    shutil.copytree(FIXTURES / name, out)
-    return out
-
-
-def _edit_tensors(folder: Path, edit) -> None:
-    file = folder / "model.safetensors"
-    tensors = load_file(str(file))
-    edit(tensors)
-    save_file(tensors, str(file))
-
-
-def _edit_json(file: Path, edit) -> None:
-    data = json.loads(file.read_text())
-    edit(data)
-    file.write_text(json.dumps(data))
-
-
-def _load_all(folder: Path) -> None:
-    fmt = open_checkpoint(folder)
-    for layer in fmt.layers():
-        fmt.load(layer.name)
-
-
 # ---- ModelOpt ----------------------------------------------------------------------------------
 def test_modelopt_nvfp4_wrong_scale_shape(tmp_path: Path) -> None:
-    folder = _copy("modelopt_nvfp4", tmp_path)
+    folder = copy_fixture("modelopt_nvfp4", tmp_path)
     key = f"{LAYER}.weight_scale"
-    _edit_tensors(folder, lambda t: t.update({key: t[key][:, :-1].contiguous()}))
+    edit_tensors(folder, lambda t: t.update({key: t[key][:, :-1].contiguous()}))
     with pytest.raises(FormatError, match=rf"{key}.*shape \(128, 7\).*expected \(128, 8\)"):
-        _load_all(folder)
+        load_all(folder)
 
 
 def test_modelopt_nvfp4_missing_global_scale(tmp_path: Path) -> None:
-    folder = _copy("modelopt_nvfp4", tmp_path)
-    _edit_tensors(folder, lambda t: t.pop(f"{LAYER}.weight_scale_2"))
+    folder = copy_fixture("modelopt_nvfp4", tmp_path)
+    edit_tensors(folder, lambda t: t.pop(f"{LAYER}.weight_scale_2"))
     with pytest.raises(FormatError, match=rf"{LAYER}\.weight_scale_2.*missing"):
-        _load_all(folder)
+        load_all(folder)
 
 
 def test_modelopt_nvfp4_per_shard_global_scale_rejected(tmp_path: Path) -> None:
-    folder = _copy("modelopt_nvfp4", tmp_path)
+    folder = copy_fixture("modelopt_nvfp4", tmp_path)
     key = f"{LAYER}.weight_scale_2"
-    _edit_tensors(folder, lambda t: t.update({key: t[key].reshape(1).repeat(2)}))
+    edit_tensors(folder, lambda t: t.update({key: t[key].reshape(1).repeat(2)}))
     with pytest.raises(FormatError, match=rf"{key}.*shape \(2,\).*scalar"):
-        _load_all(folder)
+        load_all(folder)
 
 
 def test_modelopt_inconsistent_group_size(tmp_path: Path) -> None:
-    folder = _copy("modelopt_nvfp4", tmp_path)
+    folder = copy_fixture("modelopt_nvfp4", tmp_path)
 
     def edit(config: dict) -> None:
         config["quantization_config"]["config_groups"]["group_0"]["weights"]["group_size"] = 32
 
-    _edit_json(folder / "config.json", edit)
+    edit_json(folder / "config.json", edit)
     with pytest.raises(FormatError, match=r"NVFP4 with group_size=32.*one scale per 16"):
         open_checkpoint(folder)
 
 
 def test_modelopt_unknown_algo(tmp_path: Path) -> None:
-    folder = _copy("modelopt_mxfp8", tmp_path)
-    _edit_json(
+    folder = copy_fixture("modelopt_mxfp8", tmp_path)
+    edit_json(
         folder / "config.json", lambda c: c["quantization_config"].update(quant_algo="INT4_AWQ")
     )
     with pytest.raises(FormatError, match=r"quant_algo 'INT4_AWQ'.*NVFP4, W4A16_NVFP4, MXFP8, FP8"):
@@ -91,47 +61,47 @@ def test_modelopt_unknown_algo(tmp_path: Path) -> None:
 
 def test_modelopt_hf_quant_config_only(tmp_path: Path) -> None:
     """Older exports put the config only in hf_quant_config.json; its group_size is checked too."""
-    folder = _copy("modelopt_mxfp8", tmp_path)
-    _edit_json(folder / "config.json", lambda c: c.pop("quantization_config"))
+    folder = copy_fixture("modelopt_mxfp8", tmp_path)
+    edit_json(folder / "config.json", lambda c: c.pop("quantization_config"))
     fmt = open_checkpoint(folder)
     assert fmt.name == "modelopt" and fmt.layer(LAYER).spec.weight.scale.dtype.name == "e8m0"
-    _edit_json(folder / "hf_quant_config.json", lambda c: c["quantization"].update(group_size=16))
+    edit_json(folder / "hf_quant_config.json", lambda c: c["quantization"].update(group_size=16))
     with pytest.raises(FormatError, match=r"MXFP8 with group_size=16"):
         open_checkpoint(folder)
 
 
 def test_modelopt_mxfp8_scale_dtype(tmp_path: Path) -> None:
-    folder = _copy("modelopt_mxfp8", tmp_path)
+    folder = copy_fixture("modelopt_mxfp8", tmp_path)
     key = f"{LAYER}.weight_scale"
-    _edit_tensors(folder, lambda t: t.update({key: t[key].to(torch.float32)}))
+    edit_tensors(folder, lambda t: t.update({key: t[key].to(torch.float32)}))
     with pytest.raises(FormatError, match=rf"{key}.*dtype torch.float32.*torch.uint8"):
-        _load_all(folder)
+        load_all(folder)
 
 
 # ---- HF FP8 block ------------------------------------------------------------------------------
 def test_fp8_block_inconsistent_block_size(tmp_path: Path) -> None:
-    folder = _copy("hf_fp8_block", tmp_path)
-    _edit_json(
+    folder = copy_fixture("hf_fp8_block", tmp_path)
+    edit_json(
         folder / "config.json",
         lambda c: c["quantization_config"].update(weight_block_size=[64, 128]),
     )
     with pytest.raises(FormatError, match=r"weight_scale_inv.*shape \(1, \d\).*expected \(2, \d\)"):
-        _load_all(folder)
+        load_all(folder)
 
 
 def test_fp8_block_missing_weight(tmp_path: Path) -> None:
-    folder = _copy("hf_fp8_block", tmp_path)
-    _edit_tensors(folder, lambda t: t.pop(f"{LAYER}.weight"))
+    folder = copy_fixture("hf_fp8_block", tmp_path)
+    edit_tensors(folder, lambda t: t.pop(f"{LAYER}.weight"))
     with pytest.raises(FormatError, match=rf"{LAYER}\.weight.*missing"):
-        _load_all(folder)
+        load_all(folder)
 
 
 def test_fp8_block_wrong_weight_dtype(tmp_path: Path) -> None:
-    folder = _copy("hf_fp8_block", tmp_path)
+    folder = copy_fixture("hf_fp8_block", tmp_path)
     key = f"{LAYER}.weight"
-    _edit_tensors(folder, lambda t: t.update({key: t[key].to(torch.bfloat16)}))
+    edit_tensors(folder, lambda t: t.update({key: t[key].to(torch.bfloat16)}))
     with pytest.raises(FormatError, match=rf"{key}.*dtype torch.bfloat16.*float8_e4m3fn"):
-        _load_all(folder)
+        load_all(folder)
 
 
 @pytest.mark.parametrize(
@@ -143,39 +113,39 @@ def test_fp8_block_wrong_weight_dtype(tmp_path: Path) -> None:
     ],
 )
 def test_fp8_block_bad_config(tmp_path: Path, change: dict, message: str) -> None:
-    folder = _copy("hf_fp8_block", tmp_path)
-    _edit_json(folder / "config.json", lambda c: c["quantization_config"].update(change))
+    folder = copy_fixture("hf_fp8_block", tmp_path)
+    edit_json(folder / "config.json", lambda c: c["quantization_config"].update(change))
     with pytest.raises(FormatError, match=message):
         open_checkpoint(folder).layers()
 
 
 # ---- gpt-oss MXFP4 -----------------------------------------------------------------------------
 def test_gpt_oss_wrong_block_shape(tmp_path: Path) -> None:
-    folder = _copy("gpt_oss_mxfp4", tmp_path)
+    folder = copy_fixture("gpt_oss_mxfp4", tmp_path)
     key = f"{EXPERTS}.down_proj_blocks"
-    _edit_tensors(folder, lambda t: t.update({key: t[key].reshape(4, 128, 4, 8)}))
+    edit_tensors(folder, lambda t: t.update({key: t[key].reshape(4, 128, 4, 8)}))
     with pytest.raises(FormatError, match=rf"{key}.*\(4, 128, 4, 8\).*\(experts, N, K/32, 16\)"):
         open_checkpoint(folder).layers()
 
 
 def test_gpt_oss_inconsistent_scales(tmp_path: Path) -> None:
-    folder = _copy("gpt_oss_mxfp4", tmp_path)
+    folder = copy_fixture("gpt_oss_mxfp4", tmp_path)
     key = f"{EXPERTS}.gate_up_proj_scales"
-    _edit_tensors(folder, lambda t: t.update({key: t[key][..., :-1].contiguous()}))
+    edit_tensors(folder, lambda t: t.update({key: t[key][..., :-1].contiguous()}))
     with pytest.raises(FormatError, match=rf"{key}.*shape \(4, 128, 3\).*expected \(4, 128, 4\)"):
-        _load_all(folder)
+        load_all(folder)
 
 
 def test_gpt_oss_missing_scales(tmp_path: Path) -> None:
-    folder = _copy("gpt_oss_mxfp4", tmp_path)
-    _edit_tensors(folder, lambda t: t.pop(f"{EXPERTS}.down_proj_scales"))
+    folder = copy_fixture("gpt_oss_mxfp4", tmp_path)
+    edit_tensors(folder, lambda t: t.pop(f"{EXPERTS}.down_proj_scales"))
     with pytest.raises(FormatError, match=rf"{EXPERTS}\.down_proj_scales.*missing"):
-        _load_all(folder)
+        load_all(folder)
 
 
 def test_gpt_oss_wrong_bias_shape(tmp_path: Path) -> None:
-    folder = _copy("gpt_oss_mxfp4", tmp_path)
+    folder = copy_fixture("gpt_oss_mxfp4", tmp_path)
     key = f"{EXPERTS}.down_proj_bias"
-    _edit_tensors(folder, lambda t: t.update({key: t[key][:, :64].contiguous()}))
+    edit_tensors(folder, lambda t: t.update({key: t[key][:, :64].contiguous()}))
     with pytest.raises(FormatError, match=rf"{key}.*shape \(4, 64\).*expected \(4, 128\)"):
-        _load_all(folder)
+        load_all(folder)

@@ -11,7 +11,7 @@ import torch
 
 from humming_core.numerics.act import dequantize_act, quantize_act
 from humming_core.numerics.codec import decode, encode, round_to
-from humming_core.spec import ActSpec, scalar
+from humming_core.spec import NVFP4_ACT, ActSpec, scalar
 
 ELEM_MAX = {"int8": 127.0, "e4m3": 448.0, "e5m2": 57344.0, "int4": 7.0, "e2m1": 6.0}
 
@@ -104,14 +104,7 @@ def test_mx_group_scales(dtype):
 
 @pytest.mark.parametrize("static", [False, True])
 def test_nvfp4_group_scales_with_a_global_scale(static):
-    spec = ActSpec(
-        dtype="e2m1",
-        quant="dynamic",
-        granularity="group",
-        group_size=16,
-        scale_dtype="ue4m3",
-        global_scale=True,
-    )
+    spec = NVFP4_ACT
     x = _x(k=64)
     gs = torch.tensor(0.002) if static else x.float().abs().max() / (448.0 * 6.0)
     values, scales = quantize_act(x, spec, static_scale=gs if static else None)

@@ -21,7 +21,7 @@ from fmt_ckpt import (
 from vllm_layer_kinds import K, build_layer, shards_of
 
 from humming_core.numerics.gemm import prepare_act
-from humming_core.spec import ActSpec
+from humming_core.spec import NVFP4_ACT, ActSpec
 
 pytestmark = [pytest.mark.vllm, pytest.mark.usefixtures("vllm_env")]
 
@@ -40,14 +40,7 @@ _F8 = {"num_bits": 8, "type": "float", "symmetric": True}
 _FP4 = {"num_bits": 4, "type": "float", "symmetric": True, "group_size": 16}
 _TOKEN = ActSpec(dtype="e4m3", quant="dynamic", granularity="token")
 _GROUP32 = ActSpec(dtype="e4m3", quant="dynamic", granularity="group", group_size=BLOCK[1])
-_NVFP4 = ActSpec(
-    dtype="e2m1",
-    quant="dynamic",
-    granularity="group",
-    group_size=16,
-    scale_dtype="ue4m3",
-    global_scale=True,
-)
+_NVFP4 = NVFP4_ACT
 
 
 def _max_scale(name: str, divisor: bool = False):
