@@ -44,8 +44,8 @@ def build_elf(e_machine, symbols):
     return header + strtab + symtab + shstr + b"".join(sections)
 
 
-# The fake compiler: records its argv, answers --version, writes an ELF whose entry is the
-# source's first __global__ function. FAKE_HGCC_FAIL=1 makes it fail like a real compile error;
+# The fake compiler: records its argv, answers --version, writes an ELF whose entries are the
+# source's __global__ functions and ENTRY-macro kernels. FAKE_HGCC_FAIL=1 makes it fail like a real compile error;
 # FAKE_HGCC_MACHINE picks e_machine; FAKE_HGCC_NO_OUTPUT=1 makes it "succeed" without output.
 _MAIN = r"""
 def main():
@@ -62,7 +62,8 @@ def main():
     if os.environ.get("FAKE_HGCC_NO_OUTPUT"):
         return 0
     src = open(argv[0]).read()
-    names = re.findall(r"__global__\s+void\s+(\w+)", src)
+    # Rendered kernels define their entry through an ENTRY macro (e.g. HUMMING_WNA16_ENTRY).
+    names = re.findall(r"__global__\s+void\s+(\w+)", src) + re.findall(r"_ENTRY\((\w+)", src)
     machine = int(os.environ.get("FAKE_HGCC_MACHINE", "0x10E"), 16)
     flag = 0x20 if machine == 0x10E else 0x10
     symbols = [("device_helper", 0)] + [(n, flag) for n in names]

@@ -10,6 +10,7 @@ import torch
 
 from humming_core.device import DeviceNotAvailable, Registry
 from humming_core.device.reference import PLUGIN as REFERENCE
+from humming_ppu.device import PpuDevice
 from humming_ppu.plugin import PLUGIN, PpuPlugin, is_ppu_name
 
 
@@ -95,10 +96,17 @@ def test_registry_reports_probe_reason(monkeypatch):
     assert reg.active_name() == "reference"
 
 
-def test_found_ppu_wins_but_load_says_kernels_are_not_wired(monkeypatch):
+def test_found_ppu_wins_and_loads_a_ppu_device(monkeypatch):
     _torch_sees(monkeypatch, "PPU-ZW810E")
     monkeypatch.delenv("HUMMING_DEVICE", raising=False)
     reg = Registry([_EP("reference", REFERENCE), _EP("ppu", PpuPlugin())])
     assert reg.active_name() == "ppu"
-    with pytest.raises(DeviceNotAvailable, match=r"PPU-ZW810E.*PPU dialect.*HUMMING_DEVICE"):
-        reg.active()
+    device = reg.active()
+    assert isinstance(device, PpuDevice) and device.on_ppu
+    assert (device.model.key, device.caps().sm_count) == ("810E", 20)
+
+
+def test_load_without_a_ppu_refuses(monkeypatch):
+    _torch_sees(monkeypatch, "NVIDIA H200")
+    with pytest.raises(DeviceNotAvailable, match="not a PPU"):
+        PpuPlugin().load()

@@ -12,7 +12,18 @@ from dataclasses import dataclass
 from humming_core.device import DeviceCaps
 
 # What every PPU row has and has not (the dialect module explains each difference).
-PPU_FEATURES = ("cp.async", "mbarrier", "ldmatrix", "aiu_bulk_copy", "int8_mma", "bf16_f16_accum")
+# "mma.sync" and "bf16" are humming-cuda's feature names for a warp-synchronous fp16 / bf16 MMA,
+# the role `ppu.mma.sync` fills (its families check them in `supports`).
+PPU_FEATURES = (
+    "cp.async",
+    "mbarrier",
+    "ldmatrix",
+    "mma.sync",
+    "bf16",
+    "aiu_bulk_copy",
+    "int8_mma",
+    "bf16_f16_accum",
+)
 ABSENT_FEATURES = ("wgmma", "tma", "tcgen05", "block_scaled_mma", "fp8_mma", "int4_mma")
 
 # Instruction shapes per operand type, in the dialect's spelling (N is 16, never 8).

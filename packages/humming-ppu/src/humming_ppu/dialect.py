@@ -35,7 +35,8 @@ class PpuDialect:
     # Emulation on NVIDIA: each N=16 MMA is issued as two sm80 N=8 MMAs (B columns 0-7, 8-15).
     emulate_n16_with_two_n8: bool = False
     # Shared-memory matrix loads: the swizzled variant with its extra operand tuple; B takes 16
-    # rows per load.
+    # rows per load. It reads the cube layout AIU copies write; the WnA16 kernels keep cp.async
+    # and so use the plain `ppu.ldmatrix` form instead (README, "The dialect in ...").
     ldmatrix: str = "ppu.ldmatrix.sync.aligned.m8n8.x{count}.swzl.shared.b16"
     ldmatrix_operands: tuple[str, ...] = ("0", "off1", "1", "dim", "1", "off2")
     ldmatrix_b_rows: int = 16

@@ -59,14 +59,13 @@ class PpuPlugin:
         return True
 
     def load(self):
-        # The capability table, toolchain, binary reader and dialect exist; the WnA16 kernels do
-        # not render in the PPU dialect yet, so there is no Device to hand out. Say so plainly
-        # instead of returning an object that fails at its first kernel.
-        raise DeviceNotAvailable(
-            f"the ppu device cannot run kernels yet (found {self.device_name or 'no PPU'}): "
-            "humming-cuda's kernels do not render in the PPU dialect yet (issue 10). Set "
-            "HUMMING_DEVICE=reference to run with the exact torch numerics meanwhile"
-        )
+        """A PpuDevice for the PPU the probe found (its model row by device name)."""
+        from .caps import model_for_name
+        from .device import PpuDevice
+
+        if not self.probe():
+            raise DeviceNotAvailable(f"no PPU to load: {self.probe_reason}")
+        return PpuDevice(model_for_name(self.device_name), on_ppu=True)
 
 
 PLUGIN = PpuPlugin()

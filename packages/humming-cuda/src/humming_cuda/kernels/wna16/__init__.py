@@ -9,7 +9,7 @@ from .bind import Wna16Kernel
 from .config import KernelFormat, Wna16Config
 from .heuristics import candidates, supports
 from .layout import Wna16Layout
-from .render import render
+from .render import DIALECTS, render
 
 
 class Wna16Family:
@@ -29,8 +29,10 @@ class Wna16Family:
     def weight_layout(self, spec: QuantSpec, config: Wna16Config, caps: DeviceCaps) -> Wna16Layout:
         return Wna16Layout(KernelFormat.from_spec(spec))
 
-    def render(self, spec: QuantSpec, config: Wna16Config, caps: DeviceCaps) -> KernelSource:
-        return render(spec, config, caps)
+    def render(
+        self, spec: QuantSpec, config: Wna16Config, caps: DeviceCaps, dialect: str = "nvidia"
+    ) -> KernelSource:
+        return render(spec, config, caps, dialect)
 
     def bind(self, function, spec: QuantSpec, config: Wna16Config, caps: DeviceCaps) -> Wna16Kernel:
         return Wna16Kernel(function, spec, config)
@@ -38,4 +40,4 @@ class Wna16Family:
 
 FAMILY = Wna16Family()
 
-__all__ = ["FAMILY", "Wna16Config", "Wna16Family", "Wna16Kernel", "Wna16Layout"]
+__all__ = ["DIALECTS", "FAMILY", "Wna16Config", "Wna16Family", "Wna16Kernel", "Wna16Layout"]

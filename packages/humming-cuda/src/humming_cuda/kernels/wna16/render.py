@@ -16,6 +16,14 @@ from .config import (
     Wna16Config,
 )
 
+# HUMMING_DIALECT values of include/humming/arith/dialect.cuh, as the first line of a source.
+DIALECT_DEFINES = {
+    "nvidia": "",
+    "ppu": "#define HUMMING_DIALECT 1\n",
+    "ppu_emulation": "#define HUMMING_DIALECT 2\n",
+}
+DIALECTS = tuple(DIALECT_DEFINES)
+
 
 def template_arguments(fmt: KernelFormat, cfg: Wna16Config) -> tuple[str, str, str, str]:
     """(activation type, WeightFormat<...>, TileShape<...>, EpilogueShape<...>) as C++ text."""
@@ -34,7 +42,16 @@ def template_arguments(fmt: KernelFormat, cfg: Wna16Config) -> tuple[str, str, s
     return CXX_TYPES[fmt.act], weight, tile, epi
 
 
-def render(spec: QuantSpec, config: Wna16Config, caps: DeviceCaps) -> KernelSource:
+def render(
+    spec: QuantSpec, config: Wna16Config, caps: DeviceCaps, dialect: str = "nvidia"
+) -> KernelSource:
+    """One WnA16 kernel. `dialect` (DIALECTS) selects the instruction forms; "nvidia" renders no
+    dialect define, so its source (and cubin) is byte-identical to the H200-verified kernels.
+    "ppu" and "ppu_emulation" need weights packed in the PPU row order (humming_ppu's layout)."""
+    if dialect not in DIALECTS:
+        raise ValueError(
+            f"dialect={dialect!r} is not a WnA16 dialect: use one of {', '.join(DIALECTS)}"
+        )
     if config.arch != caps.arch:
         raise ValueError(
             f"config.arch={config.arch!r} but rendering for {caps.arch!r}: choose candidates for "
@@ -42,14 +59,17 @@ def render(spec: QuantSpec, config: Wna16Config, caps: DeviceCaps) -> KernelSour
         )
     fmt = KernelFormat.from_spec(spec)
     act, weight, tile, epi = template_arguments(fmt, config)
-    digest = hashlib.sha1(f"{act}|{weight}|{tile}|{epi}".encode()).hexdigest()[:16]
+    key = f"{act}|{weight}|{tile}|{epi}" + ("" if dialect == "nvidia" else f"|{dialect}")
+    digest = hashlib.sha1(key.encode()).hexdigest()[:16]
     name = f"humming_wna16_{digest}"
     code = (
-        '#include "humming/kernel/wna16.cuh"\n'
+        DIALECT_DEFINES[dialect] + '#include "humming/kernel/wna16.cuh"\n'
         f"using Fmt = {weight};\n"
         f"using Tile = {tile};\n"
         f"using Epi = {epi};\n"
         f"HUMMING_WNA16_ENTRY({name}, {act}, Fmt, Tile, Epi)\n"
     )
     meta = {"family": "wna16", "config": config.model_dump(), "spec": spec.to_json()}
+    if dialect != "nvidia":
+        meta["dialect"] = dialect
     return KernelSource(name=name, code=code, arch=config.arch, meta=meta)

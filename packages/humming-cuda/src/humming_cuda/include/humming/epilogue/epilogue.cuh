@@ -40,6 +40,13 @@ struct Epilogue {
     dst[0] = convert_out<OutT>(r0);
   }
 
+  // Store one value (row m, column n): the PPU-layout emulation, whose pair columns are not adjacent.
+  HM_DEVICE void store_one(OutT* out, int ldc, int M, int N, int m, int n, float v,
+                           float global) const {
+    if (m >= M || n >= N) return;
+    out[static_cast<long long>(m) * ldc + n] = convert_out<OutT>(apply(v, n, global));
+  }
+
   HM_DEVICE static void store2(OutT* dst, float r0, float r1) {
     if constexpr (sizeof(OutT) == 4) {
       *reinterpret_cast<float2*>(dst) = make_float2(r0, r1);

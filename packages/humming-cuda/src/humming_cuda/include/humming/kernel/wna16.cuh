@@ -5,6 +5,8 @@
 // the WARPS_K partial sums are added in shared memory at the end. A STAGES-deep cp.async pipeline
 // feeds shared memory; each warp reads activations with ldmatrix, its weights with one vector load of
 // BITS words per lane and layout tile, dequantizes in registers and issues mma.sync.
+// HUMMING_DIALECT (arith/dialect.cuh) selects the PPU forms instead: N=16 MMAs with PPU-ordered
+// accumulators (mma_block16, store16), its ldmatrix and no evict-first hint; NVIDIA code is unchanged.
 #pragma once
 #include "humming/arith/common.cuh"
 #include "humming/datatype/act_types.cuh"
@@ -12,6 +14,7 @@
 #include "humming/epilogue/epilogue.cuh"
 #include "humming/memory/bitplanes.cuh"
 #include "humming/memory/tile_loader.cuh"
+#include "humming/mma/mma_n16.cuh"
 #include "humming/mma/mma_sync.cuh"
 #include "humming/ptx/ldmatrix.cuh"
 
@@ -136,6 +139,23 @@ struct Wna16Kernel {
     if constexpr (J + 1 < 8) mma_block<J + 1>(acc, afrag, words, gp);
   }
 
+  // PPU dialects: n8 blocks 2P and 2P+1 as one N=16 MMA, accumulators in PPU order at
+  // acc[(mf * 4 + P) * 8] (the same ACC floats as the sm80 order, differently arranged).
+  template <int P>
+  HM_DEVICE static void mma_block16(float (&acc)[ACC], const u32 (&afrag)[MF][4],
+                                    const u32 (&words)[Fmt::BITS], const GroupParams<T> (&gp)[8]) {
+    const u32 b[4] = {Dq::apply(code_pair<Fmt::BITS, 4 * P>(words), gp[2 * P]),
+                      Dq::apply(code_pair<Fmt::BITS, 4 * P + 1>(words), gp[2 * P]),
+                      Dq::apply(code_pair<Fmt::BITS, 4 * P + 2>(words), gp[2 * P + 1]),
+                      Dq::apply(code_pair<Fmt::BITS, 4 * P + 3>(words), gp[2 * P + 1])};
+#pragma unroll
+    for (int mf = 0; mf < MF; ++mf) {
+      float(&d)[8] = *reinterpret_cast<float(*)[8]>(&acc[(mf * 4 + P) * 8]);
+      Mma16n16<T>::run(d, afrag[mf], b);
+    }
+    if constexpr (P + 1 < 4) mma_block16<P + 1>(acc, afrag, words, gp);
+  }
+
   HM_DEVICE static void compute_stage(float (&acc)[ACC], GroupParams<T> (&gp)[8], char* smem,
                                       int buf, int wn, int wk, int lane) {
     const T* a_s = stage_a(smem, buf);
@@ -158,7 +178,11 @@ struct Wna16Kernel {
         const int row = mf * 16 + (lane & 15);
         ldmatrix_x4(afrag[mf], a_s + ALoader::offset(row, ss * 2 + (lane >> 4)));
       }
+#if HM_PPU_LAYOUT
+      mma_block16<0>(acc, afrag, words, gp);
+#else
       mma_block<0>(acc, afrag, words, gp);
+#endif
     }
   }
 
@@ -196,6 +220,32 @@ struct Wna16Kernel {
         const int n = n0 + wn * 64 + j * 8 + (lane % 4) * 2;
         epi.store_pair(a.out, a.ldc, a.M, a.N, m, n, c[0], c[1], global);
         epi.store_pair(a.out, a.ldc, a.M, a.N, m + 8, n, c[2], c[3], global);
+      }
+    }
+  }
+
+  // PPU dialects: accumulator pair q of N=16 block p is M half q/2, n8 block 2p + q%2. The emulation
+  // also maps each column through the PPU B-row order its sm80 MMA does not undo (mma_n16.cuh).
+  HM_DEVICE static void store16(const Args& a, const float (&acc)[ACC], int m0, int n0, int wn,
+                                int lane) {
+    Epilogue<typename Epi::Out, Epi::EPI_SCALE, Epi::HAS_GLOBAL, Epi::HAS_BIAS> epi{
+        a.channel_scale, a.global_scale, a.bias};
+    const float global = Epi::HAS_GLOBAL ? a.global_scale[0] : 1.f;
+#pragma unroll
+    for (int mf = 0; mf < MF; ++mf) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        const int p = i / 4, q = i % 4;
+        const float* c = &acc[(mf * 4 + p) * 8 + 2 * q];
+        const int m = m0 + mf * 16 + (q / 2) * 8 + lane / 4;
+        const int n8 = n0 + wn * 64 + (2 * p + q % 2) * 8;
+        const int col = (lane % 4) * 2;
+#if HUMMING_DIALECT == HM_DIALECT_PPU_EMULATION
+        epi.store_one(a.out, a.ldc, a.M, a.N, m, n8 + ppu_b_row(col), c[0], global);
+        epi.store_one(a.out, a.ldc, a.M, a.N, m, n8 + ppu_b_row(col + 1), c[1], global);
+#else
+        epi.store_pair(a.out, a.ldc, a.M, a.N, m, n8 + col, c[0], c[1], global);
+#endif
       }
     }
   }
@@ -240,7 +290,11 @@ struct Wna16Kernel {
         return;
       }
     }
+#if HM_PPU_LAYOUT
+    if (wk == 0) store16(a, acc, m0, n0, wn, lane);
+#else
     if (wk == 0) store(a, acc, m0, n0, wn, lane);
+#endif
   }
 };
 

@@ -2,6 +2,7 @@
 // with the same interface so a kernel's pipeline is written once.
 #pragma once
 #include "humming/arith/common.cuh"
+#include "humming/arith/dialect.cuh"
 
 namespace humming {
 
@@ -32,8 +33,9 @@ HM_DEVICE void cp_async16(void* smem, const void* gmem, bool pred) {
 
 // Same, with an L2 evict-first hint: weights are streamed once per call and should not push the
 // activations (re-read by every CTA column) out of L2.
+// The PPU has no evict-first hint: its dialects take the plain copy (and a zero policy below).
 HM_DEVICE void cp_async16_stream(void* smem, const void* gmem, bool pred, u64 policy) {
-#if HM_HAS_CP_ASYNC
+#if HM_HAS_CP_ASYNC && !HM_PPU_LAYOUT
   const int src_bytes = pred ? 16 : 0;
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(
                    smem_addr(smem)),
@@ -46,7 +48,7 @@ HM_DEVICE void cp_async16_stream(void* smem, const void* gmem, bool pred, u64 po
 }
 
 HM_DEVICE u64 evict_first_policy() {
-#if HM_HAS_CP_ASYNC
+#if HM_HAS_CP_ASYNC && !HM_PPU_LAYOUT
   u64 policy;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
   return policy;
