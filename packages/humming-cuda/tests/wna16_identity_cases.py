@@ -56,6 +56,14 @@ def case_hashes(spec, cfg) -> dict[str, str]:
     }
 
 
+def nvrtc_version() -> str:
+    """Cubins are only comparable between identical NVRTC versions."""
+    from cuda.bindings import nvrtc
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    return f"{major}.{minor}"
+
+
 def _write_fixture() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
@@ -63,7 +71,8 @@ def _write_fixture() -> None:
     with ThreadPoolExecutor(max_workers=2) as pool:
         hashes = list(pool.map(lambda c: case_hashes(c[1], c[2]), cases))
     table = {cid: h for (cid, _, _), h in zip(cases, hashes, strict=True)}
-    FIXTURE.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    data = {"nvrtc": nvrtc_version(), "cases": table}
+    FIXTURE.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"wrote {len(table)} cases to {FIXTURE}")
 
 
