@@ -1,8 +1,9 @@
-"""Every W8A8 configuration the heuristics generate compiles without spills on its target arches,
-and every activation quantizer compiles: int8 on sm_80, int8 and fp8 on sm_89, sm_90a, sm_120a.
+"""Every W8A8 / W4A8 configuration the heuristics generate compiles without spills on its target
+arches, and every activation quantizer compiles: int8 activations on sm_80, int8 and fp8 on sm_89,
+sm_90a, sm_120a.
 
-Per arch: every format of w8a8_cases.FORMATS x every candidate over the M buckets (with bias, bf16
-out), plus fp16 / fp32 outputs without bias on the decode tile.
+Per arch: every format of w8a8_cases.FORMATS and W4_FORMATS x every candidate over the M buckets
+(with bias, bf16 out), plus fp16 / fp32 outputs without bias on the decode tile.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from w8a8_cases import FORMATS, make_spec
+from w8a8_cases import all_specs
 
 from humming_core.device import GemmProblem
 from humming_core.ops.layer import M_BUCKETS
@@ -25,31 +26,34 @@ ARCHS = ("sm_80", "sm_89", "sm_90a", "sm_120a")
 SHAPE = (4096, 4096)
 
 
-def _formats(arch: str) -> list[tuple]:
-    fp8 = "e4m3" in caps_for_arch(arch).mma
-    return [f for f in FORMATS if f[0] == "int8" or fp8]
+def _runs_on(spec, arch: str) -> bool:
+    return spec.act.dtype.name == "int8" or "e4m3" in caps_for_arch(arch).mma
 
 
-def _jobs(arch: str) -> list:
+def _jobs(arch: str) -> tuple[list, int]:
+    """(compile jobs, number of formats they cover)."""
     caps = caps_for_arch(arch)
     jobs = {}
-    for fmt in _formats(arch):
-        spec = make_spec(*fmt, bias=True, out="bf16")
+    specs = all_specs(True, "bf16")
+    plain = {out: all_specs(False, out) for out in ("fp16", "fp32")}
+    formats = [i for i, s in enumerate(specs) if _runs_on(s, arch)]
+    for i in formats:
+        spec = specs[i]
         for m in M_BUCKETS:
             for cfg in FAMILY.candidates(spec, GemmProblem(n=SHAPE[0], k=SHAPE[1], m=m), caps):
                 jobs[FAMILY.render(spec, cfg, caps).code] = (spec, cfg)
         for out in ("fp16", "fp32"):
-            spec = make_spec(*fmt, bias=False, out=out)
+            spec = plain[out][i]
             cfg = FAMILY.candidates(spec, GemmProblem(n=SHAPE[0], k=SHAPE[1], m=1), caps)[0]
             jobs[FAMILY.render(spec, cfg, caps).code] = (spec, cfg)
-    return [(spec, cfg, caps) for spec, cfg in jobs.values()]
+    return [(spec, cfg, caps) for spec, cfg in jobs.values()], len(formats)
 
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
 def test_generated_configs_compile(arch):
-    jobs = _jobs(arch)
-    assert len(jobs) >= 3 * len(_formats(arch))
+    jobs, formats = _jobs(arch)
+    assert len(jobs) >= 3 * formats
 
     def build(job):
         spec, cfg, caps = job
@@ -61,7 +65,7 @@ def test_generated_configs_compile(arch):
             # the GEMM entry plus one quantizer entry per 16-bit input type
             assert len(functions) == 3, functions
             for name, res in functions.items():
-                where = f"{arch} {name} {spec.weight.dtype.name} {cfg}"
+                where = f"{arch} {name} {spec.weight.dtype.name}x{spec.act.dtype.name} {cfg}"
                 assert res["spill_stores"] == 0, f"spills: {where} {res}"
 
 

@@ -1,9 +1,9 @@
-"""W8A8 conformance on the GPU against humming_core.numerics.reference_gemm.
+"""W8A8 / W4A8 conformance on the GPU against humming_core.numerics.reference_gemm.
 
 Every case checks (1) |out - ref| within the bound derived in w8a8_cases.py, (2) no write outside
 the [M, N] output view (poisoned rows and columns around it keep their bits), (3) no read past K of
 an activation row (NaN columns after K would reach the output through the quantizer's amax).
-Plus the user API (PreparedGemm: static act_scale, both input dtypes) on the three presets.
+Plus the user API (PreparedGemm, both input dtypes) on the W8A8 and W4A8 presets.
 """
 
 from __future__ import annotations
@@ -103,7 +103,9 @@ def test_matches_reference(case: Case, device, kernels):
     assert worst <= 1.0, f"max err/bound {worst:.3f} (max err {err.max().item():.3g}, {config})"
 
 
-@pytest.mark.parametrize("name", ["W8A8_INT8", "W8A8_FP8", "FP8_BLOCK128"])
+@pytest.mark.parametrize(
+    "name", ["W8A8_INT8", "W8A8_FP8", "FP8_BLOCK128", "W4A8_INT8", "W4A8_FP8", "MXFP4_A8"]
+)
 @pytest.mark.parametrize("x_dtype", [torch.float16, torch.bfloat16])
 def test_user_api(name, x_dtype, device):
     from humming_core.numerics import quantize_weight, reference_gemm

@@ -60,7 +60,6 @@ def test_sm75_refuses_int8():
     ("spec", "problem", "words"),
     [
         (presets.W8A8_FP8, GemmProblem(n=64, k=72, m=1), "multiple of 16"),
-        (presets.W4A8_FP8, PROBLEM, "equal 8-bit codes"),
         (presets.W8A16, PROBLEM, "int8 or e4m3 activations"),
         (
             presets.W8A8_FP8.replace(
@@ -155,7 +154,7 @@ def test_act_quant_refuses_4bit_and_mx():
         ActQuantFormat.from_spec(ActSpec(dtype="fp16"))
 
 
-@pytest.mark.parametrize("case", conformance_cases()[:16:3], ids=lambda c: c.id)
+@pytest.mark.parametrize("case", conformance_cases()[::9], ids=lambda c: c.id)
 def test_bound_catches_a_wrong_weight_scale(case):
     """The bound holds for the reference against itself recomputed in float64, and a kernel that
     used the neighbouring channel's (or block's) scale would fail it."""
@@ -177,5 +176,7 @@ def test_bound_catches_a_wrong_weight_scale(case):
     if bias is not None:
         exact = exact + bias.double()
     assert ((exact - ref.double()).abs() <= bound).all()
-    wrong = exact * 1.01  # a 1% scale error, smaller than any neighbouring-scale mix-up
+    # a 5% scale error: smaller than any neighbouring-scale mix-up, and above the bf16-output and
+    # fp8-accumulation allowances even where |xa| @ |w| is much larger than |ref| (cancellation)
+    wrong = exact * 1.05
     assert ((wrong - ref.double()).abs() > bound).any()

@@ -1,4 +1,4 @@
-"""Bind a loaded W8A8 module into a callable kernel: quantize x (its own entries), then the GEMM."""
+"""Bind a loaded W8A8 / W4A8 module into a callable kernel: quantize x (its own entries), then the GEMM."""
 
 from __future__ import annotations
 
@@ -12,20 +12,27 @@ from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Launcher
 from ..act_quant import CODE_DTYPES, ActQuantizer
 from .config import W8a8Config, W8a8Format
+from .nibbles import slab_words
 
 _OUT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 _OUT_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
-_WS_SHAPE = {"tensor": (1,), "channel": ("N",), "block": ("NB", "KB")}
+# WG: weight groups along K; KW: int32 words per row of the W4A8 layout
+_WS_SHAPE = {"tensor": (1,), "channel": ("N",), "block": ("NB", "KB"), "group": ("WG", "N")}
 
 
 def signature(fmt: W8a8Format, name: str) -> Signature:
     """Parameters in the order of HUMMING_W8A8_ENTRY (include/humming/kernel/w8a8.cuh)."""
     code = CODE_DTYPES[fmt.code]
+    if fmt.weight_bits == 4:
+        qweight = TensorArg("qweight", torch.int32, ("N", "KW"))
+    else:
+        qweight = TensorArg("qweight", CODE_DTYPES[fmt.weight], ("N", "K"))
     return Signature(
         TensorArg("a", code, ("M", "K")),
         TensorArg("a_scales", torch.float32, ("G", "M"), align=4),
-        TensorArg("qweight", code, ("N", "K")),
+        qweight,
         TensorArg("weight_scale", torch.float32, _WS_SHAPE[fmt.weight_scale], align=4),
+        TensorArg("zeros", torch.uint8, ("WG", "N"), optional=not fmt.zero, align=1),
         TensorArg("bias", torch.float32, ("N",), optional=not fmt.bias, align=4),
         # pairs of columns are stored with one 2-element vector store
         TensorArg(
@@ -65,6 +72,8 @@ class W8a8Kernel:
         values["a"], values["a_scales"] = self.quantizer(x, values.pop("act_scale", None))
         k = x.shape[1]
         dims = {"LDC": out.stride(0), "KB": -(-k // 128) if self.fmt.weight_scale == "block" else 0}
+        if self.fmt.weight_bits == 4:
+            dims.update(KW=slab_words(k), WG=-(-k // self.fmt.group))
         _, params = self.signature.bind(values, dims, self.function.device_index)
         m, n = out.shape
         if m == 0:

@@ -1,7 +1,8 @@
-"""W8A8 kernel configuration (tile shape, pipeline) and the kernel-side view of a spec.
+"""W8A8 / W4A8 kernel configuration (tile shape, pipeline) and the kernel-side view of a spec.
 
-`W8a8Config` is what the heuristics choose; `W8a8Format` is derived from a `QuantSpec` alone: code
-type, where the activation and weight scales apply, epilogue (see include/humming/kernel/w8a8.cuh).
+`W8a8Config` is what the heuristics choose; `W8a8Format` is derived from a `QuantSpec` alone: MMA
+code type (the activations'), weight storage (8-bit codes or 4-bit nibbles), where the activation
+and weight scales apply, epilogue (see include/humming/kernel/w8a8.cuh).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from ..act_quant import ActQuantFormat
 from ..base import KernelConfig
 
 BLOCK_K = 128  # K depth of one pipeline stage, of an activation group and of a weight block
-WEIGHT_SCALE_CODES = {"tensor": 0, "channel": 1, "block": 2}
+WEIGHT_SCALE_CODES = {"tensor": 0, "channel": 1, "block": 2, "group": 3}
 CODE_CODES = {"int8": 0, "e4m3": 1}
+NIBBLE_TYPES = ("int4", "uint4", "e2m1")  # 4-bit weights, expanded to 8-bit codes in registers
 CXX_OUT = {"fp16": "half", "bf16": "nv_bfloat16", "fp32": "float"}
 
 
@@ -36,6 +38,8 @@ class W8a8Config(KernelConfig):
     warps_m: int = Field(1, ge=1, le=8)
     warps_n: int = Field(4, ge=1, le=8)
     stages: int = Field(4, ge=2, le=8)
+    # 8: W8A8 weight tiles (128 bytes per row and stage); 4: W4A8 nibbles (64 bytes)
+    weight_bits: Literal[4, 8] = 8
 
     @model_validator(mode="after")
     def _check(self) -> W8a8Config:
@@ -62,25 +66,35 @@ class W8a8Config(KernelConfig):
 
     @property
     def smem_bytes(self) -> int:
-        return self.stages * (self.block_m + self.block_n) * BLOCK_K
+        return self.stages * (
+            self.block_m * BLOCK_K + self.block_n * BLOCK_K * self.weight_bits // 8
+        )
 
 
 @dataclass(frozen=True)
 class W8a8Format:
     """Template arguments describing codes, scales and epilogue, derived from a spec."""
 
-    code: str  # int8 | e4m3 (weights and activations alike)
+    code: str  # MMA operand code, the activations': int8 | e4m3
+    weight: str  # weight dtype: int8 | e4m3 (8-bit) or int4 | uint4 | e2m1 (4-bit nibbles)
     act: ActQuantFormat
-    weight_scale: str  # tensor | channel | block
+    weight_scale: str  # tensor | channel | block | group
+    group: int  # weight group size along K (0 unless weight_scale == "group")
+    zero: bool  # integer zero points (uint4 x int8)
     out: str
     bias: bool
 
     @classmethod
     def from_spec(cls, spec: QuantSpec) -> W8a8Format:
+        w = spec.weight
+        grouped = w.scale.granularity == "group"
         return cls(
-            code=spec.weight.dtype.name,
+            code=spec.act.dtype.name,
+            weight=w.dtype.name,
             act=ActQuantFormat.from_spec(spec.act),
-            weight_scale=spec.weight.scale.granularity,
+            weight_scale=w.scale.granularity,
+            group=w.scale.group_size if grouped else 0,
+            zero=w.zero_point == "int",
             out=spec.output_dtype,
             bias=spec.epilogue.bias,
         )
@@ -90,6 +104,10 @@ class W8a8Format:
         return self.act.mode == "group"
 
     @property
+    def weight_bits(self) -> int:
+        return 4 if self.weight in NIBBLE_TYPES else 8
+
+    @property
     def promotes(self) -> bool:
-        """Partial sums go to fp32 totals every 128 of K (mirrors W8a8Format::PROMOTE)."""
-        return self.code == "e4m3" or self.act_group or self.weight_scale == "block"
+        """Partial sums go to fp32 totals per group / block (mirrors W8a8Format::PROMOTE)."""
+        return self.code == "e4m3" or self.act_group or self.weight_scale in ("block", "group")

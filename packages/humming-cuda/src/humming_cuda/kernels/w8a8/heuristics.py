@@ -1,4 +1,4 @@
-"""Which specs the W8A8 family runs, and its tile choice per M (largest tiles where M allows)."""
+"""Which specs the W8A8 / W4A8 family runs, and its tile choice per M (largest tiles where M allows)."""
 
 from __future__ import annotations
 
@@ -6,37 +6,78 @@ from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
 from ..act_quant import unsupported_reason
-from .config import BLOCK_K, W8a8Config, W8a8Format
+from .config import BLOCK_K, NIBBLE_TYPES, W8a8Config, W8a8Format
 
 CODES = ("int8", "e4m3")
+# 4-bit weights each MMA code represents exactly (uint4 only as u - z with integer zero points).
+W4_TYPES = {"int8": ("int4", "uint4"), "e4m3": ("int4", "e2m1")}
 # s32 accumulation over the whole K stays exact while K * 128 * 127 < 2^31.
 INT8_EXACT_K = (1 << 31) // (128 * 127)
+
+
+def _weight_type_reason(spec: QuantSpec) -> str:
+    w, code = spec.weight, spec.act.dtype.name
+    name = w.dtype.name
+    if name in CODES:
+        if name != code:
+            return (
+                f"weight dtype {name!r} with {code!r} activations: the w8a8 family multiplies "
+                "equal 8-bit codes (int8 x int8 or e4m3 x e4m3) or 4-bit weights"
+            )
+        if w.zero_point != "none":
+            return "8-bit weights with zero points are not supported by the w8a8 family"
+        return ""
+    allowed = W4_TYPES[code]
+    if name not in allowed:
+        return (
+            f"weight dtype {name!r} with {code!r} activations: 4-bit weights must be one of "
+            f"{', '.join(allowed)} for {code} activations"
+        )
+    if w.zero_point == "float" or (w.zero_point == "int") != (name == "uint4"):
+        return (
+            f"{name} weights with zero_point={w.zero_point!r}: use int4 / e2m1 without zero points "
+            "or uint4 with integer zero points (int8 activations)"
+        )
+    return ""
+
+
+def _scale_reason(spec: QuantSpec) -> str:
+    s, w4 = spec.weight.scale, spec.weight.dtype.name in NIBBLE_TYPES
+    if w4 and (
+        s.granularity != "group"
+        or s.group_size % 32
+        or (BLOCK_K % s.group_size and s.group_size % BLOCK_K)
+    ):
+        shown = s.group_size if s.granularity == "group" else s.granularity
+        return (
+            f"4-bit weight scales {shown!r}: W4A8 takes group scales of 32, 64 or a multiple of "
+            "128 along K"
+        )
+    if not w4 and s.granularity not in ("tensor", "channel", "block"):
+        return (
+            f"weight scale granularity {s.granularity!r}: 8-bit weights take per-tensor, "
+            "per-channel or 128x128 block scales"
+        )
+    if s.granularity == "block" and tuple(s.block) != (BLOCK_K, BLOCK_K):
+        return f"weight block {tuple(s.block)}: only 128x128 blocks (DeepSeek FP8) are supported"
+    allowed = ("fp32", "fp16", "bf16", "e8m0") if w4 else ("fp32", "fp16", "bf16")
+    if s.dtype.name not in allowed:
+        return f"weight scale dtype {s.dtype.name!r}: use one of {', '.join(allowed)}"
+    return ""
 
 
 def _spec_reason(spec: QuantSpec) -> str:
     w, act = spec.weight, spec.act
     if not act.is_quantized or act.dtype.name not in CODES:
         return f"the w8a8 family needs int8 or e4m3 activations, the spec has {act.dtype.name!r}"
-    if w.dtype.name != act.dtype.name:
-        return (
-            f"weight dtype {w.dtype.name!r} with {act.dtype.name!r} activations: the w8a8 family "
-            "multiplies equal 8-bit codes (int8 x int8 or e4m3 x e4m3)"
-        )
-    reason = unsupported_reason(act)
+    reason = unsupported_reason(act) or _weight_type_reason(spec)
     if reason:
         return reason
-    if w.zero_point != "none" or w.global_scale:
-        return "weight zero points and global scales are not supported by the w8a8 family"
-    s = w.scale
-    if s.granularity not in ("tensor", "channel", "block"):
-        return (
-            f"weight scale granularity {s.granularity!r}: the w8a8 family takes per-tensor, "
-            "per-channel or 128x128 block scales"
-        )
-    if s.granularity == "block" and tuple(s.block) != (BLOCK_K, BLOCK_K):
-        return f"weight block {tuple(s.block)}: only 128x128 blocks (DeepSeek FP8) are supported"
-    if s.dtype.name not in ("fp32", "fp16", "bf16"):
-        return f"weight scale dtype {s.dtype.name!r}: use fp32, fp16 or bf16 scales"
+    if w.global_scale:
+        return "weight global scales are not supported by the w8a8 family"
+    reason = _scale_reason(spec)
+    if reason:
+        return reason
     e = spec.epilogue
     if e.activation != "none" or e.glu != "none" or e.topk_weight or spec.layout != "dense":
         return "the w8a8 family computes dense GEMMs with scales and bias only (no activation/GLU)"
@@ -69,7 +110,7 @@ def _problem_reason(spec: QuantSpec, problem: GemmProblem) -> str:
 def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
     reason = (
         _spec_reason(spec)
-        or _arch_reason(spec.weight.dtype.name, caps)
+        or _arch_reason(spec.act.dtype.name, caps)
         or _problem_reason(spec, problem)
     )
     return Support.no(reason) if reason else Support.yes()
@@ -82,7 +123,10 @@ def _base_tile(m: int, fmt: W8a8Format) -> dict[str, int]:
     if m <= 64:
         return {"m_frags": 2, "n_frags": 4, "warps_m": 2, "warps_n": 2}
     # 128x128 tiles; promoting kernels keep fp32 totals next to the MMA accumulators, so their
-    # warps take half the rows to stay within the register budget.
+    # warps take half the rows to stay within the register budget. W4A8 lanes also hold a slab of
+    # packed weights per column (4 registers each): 64x128 tiles, half the columns per warp.
+    if fmt.weight_bits == 4:
+        return {"m_frags": 2, "n_frags": 4, "warps_m": 2, "warps_n": 4}
     if fmt.promotes:
         return {"m_frags": 2, "n_frags": 8, "warps_m": 4, "warps_n": 2}
     return {"m_frags": 4, "n_frags": 8, "warps_m": 2, "warps_n": 2}
@@ -100,7 +144,8 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         return []
     fmt = W8a8Format.from_spec(spec)
     m = problem.m if problem.m is not None else 1
-    best = _fit_stages(W8a8Config(arch=caps.arch, **_base_tile(m, fmt)), caps)
+    tile = _base_tile(m, fmt)
+    best = _fit_stages(W8a8Config(arch=caps.arch, weight_bits=fmt.weight_bits, **tile), caps)
     out = [best]
     shallow = _fit_stages(best.model_copy(update={"stages": 3}), caps)
     if shallow != best:

@@ -1,4 +1,4 @@
-"""Render a W8A8 translation unit: the activation quantizer entries plus one GEMM entry."""
+"""Render a W8A8 / W4A8 translation unit: the activation quantizer entries plus one GEMM entry."""
 
 from __future__ import annotations
 
@@ -8,14 +8,26 @@ from humming_core.device import DeviceCaps, KernelSource
 from humming_core.spec import QuantSpec
 
 from .config import CODE_CODES, CXX_OUT, WEIGHT_SCALE_CODES, W8a8Config, W8a8Format
+from .nibbles import nibble_table, table_words
+
+
+def _format_argument(fmt: W8a8Format) -> str:
+    head = (
+        f"humming::W8a8Format<{CODE_CODES[fmt.code]}, {str(fmt.act_group).lower()}, "
+        f"{WEIGHT_SCALE_CODES[fmt.weight_scale]}"
+    )
+    if fmt.weight_bits == 8:
+        return head + ">"
+    words = ", ".join(
+        f"0x{w:08x}u" for w in table_words(nibble_table(fmt.weight, fmt.code, fmt.zero))
+    )
+    nibbles = f"humming::W4Nibbles<{str(fmt.zero).lower()}, {words}>"
+    return f"{head}, {nibbles}, {fmt.group}>"
 
 
 def template_arguments(fmt: W8a8Format, cfg: W8a8Config) -> tuple[str, str]:
     """(W8a8Format<...>, W8a8Tile<...>) as C++ text."""
-    weight = (
-        f"humming::W8a8Format<{CODE_CODES[fmt.code]}, {str(fmt.act_group).lower()}, "
-        f"{WEIGHT_SCALE_CODES[fmt.weight_scale]}>"
-    )
+    weight = _format_argument(fmt)
     tile = (
         f"humming::W8a8Tile<{cfg.m_frags}, {cfg.n_frags}, {cfg.warps_m}, {cfg.warps_n}, "
         f"{cfg.stages}>"
@@ -30,6 +42,11 @@ def render(spec: QuantSpec, config: W8a8Config, caps: DeviceCaps) -> KernelSourc
             "the target arch (config.arch must equal caps.arch)"
         )
     fmt = W8a8Format.from_spec(spec)
+    if config.weight_bits != fmt.weight_bits:
+        raise ValueError(
+            f"config.weight_bits={config.weight_bits} but the spec's {fmt.weight} weights have "
+            f"{fmt.weight_bits} bits: choose candidates for this spec"
+        )
     weight, tile = template_arguments(fmt, config)
     key = f"{weight}|{tile}|{fmt.out}|{fmt.bias}|{fmt.act}"
     name = f"humming_w8a8_{hashlib.sha1(key.encode()).hexdigest()[:16]}"

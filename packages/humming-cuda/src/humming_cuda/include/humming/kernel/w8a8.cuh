@@ -1,17 +1,27 @@
-// W8A8 dense GEMM: out[M, N] = (a_scale * q_x[M, K]) @ (w_scale * q_w[N, K])^T (+ bias), 8-bit codes
-// on both sides (int8 x int8 or E4M3 x E4M3, mma.sync m16n8k32), both operands row-major with K
-// contiguous (no weight pre-shuffle: ldmatrix yields the B fragments of K-contiguous rows directly).
+// W8A8 / W4A8 dense GEMM: out[M, N] = (a_scale * q_x[M, K]) @ (w_scale * q_w[N, K])^T (+ bias) on
+// the 8-bit tensor cores (int8 x int8 or E4M3 x E4M3, mma.sync m16n8k32).
+//
+// Weights, two storages (Fmt::W):
+// - W8Bytes: 8-bit codes row-major [N, K], K contiguous (no pre-shuffle: ldmatrix yields the B
+//   fragments of K-contiguous rows directly).
+// - W4Nibbles: 4-bit codes, pre-shuffled [N, ceil(K/128) * 64] bytes (half the bytes of W8A8; layout
+//   in humming_cuda.kernels.w8a8.nibbles): each 128-deep K slab of a row is 64 bytes, lane (g, t)
+//   of a warp reads one 16-byte chunk per slab holding its B fragments for all four k32 steps, and
+//   expands each word to two 8-bit registers in place (datatype/nibble8.cuh). uint4 codes with
+//   integer zero points become u - z in int8 lanes.
 //
 // Scales: activations per token / per tensor ([1, M], applied in the epilogue) or per group of 128
-// along K ([G, M]); weights per tensor / per channel (fp32, epilogue) or per 128x128 block
-// ([ceil(N/128), ws_ld] fp32). One K iteration is 128 deep, so group and block scales apply once per
-// iteration: that iteration's MMA partial sums are multiplied by their scales and added into fp32
-// totals ("promotion"). fp8 always promotes every 128 of K (tensor-core fp8 accumulation keeps
-// fewer bits than fp32); int8 without group/block scales accumulates the whole K exactly in s32.
+// along K ([G, M]); weights per tensor / per channel (fp32, epilogue), per 128x128 block
+// ([ceil(N/128), ws_ld] fp32) or per group of W_GROUP along K ([ceil(K/W_GROUP), N] fp32). Group
+// and block scales apply when partial sums are promoted: every PROMOTE_K of K (128, or the weight
+// group when it is shorter) the MMA partial sums are multiplied by their scales and added into fp32
+// totals. fp8 always promotes at least every 128 of K (tensor-core fp8 accumulation keeps fewer bits
+// than fp32); int8 without group/block scales accumulates the whole K exactly in s32.
 #pragma once
 #include "humming/arith/common.cuh"
 #include "humming/datatype/act_types.cuh"
 #include "humming/datatype/code8.cuh"
+#include "humming/datatype/nibble8.cuh"
 #include "humming/epilogue/epilogue.cuh"
 #include "humming/memory/byte_tile_loader.cuh"
 #include "humming/mma/mma_sync8.cuh"
@@ -20,14 +30,44 @@
 
 namespace humming {
 
-enum W8a8WeightScale : int { kW8ScaleTensor = 0, kW8ScaleChannel = 1, kW8ScaleBlock = 2 };
+enum W8a8WeightScale : int {
+  kW8ScaleTensor = 0,
+  kW8ScaleChannel = 1,
+  kW8ScaleBlock = 2,
+  kW8ScaleGroup = 3
+};
 
-template <int CODE_, bool A_GROUP_, int W_SCALE_>
+// 8-bit weight codes, stored as they are multiplied.
+struct W8Bytes {
+  static constexpr bool NIBBLES = false, ZERO = false;
+  template <int ROWS, int THREADS>
+  using Loader = ByteTileLoader<ROWS, THREADS>;
+};
+
+// 4-bit weight codes expanded through the table T0..T3 (code -> 8-bit operand code); ZERO: the
+// table is the identity and a per-(group, column) zero point is subtracted (uint4, int8 MMA only).
+template <bool ZERO_, u32 T0, u32 T1, u32 T2, u32 T3>
+struct W4Nibbles {
+  static constexpr bool NIBBLES = true, ZERO = ZERO_;
+  using Lut = NibbleLut<T0, T1, T2, T3>;
+  template <int ROWS, int THREADS>
+  using Loader = NibbleTileLoader<ROWS, THREADS>;
+};
+
+template <int CODE_, bool A_GROUP_, int W_SCALE_, typename W_ = W8Bytes, int W_GROUP_ = 128>
 struct W8a8Format {
-  static constexpr int CODE = CODE_, W_SCALE = W_SCALE_;
+  static constexpr int CODE = CODE_, W_SCALE = W_SCALE_, W_GROUP = W_GROUP_;
   static constexpr bool A_GROUP = A_GROUP_;
   static constexpr bool W_BLOCK = W_SCALE_ == kW8ScaleBlock;
-  static constexpr bool PROMOTE = CODE_ == kCode8E4m3 || A_GROUP_ || W_BLOCK;
+  static constexpr bool W_GROUPED = W_SCALE_ == kW8ScaleGroup;
+  using W = W_;
+  static constexpr bool PROMOTE = CODE_ == kCode8E4m3 || A_GROUP_ || W_BLOCK || W_GROUPED;
+  // K depth between promotions: one 128-deep iteration, or one weight group when it is shorter.
+  static constexpr int PROMOTE_K = W_GROUPED && W_GROUP_ < 128 ? W_GROUP_ : 128;
+  static_assert(!W_GROUPED || (W_GROUP_ % 32 == 0 && (128 % W_GROUP_ == 0 || W_GROUP_ % 128 == 0)),
+                "weight groups are 32, 64 or a multiple of 128 deep (whole k32 MMA steps)");
+  static_assert(!W_::ZERO || (W_GROUPED && CODE_ == kCode8Int8),
+                "zero points need group scales and int8 activations");
 };
 
 template <int M_FRAGS_, int N_FRAGS_, int WARPS_M_, int WARPS_N_, int STAGES_>
@@ -44,12 +84,14 @@ template <typename Fmt, typename Tile, typename OutT, bool BIAS>
 struct W8a8Kernel {
   static constexpr int MF = Tile::M_FRAGS, NF = Tile::N_FRAGS, BM = Tile::BM, BN = Tile::BN;
   static constexpr int BK = Tile::BK, THREADS = Tile::THREADS, STAGES = Tile::STAGES;
-  static constexpr int ACC = MF * NF * 4;
+  static constexpr int ACC = MF * NF * 4, TOTAL = Fmt::PROMOTE ? ACC : 1;
+  static constexpr int KS_PER_PROMOTE = Fmt::PROMOTE_K / 32;
   static_assert(!Fmt::W_BLOCK || 128 % BN == 0, "a CTA's columns must lie in one 128-row weight block");
+  using W = typename Fmt::W;
   using Mma = Mma16832<Fmt::CODE>;
   using Acc = typename Mma::Acc;
   using ALoader = ByteTileLoader<BM, THREADS>;
-  using BLoader = ByteTileLoader<BN, THREADS>;
+  using BLoader = typename W::template Loader<BN, THREADS>;
   static constexpr int kStage = ALoader::kBytes + BLoader::kBytes;
   static constexpr int kSmem = kStage * STAGES;
   static constexpr int EPI_SCALE =
@@ -59,8 +101,9 @@ struct W8a8Kernel {
   struct Args {
     const char* a;          // [M, K] codes
     const float* a_scales;  // [G, M]
-    const char* w;          // [N, K] codes
-    const float* w_scales;  // [1] | [N] | [ceil(N/128), ws_ld]
+    const char* w;          // [N, K] codes | [N, ceil(K/128) * 64] nibbles
+    const float* w_scales;  // [1] | [N] | [ceil(N/128), ws_ld] | [ceil(K/W_GROUP), N]
+    const u8* zeros;        // [ceil(K/W_GROUP), N] (W::ZERO only)
     const float* bias;      // [N]
     OutT* out;
     int M, N, K, ldc, ws_ld;
@@ -70,13 +113,52 @@ struct W8a8Kernel {
                                    int tid, u64 policy) {
     char* s = smem + buf * kStage;
     ALoader::template load<false>(s, a.a, m0, it * BK, a.M, a.K, a.K, tid, policy);
-    BLoader::template load<true>(s + ALoader::kBytes, a.w, n0, it * BK, a.N, a.K, a.K, tid, policy);
+    char* b = s + ALoader::kBytes;
+    if constexpr (W::NIBBLES) {
+      BLoader::load(b, a.w, n0, it * BK, a.N, ceil_div(a.K, BK) * (BK / 2), tid, policy);
+    } else {
+      BLoader::template load<true>(b, a.w, n0, it * BK, a.N, a.K, a.K, tid, policy);
+    }
   }
 
-  HM_DEVICE static void compute_stage(Acc (&acc)[ACC], const char* smem, int buf, int wm, int wn,
-                                      int lane) {
+  // B fragments of k32 step ks from 8-bit rows: lanes 0-7 address columns 0-7, K bytes 0-15 (b0 of
+  // block 2p); 8-15 bytes 16-31 (its b1); 16-23 and 24-31 the same for block 2p + 1.
+  HM_DEVICE static void byte_frags(u32 (&bf)[NF][2], const char* b_s, int ks, int wn, int lane) {
+#pragma unroll
+    for (int p = 0; p < NF / 2; ++p) {
+      const int row = (wn * NF + 2 * p) * 8 + ((lane >> 4) << 3) + (lane & 7);
+      u32 r[4];
+      ldmatrix_x4(r, b_s + BLoader::offset(row, ks * 2 + ((lane >> 3) & 1)));
+      bf[2 * p][0] = r[0], bf[2 * p][1] = r[1], bf[2 * p + 1][0] = r[2], bf[2 * p + 1][1] = r[3];
+    }
+  }
+
+  // Zero points of this lane's B columns for the group holding K offset k (0 past N or K).
+  HM_DEVICE static void load_zeros(u32 (&zero)[NF], const Args& a, int k, int n0, int wn,
+                                   int lane) {
+#pragma unroll
+    for (int nf = 0; nf < NF; ++nf) {
+      const int n = n0 + (wn * NF + nf) * 8 + lane / 4;
+      const bool ok = n < a.N && k < a.K;
+      zero[nf] = ok ? a.zeros[static_cast<long long>(k / Fmt::W_GROUP) * a.N + n] : 0u;
+    }
+  }
+
+  HM_DEVICE static void compute_stage(Acc (&acc)[ACC], float (&total)[TOTAL], const Args& a,
+                                      const char* smem, int buf, int it, int m0, int n0, int wm,
+                                      int wn, int lane) {
     const char* a_s = smem + buf * kStage;
     const char* b_s = a_s + ALoader::kBytes;
+    // W4: one 16-byte chunk per column holds the lane's words for all four k32 steps.
+    uint4 nib[W::NIBBLES ? NF : 1];
+    u32 zero[NF];
+    if constexpr (W::NIBBLES) {
+#pragma unroll
+      for (int nf = 0; nf < NF; ++nf) {
+        const int row = (wn * NF + nf) * 8 + lane / 4;
+        nib[nf] = *reinterpret_cast<const uint4*>(b_s + BLoader::offset(row, lane % 4));
+      }
+    }
 #pragma unroll
     for (int ks = 0; ks < BK / 32; ++ks) {
       u32 af[MF][4], bf[NF][2];
@@ -85,14 +167,20 @@ struct W8a8Kernel {
         const int row = (wm * MF + mf) * 16 + (lane & 15);
         ldmatrix_x4(af[mf], a_s + ALoader::offset(row, ks * 2 + (lane >> 4)));
       }
+      if constexpr (W::NIBBLES) {
+        if constexpr (W::ZERO) {
+          if (ks % KS_PER_PROMOTE == 0) load_zeros(zero, a, it * BK + ks * 32, n0, wn, lane);
+        }
 #pragma unroll
-      for (int p = 0; p < NF / 2; ++p) {
-        // lanes 0-7: columns 0-7, K bytes 0-15 (b0 of block 2p); 8-15: bytes 16-31 (its b1);
-        // 16-23 and 24-31: the same for columns 8-15 (block 2p + 1).
-        const int row = (wn * NF + 2 * p) * 8 + ((lane >> 4) << 3) + (lane & 7);
-        u32 r[4];
-        ldmatrix_x4(r, b_s + BLoader::offset(row, ks * 2 + ((lane >> 3) & 1)));
-        bf[2 * p][0] = r[0], bf[2 * p][1] = r[1], bf[2 * p + 1][0] = r[2], bf[2 * p + 1][1] = r[3];
+        for (int nf = 0; nf < NF; ++nf) {
+          W::Lut::expand(reinterpret_cast<const u32*>(&nib[nf])[ks], bf[nf][0], bf[nf][1]);
+          if constexpr (W::ZERO) {
+            bf[nf][0] = sub_zero4(bf[nf][0], zero[nf]);
+            bf[nf][1] = sub_zero4(bf[nf][1], zero[nf]);
+          }
+        }
+      } else {
+        byte_frags(bf, b_s, ks, wn, lane);
       }
 #pragma unroll
       for (int mf = 0; mf < MF; ++mf) {
@@ -102,29 +190,59 @@ struct W8a8Kernel {
                    bf[nf][1]);
         }
       }
+      if constexpr (Fmt::PROMOTE) {
+        if ((ks + 1) % KS_PER_PROMOTE == 0) {
+          promote(total, acc, a, it * BK + (ks + 1) * 32 - Fmt::PROMOTE_K, m0, n0, wm, wn, lane);
+        }
+      }
     }
   }
 
-  // total += acc * (group scale of the row) * (block scale of the CTA's columns); acc = 0.
-  HM_DEVICE static void promote(float (&total)[ACC], Acc (&acc)[ACC], const Args& a, int it,
-                                int m0, int n0, int wm, int lane) {
-    float wscale = 1.f;
-    if constexpr (Fmt::W_BLOCK) wscale = a.w_scales[static_cast<long long>(n0 / 128) * a.ws_ld + it];
+  // Weight scale of each of this lane's accumulator columns for the K segment at k0.
+  HM_DEVICE static void column_scales(float (&ws)[NF][2], const Args& a, int k0, int n0, int wn,
+                                      int lane) {
+#pragma unroll
+    for (int nf = 0; nf < NF; ++nf) {
+      const int n = n0 + (wn * NF + nf) * 8 + (lane % 4) * 2;
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        if constexpr (Fmt::W_GROUPED) {
+          const long long g = k0 / Fmt::W_GROUP;
+          ws[nf][e] = n + e < a.N ? a.w_scales[g * a.N + n + e] : 0.f;
+        } else if constexpr (Fmt::W_BLOCK) {
+          ws[nf][e] = a.w_scales[static_cast<long long>(n0 / 128) * a.ws_ld + k0 / 128];
+        } else {
+          ws[nf][e] = 1.f;
+        }
+      }
+    }
+  }
+
+  // total += acc * (group scale of the row) * (group / block scale of the column); acc = 0. The
+  // segment at k0 covers K offsets [k0, k0 + PROMOTE_K); past K it holds no group and sums zeros.
+  HM_DEVICE static void promote(float (&total)[TOTAL], Acc (&acc)[ACC], const Args& a, int k0,
+                                int m0, int n0, int wm, int wn, int lane) {
+    const bool live = k0 < a.K;
+    float ws[NF][2];
+    if (live) column_scales(ws, a, k0, n0, wn, lane);
 #pragma unroll
     for (int mf = 0; mf < MF; ++mf) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float f = wscale;
+        float f = live ? 1.f : 0.f;
         if constexpr (Fmt::A_GROUP) {
           const int m = m0 + (wm * MF + mf) * 16 + lane / 4 + 8 * h;
           // rows past M hold stale shared memory and are never stored
-          f *= m < a.M ? a.a_scales[static_cast<long long>(it) * a.M + m] : 0.f;
+          if (live) f = m < a.M ? a.a_scales[static_cast<long long>(k0 / 128) * a.M + m] : 0.f;
         }
 #pragma unroll
         for (int nf = 0; nf < NF; ++nf) {
           Acc* c = &acc[(mf * NF + nf) * 4 + 2 * h];
-          total[(mf * NF + nf) * 4 + 2 * h] += static_cast<float>(c[0]) * f;
-          total[(mf * NF + nf) * 4 + 2 * h + 1] += static_cast<float>(c[1]) * f;
+          float* t = &total[(mf * NF + nf) * 4 + 2 * h];
+          if (live) {
+            t[0] += static_cast<float>(c[0]) * (f * ws[nf][0]);
+            t[1] += static_cast<float>(c[1]) * (f * ws[nf][1]);
+          }
           c[0] = c[1] = Acc(0);
         }
       }
@@ -161,11 +279,11 @@ struct W8a8Kernel {
     const u64 policy = evict_first_policy();
 
     Acc acc[ACC];
-    float total[Fmt::PROMOTE ? ACC : 1];
+    float total[TOTAL];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = Acc(0);
 #pragma unroll
-    for (int i = 0; i < (Fmt::PROMOTE ? ACC : 1); ++i) total[i] = 0.f;
+    for (int i = 0; i < TOTAL; ++i) total[i] = 0.f;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
       if (s < iters) load_stage(a, smem, s, s, m0, n0, tid, policy);
@@ -177,8 +295,7 @@ struct W8a8Kernel {
       const int next = it + STAGES - 1;
       if (next < iters) load_stage(a, smem, next % STAGES, next, m0, n0, tid, policy);
       cp_async_commit();
-      compute_stage(acc, smem, it % STAGES, wm, wn, lane);
-      if constexpr (Fmt::PROMOTE) promote(total, acc, a, it, m0, n0, wm, lane);
+      compute_stage(acc, total, a, smem, it % STAGES, it, m0, n0, wm, wn, lane);
     }
     cp_async_wait<0>();
     if constexpr (Fmt::PROMOTE) {
@@ -197,9 +314,11 @@ struct W8a8Kernel {
 // The C entry point every rendered W8A8 translation unit instantiates (parameters in the order of
 // humming_cuda.kernels.w8a8.bind.signature).
 #define HUMMING_W8A8_ENTRY(NAME, FMT, TILE, OUT, BIAS)                                          \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS) NAME(                             \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                          \
       const char* a, const float* a_scales, const char* w, const float* w_scales,              \
-      const float* bias, OUT* out, int M, int N, int K, int ldc, int ws_ld) {                  \
+      const unsigned char* zeros, const float* bias, OUT* out, int M, int N, int K, int ldc,   \
+      int ws_ld) {                                                                              \
     using Kern = humming::W8a8Kernel<FMT, TILE, OUT, BIAS>;                                     \
-    Kern::run(typename Kern::Args{a, a_scales, w, w_scales, bias, out, M, N, K, ldc, ws_ld});  \
+    Kern::run(                                                                                  \
+        typename Kern::Args{a, a_scales, w, w_scales, zeros, bias, out, M, N, K, ldc, ws_ld});  \
   }

@@ -1,4 +1,6 @@
-// Global -> shared loader for tiles of ROWS x 128 bytes of a row-major 8-bit matrix (quantized
+// Global -> shared loaders of the W8A8 / W4A8 GEMM.
+//
+// ByteTileLoader: tiles of ROWS x 128 bytes of a row-major 8-bit matrix (quantized
 // activations [M, K] or W8A8 weights [N, K]): 16-byte cp.async chunks, chunk c of row r stored at
 // chunk (c ^ (r % 8)) so the eight rows one ldmatrix phase reads fall in eight bank groups.
 #pragma once
@@ -36,6 +38,34 @@ struct ByteTileLoader {
       } else {
         cp_async16(smem + offset(row, chunk), g, pred);
       }
+    }
+  }
+};
+
+// Global -> shared loader for tiles of ROWS x 64 bytes of W4A8 weights: one 128-deep K slab of a row
+// of pre-shuffled 4-bit codes (humming_cuda.kernels.w8a8.nibbles). The weights are padded along K to
+// a multiple of 128, so every chunk is in bounds. Stored unswizzled: lane (g, t) later reads chunk t
+// of row g, so a warp's 32 lanes read 512 contiguous bytes, which no bank conflict can slow down.
+template <int ROWS, int THREADS>
+struct NibbleTileLoader {
+  static constexpr int kRowBytes = 64;
+  static constexpr int kChunksPerRow = kRowBytes / 16;
+  static constexpr int kChunks = ROWS * kChunksPerRow;
+  static constexpr int kBytes = ROWS * kRowBytes;
+
+  HM_DEVICE static int offset(int row, int chunk) { return row * kRowBytes + (chunk << 4); }
+
+  // Rows at or past `rows` are not copied (they only feed columns that are never stored). `k0` is
+  // in elements, `ld` the row pitch in bytes.
+  HM_DEVICE static void load(char* smem, const char* src, int r0, int k0, int rows, int ld, int tid,
+                             u64 policy) {
+    const int chunks = min(kChunks, (rows - r0) * kChunksPerRow);
+#pragma unroll
+    for (int c = tid; c < kChunks; c += THREADS) {
+      if (c >= chunks) break;
+      const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;
+      const char* g = src + static_cast<long long>(r0 + row) * ld + k0 / 2 + chunk * 16;
+      cp_async16_stream(smem + offset(row, chunk), g, true, policy);
     }
   }
 };

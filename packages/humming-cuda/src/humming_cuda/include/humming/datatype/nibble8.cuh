@@ -1,0 +1,48 @@
+// 4-bit weight codes -> 8-bit MMA operand codes in registers (W4A8: int4 / uint4 / E2M1 weights
+// multiplied by int8 or E4M3 activations on the 8-bit tensor cores).
+//
+// Any 16-entry map from a 4-bit code to an 8-bit code is a table lookup done with `prmt`: the
+// table's 16 bytes live in four immediates (T0 holds entries 0-3, low byte first), and one prmt
+// picks four bytes out of eight by 3-bit selectors. The host builds the table from the exact value
+// of every code (humming_cuda.kernels.w8a8.nibbles), so one mechanism serves int4 -> int8,
+// int4 -> e4m3 and e2m1 -> e4m3, all exact: every int4 / uint4 value fits int8, and every int4 and
+// e2m1 value is representable in e4m3.
+#pragma once
+#include "humming/arith/common.cuh"
+
+namespace humming {
+
+HM_DEVICE u32 prmt(u32 a, u32 b, u32 sel) {
+  u32 r;
+  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+  return r;
+}
+
+template <u32 T0, u32 T1, u32 T2, u32 T3>
+struct NibbleLut {
+  // The four nibbles in bits [0, 16) of v -> four bytes, nibble j to byte j. prmt reads three index
+  // bits per selector nibble (its fourth bit means "replicate the sign"), so the low and the high
+  // half of the table are looked up with bits 0-2, and bit 3 then picks byte j of one of the two.
+  HM_DEVICE static u32 lookup4(u32 v) {
+    const u32 sel = v & 0x7777u;
+    const u32 lo = prmt(T0, T1, sel);
+    const u32 hi = prmt(T2, T3, sel);
+    return prmt(lo, hi, 0x3210u | ((v >> 1) & 0x4444u));
+  }
+
+  // One word of the W4A8 layout (eight nibbles: K elements 4t..4t+3 then 16+4t..16+4t+3 of one
+  // column) -> the two registers of that column's m16n8k32 B fragment.
+  HM_DEVICE static void expand(u32 w, u32& b0, u32& b1) {
+    b0 = lookup4(w);
+    b1 = lookup4(w >> 16);
+  }
+};
+
+// Four int8 lanes u - z for stored codes u and a zero point z, both in [0, 15] (uint4 with integer
+// zero points). Biasing every byte by 128 first keeps each lane in [113, 143], so one 32-bit
+// subtraction never borrows across bytes; the xor removes the bias again (two's complement).
+HM_DEVICE u32 sub_zero4(u32 codes, u32 zero) {
+  return ((codes | 0x80808080u) - zero * 0x01010101u) ^ 0x80808080u;
+}
+
+}  // namespace humming
