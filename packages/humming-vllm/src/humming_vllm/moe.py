@@ -25,10 +25,6 @@ from humming_core.ops import PreparedMoe, fused_moe
 
 from .moe_scheme import ExpertScheme, GptOssScheme, MoeShape
 
-# Rows per routing block: the reference and the indexed kernels accept any block size; 16 keeps
-# padding small for decode-sized batches.
-BLOCK_SIZE = 16
-
 
 class HummingExperts(mk.FusedMoEExpertsModular):
     """Both expert GEMMs on prepared Humming layers; weights the rows and reduces over top-k."""
@@ -99,9 +95,7 @@ class HummingExperts(mk.FusedMoEExpertsModular):
                 "apply_router_weight_on_input=True is not served by humming_q: the router weight "
                 "multiplies w2's output (epilogue.topk_weight)"
             )
-        out = fused_moe(
-            hidden_states, topk_weights, topk_ids, self.w13, self.w2, expert_map, BLOCK_SIZE
-        )
+        out = fused_moe(hidden_states, topk_weights, topk_ids, self.w13, self.w2, expert_map)
         output.copy_(out)
 
 

@@ -25,6 +25,13 @@ class PreparedMoe(PreparedLayer):
                 "use PreparedGemm for a dense layer"
             )
 
+    # Alignment block for configs that do not choose one (e.g. the reference device).
+    DEFAULT_BLOCK = 16
+
+    def block_size(self, rows: int) -> int:
+        """The routing block size the kernel for `rows` routed rows (M*top_k) was built for."""
+        return getattr(self.configs[bucket_of(rows)], "block_m", self.DEFAULT_BLOCK)
+
     def run(
         self,
         x: torch.Tensor,
@@ -109,28 +116,38 @@ def fused_moe(
     w13: PreparedMoe,
     w2: PreparedMoe,
     expert_map: torch.Tensor | None = None,
-    block_size: int = 16,
 ) -> torch.Tensor:
     """The whole MoE layer: w13 GEMM with its GLU epilogue, w2 GEMM with the router weights, top-k sum.
 
     x [M, H], topk_weights / topk_ids [M, top_k], w13 [E, 2I, H], w2 [E, H, I] -> [M, H].
-    The routing is aligned on w13's device (`moe_align`): on a device with its own alignment op
-    the layer runs without host synchronisation.
+    The routing is aligned on w13's device (`moe_align`), to the block size each layer's kernel
+    for M*top_k rows was built with (once, or twice when w13 and w2 chose different blocks); on a
+    device with its own alignment op the layer runs without host synchronisation.
     """
     m, top_k = topk_ids.shape
     if w13.n_out != w2.k:
         raise ValueError(f"w13 produces {w13.n_out} features per token but w2 takes K={w2.k}")
     num_experts = w13.num_experts if expert_map is None else expert_map.numel()
-    align = moe_align(
-        topk_ids,
-        block_size,
-        num_experts,
-        expert_map,
-        ignore_invalid_experts=True,
-        device=w13.device,
-    )
-    hidden = w13.run(x, *align, top_k, block_size)
+    rows = m * top_k
+    aligned: dict[int, tuple] = {}
+
+    def align_for(layer: PreparedMoe) -> tuple[int, tuple]:
+        block = layer.block_size(rows)
+        if block not in aligned:
+            aligned[block] = moe_align(
+                topk_ids,
+                block,
+                num_experts,
+                expert_map,
+                ignore_invalid_experts=True,
+                device=w13.device,
+            )
+        return block, aligned[block]
+
+    block13, align13 = align_for(w13)
+    hidden = w13.run(x, *align13, top_k, block13)
     if w2.act_dtype is not None:
         hidden = hidden.to(w2.act_dtype)
-    out = w2.run(hidden, *align, 1, block_size, topk_weights=topk_weights)
+    block2, align2 = align_for(w2)
+    out = w2.run(hidden, *align2, 1, block2, topk_weights=topk_weights)
     return out.view(m, top_k, -1).float().sum(dim=1).to(w2.out_dtype)

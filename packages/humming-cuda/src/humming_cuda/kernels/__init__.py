@@ -18,6 +18,10 @@ from .w8a8 import FAMILY as _W8A8  # noqa: E402
 
 FAMILIES.append(_W8A8)
 
+from .moe_wna16 import FAMILY as _MOE_WNA16  # noqa: E402
+
+FAMILIES.append(_MOE_WNA16)
+
 
 def family_named(name: str) -> KernelFamily:
     """The registered family called `name` (a config's `family` field)."""

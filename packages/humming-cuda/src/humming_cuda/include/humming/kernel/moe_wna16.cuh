@@ -1,0 +1,254 @@
+// Indexed MoE WnA16 GEMM (vLLM's fused_moe contract): out[id] = epilogue(x[id / top_k] @ W[e]^T)
+// for every routed id of the sorted token ids, e the expert of id's alignment block.
+//
+// One CTA row = one alignment block of BM sorted ids (block_size == BM), so a CTA uses a single
+// expert's weights. The K loop, dequantization and MMAs are the dense WnA16 kernel's own static
+// members (kernel/wna16.cuh, included unchanged): only the activation gather, the per-expert weight
+// offsets and the scattering epilogue are new here. Blocks past num_tokens_post_padded or with
+// expert -1 exit before loading anything. No split-K: a MoE layer already has E times more weight
+// tiles than a dense one, which fills the GPU without a cross-CTA reduction.
+//
+// GLU (w13): the layout interleaves 32 gate columns with the 32 matching up columns in every
+// 64-column layout tile, so a lane holds gate (n8 block j) and up (block j + 4) of the same output
+// column and the epilogue needs no data exchange.
+#pragma once
+#include "humming/kernel/wna16.cuh"
+
+namespace humming {
+
+enum MoeActivation : int {
+  kMoeActNone = 0,
+  kMoeActRelu = 1,
+  kMoeActSilu = 2,
+  kMoeActGelu = 3,
+  kMoeActGeluTanh = 4
+};
+
+template <int ACT>
+HM_DEVICE float moe_activation(float v) {
+  if constexpr (ACT == kMoeActRelu) return fmaxf(v, 0.f);
+  if constexpr (ACT == kMoeActSilu) return v / (1.f + __expf(-v));
+  if constexpr (ACT == kMoeActGelu) return 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
+  if constexpr (ACT == kMoeActGeluTanh) {
+    return 0.5f * v * (1.f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+  }
+  return v;
+}
+
+// The activation tile of ActTileLoader, gathered: tile row r is x row src_rows[r] (-1: a padding
+// slot, not copied; its MMA row only feeds its own output row, which is never stored).
+template <typename T, int ROWS, int BK, int THREADS>
+struct GatherActTileLoader {
+  using Base = ActTileLoader<T, ROWS, BK, THREADS>;
+
+  HM_DEVICE static void load(T* smem, const T* x, const int* src_rows, int k0, int K, int lda,
+                             int tid) {
+#pragma unroll
+    for (int c = tid; c < Base::kChunks; c += THREADS) {
+      const int row = c / Base::kChunksPerRow;
+      const int chunk = c % Base::kChunksPerRow;
+      const int m = src_rows[row];
+      if (m < 0) continue;
+      const int k = k0 + chunk * 8;
+      const bool pred = k < K;
+      const T* src = pred ? x + static_cast<long long>(m) * lda + k : x;
+      cp_async16(smem + Base::offset(row, chunk), src, pred);
+    }
+  }
+};
+
+template <typename T, typename Fmt, typename Tile, typename Epi, int ACT, bool GLU>
+struct MoeWna16Kernel {
+  using Dense = Wna16Kernel<T, Fmt, Tile, Epi>;
+  using Smem = typename Dense::Smem;
+  using ALoader = GatherActTileLoader<T, Tile::BM, Tile::BK, Tile::THREADS>;
+  using Epilog = Epilogue<typename Epi::Out, Epi::EPI_SCALE, Epi::HAS_GLOBAL, Epi::HAS_BIAS>;
+  static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, THREADS = Tile::THREADS;
+  static constexpr int MF = Tile::M_FRAGS, STAGES = Tile::STAGES, ACC = Dense::ACC;
+  // The block's source rows and token ids live after the dense kernel's shared memory.
+  static constexpr int kRowTable = Smem::kBytes;
+  static constexpr int kBytes = kRowTable + 2 * BM * 4;
+
+  struct Args {
+    const T* x;
+    const u32* w;
+    const T* scales;
+    const T* zeros;
+    const float* channel_scale;
+    const float* global_scale;
+    const float* bias;
+    const float* topk_weights;
+    const int* sorted_ids;
+    const int* expert_ids;
+    const int* num_post_padded;
+    typename Epi::Out* out;
+    int N, n_out, K, lda, ldc, n_pad, k_tiles, groups, top_k, numel, num_ids, num_experts;
+  };
+
+  // Moves every weight pointer to expert e's slice of the [E, ...] tensors.
+  HM_DEVICE static typename Dense::Args expert_args(const Args& a, int e) {
+    const long long words = static_cast<long long>(a.n_pad / 64) * a.k_tiles * 32 * Fmt::BITS;
+    const long long group_vals = static_cast<long long>(a.groups) * a.n_pad;
+    const int channels = Epi::EPI_SCALE == kEpiScaleTensor ? 1 : a.n_pad;
+    typename Dense::Args d{};
+    d.x = a.x;
+    d.w = a.w + e * words;
+    d.scales = a.scales == nullptr ? nullptr : a.scales + e * group_vals;
+    d.zeros = a.zeros == nullptr ? nullptr : a.zeros + e * group_vals;
+    d.channel_scale = a.channel_scale == nullptr ? nullptr : a.channel_scale + e * channels;
+    d.global_scale = a.global_scale == nullptr ? nullptr : a.global_scale + e;
+    d.bias = a.bias == nullptr ? nullptr : a.bias + static_cast<long long>(e) * a.N;
+    d.K = a.K;
+    d.lda = a.lda;
+    d.n_pad = a.n_pad;
+    d.k_tiles = a.k_tiles;
+    d.groups = a.groups;
+    return d;
+  }
+
+  HM_DEVICE static void load_stage(const typename Dense::Args& d, char* smem, const int* src_rows,
+                                   int buf, int it, int n0, int tid, u64 policy) {
+    const int k0 = it * BK;
+    ALoader::load(Dense::stage_a(smem, buf), d.x, src_rows, k0, d.K, d.lda, tid);
+    Dense::BLoader::load(Dense::stage_b(smem, buf), d.w, n0 / 64, k0 / 16, d.n_pad / 64,
+                         d.k_tiles, tid, policy);
+    if constexpr (Fmt::GROUP > 0) {
+      const int g0 = k0 / Fmt::GROUP;
+      Dense::SLoader::load(Dense::stage_s(smem, buf), d.scales, g0, n0, d.groups, d.n_pad, tid);
+      if constexpr (Fmt::ZERO != kZeroNone) {
+        Dense::SLoader::load(Dense::stage_z(smem, buf), d.zeros, g0, n0, d.groups, d.n_pad, tid);
+      }
+    }
+  }
+
+  // Stores columns c, c + 1 of one output row (c even; c + 1 may fall outside the n_out columns).
+  HM_DEVICE static void put_pair(typename Epi::Out* row, int c, int n_out, int ldc, float r0,
+                                 float r1) {
+    if (c >= n_out) return;
+    if (c + 1 < n_out && (ldc & 1) == 0) {
+      Epilog::store2(row + c, r0, r1);
+      return;
+    }
+    row[c] = convert_out<typename Epi::Out>(r0);
+    if (c + 1 < n_out) row[c + 1] = convert_out<typename Epi::Out>(r1);
+  }
+
+  // Fragment pair (v0, v1) of row `id` at packed columns n, n + 1 (plain activation epilogue).
+  HM_DEVICE static void store_plain(const Args& a, const Epilog& epi, typename Epi::Out* row,
+                                    float w, int n, float v0, float v1, float global) {
+    if (n >= a.N) return;
+    const float r0 = moe_activation<ACT>(epi.apply(v0, n, global)) * w;
+    const float r1 = n + 1 < a.N ? moe_activation<ACT>(epi.apply(v1, n + 1, global)) * w : 0.f;
+    put_pair(row, n, a.n_out, a.ldc, r0, r1);
+  }
+
+  HM_DEVICE static void store(const Args& a, const typename Dense::Args& d, const float (&acc)[ACC],
+                              const int* ids, int n0, int wn, int lane) {
+    const Epilog epi{d.channel_scale, d.global_scale, d.bias};
+    const float global = Epi::HAS_GLOBAL ? d.global_scale[0] : 1.f;
+    const int nw = n0 + wn * 64 + (lane % 4) * 2;
+#pragma unroll
+    for (int mf = 0; mf < MF; ++mf) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int id = ids[mf * 16 + h * 8 + lane / 4];
+        if (id < 0) continue;
+        const float w = a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
+        typename Epi::Out* row = a.out + static_cast<long long>(id) * a.ldc;
+        if constexpr (GLU) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const float* g = &acc[(mf * 8 + j) * 4 + 2 * h];
+            const float* u = &acc[(mf * 8 + j + 4) * 4 + 2 * h];
+            const int n = nw + j * 8;
+            const float r0 = moe_activation<ACT>(epi.apply(g[0], n, global)) *
+                             epi.apply(u[0], n + 32, global) * w;
+            const float r1 = moe_activation<ACT>(epi.apply(g[1], n + 1, global)) *
+                             epi.apply(u[1], n + 33, global) * w;
+            put_pair(row, (n0 + wn * 64) / 2 + j * 8 + (lane % 4) * 2, a.n_out, a.ldc, r0, r1);
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const float* c = &acc[(mf * 8 + j) * 4 + 2 * h];
+            store_plain(a, epi, row, w, nw + j * 8, c[0], c[1], global);
+          }
+        }
+      }
+    }
+  }
+
+  // Fills the block's row table; returns the expert, or -1 when the block has no work.
+  HM_DEVICE static int block_rows(const Args& a, int* src_rows, int* ids, int tid) {
+    const int total = min(a.num_post_padded[0], a.num_ids);
+    const int first = blockIdx.y * BM;
+    if (first >= total) return -1;
+    const int e = a.expert_ids[blockIdx.y];
+    if (e < 0 || e >= a.num_experts) return -1;
+    for (int r = tid; r < BM; r += THREADS) {
+      const int id = first + r < total ? a.sorted_ids[first + r] : -1;
+      const bool used = id >= 0 && id < a.numel;
+      ids[r] = used ? id : -1;
+      src_rows[r] = used ? id / a.top_k : -1;
+    }
+    __syncthreads();
+    return e;
+  }
+
+  HM_DEVICE static void run(const Args& a) {
+    extern __shared__ uint4 smem_u4[];
+    char* smem = reinterpret_cast<char*>(smem_u4);
+    int* src_rows = reinterpret_cast<int*>(smem + kRowTable);
+    int* ids = src_rows + BM;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    // Uniform over the CTA (it reads the same block entries), so the early exit is safe.
+    const int e = block_rows(a, src_rows, ids, tid);
+    if (e < 0) return;
+    const typename Dense::Args d = expert_args(a, e);
+    const int wn = warp % Tile::WARPS_N, wk = warp / Tile::WARPS_N;
+    const int n0 = blockIdx.x * BN;
+    const int iters = ceil_div(a.k_tiles * 16, BK);
+    const u64 policy = evict_first_policy();
+
+    float acc[ACC];
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
+    GroupParams<T> gp[8];
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < iters) load_stage(d, smem, src_rows, s, s, n0, tid, policy);
+      cp_async_commit();
+    }
+    for (int it = 0; it < iters; ++it) {
+      cp_async_wait<STAGES - 2>();
+      __syncthreads();
+      const int next = it + STAGES - 1;
+      if (next < iters) load_stage(d, smem, src_rows, next % STAGES, next, n0, tid, policy);
+      cp_async_commit();
+      Dense::compute_stage(acc, gp, smem, it % STAGES, wn, wk, lane);
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+    Dense::reduce_warps_k(acc, smem, wn, wk, lane);
+    if (wk == 0) store(a, d, acc, ids, n0, wn, lane);
+  }
+};
+
+}  // namespace humming
+
+// The C entry point of a rendered MoE WnA16 translation unit (parameters in the order of
+// humming_cuda.kernels.moe_wna16.bind.signature).
+#define HUMMING_MOE_WNA16_ENTRY(NAME, T, FMT, TILE, EPI, ACT, GLU)                                \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS) NAME(                               \
+      const T* x, const humming::u32* w, const T* scales, const T* zeros,                        \
+      const float* channel_scale, const float* global_scale, const float* bias,                  \
+      const float* topk_weights, const int* sorted_ids, const int* expert_ids,                   \
+      const int* num_post_padded, typename EPI::Out* out, int N, int n_out, int K, int lda,      \
+      int ldc, int n_pad, int k_tiles, int groups, int top_k, int numel, int num_ids,            \
+      int num_experts) {                                                                         \
+    using Kern = humming::MoeWna16Kernel<T, FMT, TILE, EPI, ACT, GLU>;                            \
+    Kern::run(typename Kern::Args{x, w, scales, zeros, channel_scale, global_scale, bias,        \
+                                  topk_weights, sorted_ids, expert_ids, num_post_padded, out, N, \
+                                  n_out, K, lda, ldc, n_pad, k_tiles, groups, top_k, numel,      \
+                                  num_ids, num_experts});                                        \
+  }

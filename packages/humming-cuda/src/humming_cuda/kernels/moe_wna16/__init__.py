@@ -1,0 +1,64 @@
+"""The MoE WnA16 family: the indexed (vLLM fused_moe-style sorted token ids) expert GEMM with
+16-bit activations x any WnA16 weight format, optionally with a GLU epilogue (w13) and router
+weights (w2). Reuses the dense WnA16 K loop (include/humming/kernel/moe_wna16.cuh); no split-K
+(see config.py).
+"""
+
+from __future__ import annotations
+
+from humming_core.device import DeviceCaps, GemmProblem, KernelSource, Support
+from humming_core.spec import QuantSpec
+
+from ..wna16.config import KernelFormat
+from .bind import MoeWna16Kernel
+from .config import MoeWna16Config
+from .heuristics import block_m_for, candidates, supports
+from .layout import MoeWna16Layout
+from .render import render
+
+
+class MoeWna16Family:
+    """`KernelFamily` implementation (see humming_cuda.kernels.base)."""
+
+    # Compile-tested for every arch, but not yet run on a GPU: CudaDevice offers it only with
+    # HUMMING_UNVERIFIED_KERNELS=1 until the cuda conformance tests have passed on hardware.
+    hardware_verified = False
+
+    name = "moe_wna16"
+    config_type = MoeWna16Config
+
+    def supports(self, spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
+        return supports(spec, problem, caps)
+
+    def candidates(
+        self, spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps
+    ) -> list[MoeWna16Config]:
+        return candidates(spec, problem, caps)
+
+    def weight_layout(
+        self, spec: QuantSpec, config: MoeWna16Config, caps: DeviceCaps
+    ) -> MoeWna16Layout:
+        ep = spec.epilogue
+        return MoeWna16Layout(
+            KernelFormat.from_spec(spec), ep.glu_layout if ep.glu != "none" else None
+        )
+
+    def render(self, spec: QuantSpec, config: MoeWna16Config, caps: DeviceCaps) -> KernelSource:
+        return render(spec, config, caps)
+
+    def bind(
+        self, function, spec: QuantSpec, config: MoeWna16Config, caps: DeviceCaps
+    ) -> MoeWna16Kernel:
+        return MoeWna16Kernel(function, spec, config)
+
+
+FAMILY = MoeWna16Family()
+
+__all__ = [
+    "FAMILY",
+    "MoeWna16Config",
+    "MoeWna16Family",
+    "MoeWna16Kernel",
+    "MoeWna16Layout",
+    "block_m_for",
+]

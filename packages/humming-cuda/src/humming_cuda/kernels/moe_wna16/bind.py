@@ -1,0 +1,143 @@
+"""Bind a loaded MoE WnA16 function: argument checks, output zeroing, grid, launch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from humming_core.spec import QuantSpec
+
+from ...args import ScalarArg, Signature, TensorArg
+from ...launch import Launcher
+from ..wna16.config import KernelFormat
+from .config import MoeWna16Config, smem_bytes
+
+_ACT = {"fp16": torch.float16, "bf16": torch.bfloat16}
+_OUT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+_MAX_GRID_Y = 65535  # CUDA grid limit on y (one row of CTAs per alignment block)
+_SCALARS = (
+    ("N", "N"),
+    ("n_out", "NOUT"),
+    ("K", "K"),
+    ("lda", "LDA"),
+    ("ldc", "LDC"),
+    ("n_pad", "NP"),
+    ("k_tiles", "KT"),
+    ("groups", "G"),
+    ("top_k", "TOPK"),
+    ("numel", "NUMEL"),
+    ("num_ids", "LEN"),
+    ("num_experts", "E"),
+)
+
+
+def signature(fmt: KernelFormat, name: str) -> Signature:
+    """Parameters in the order of HUMMING_MOE_WNA16_ENTRY (include/humming/kernel/moe_wna16.cuh)."""
+    act = _ACT[fmt.act]
+    in_loop = fmt.group > 0
+    i32 = torch.int32
+    return Signature(
+        TensorArg("x", act, ("M", "K"), layout="rows"),
+        TensorArg("qweight", i32, ("E", "NT", "KT", 32 * fmt.bits)),
+        TensorArg("scales", act, ("E", "G", "NP"), optional=not in_loop),
+        TensorArg("zeros", act, ("E", "G", "NP"), optional=not (in_loop and fmt.zero != "none")),
+        TensorArg(
+            "channel_scale", torch.float32, ("E", "C"), optional=fmt.epi_scale == "none", align=4
+        ),
+        TensorArg("global_scale", torch.float32, ("E",), optional=not fmt.epi_global, align=4),
+        TensorArg("bias", torch.float32, ("E", "N"), optional=not fmt.bias, align=4),
+        TensorArg("topk_weights", torch.float32, ("NUMEL",), optional=True, align=4),
+        TensorArg("sorted_token_ids", i32, ("LEN",), align=4),
+        TensorArg("expert_ids", i32, ("BLOCKS",), align=4),
+        TensorArg("num_tokens_post_padded", i32, (1,), align=4),
+        TensorArg("out", _OUT[fmt.out], ("NUMEL", "NOUT"), layout="strided", align=4),
+        *(ScalarArg(n, "int32", dim=d) for n, d in _SCALARS),
+        kernel=name,
+    )
+
+
+class MoeWna16Kernel:
+    """`kernel(x=, out=, sorted_token_ids=, expert_ids=, num_tokens_post_padded=, top_k=,
+    block_size=, topk_weights=None, **packed)`: see humming_core.ops.moe.PreparedMoe.run.
+
+    `block_size` must be the config's block_m (one CTA row is one alignment block). Rows of `out`
+    that no block routes stay zero, as in humming_core.numerics.moe.reference_moe_gemm."""
+
+    def __init__(self, function: Any, spec: QuantSpec, config: MoeWna16Config) -> None:
+        self.fmt = KernelFormat.from_spec(spec)
+        self.glu = spec.epilogue.glu != "none"
+        self.config = config
+        self.name = function.symbol
+        self.function = function
+        self.signature = signature(self.fmt, self.name)
+        self.launcher = Launcher(function, self.signature.ctypes)
+        self.smem = smem_bytes(self.fmt, config)
+        function.reserve_smem(self.smem)
+
+    def _check_call(self, values: dict[str, Any]) -> None:
+        cfg, out = self.config, values["out"]
+        if values["block_size"] != cfg.block_m:
+            raise ValueError(
+                f"{self.name}: block_size={values['block_size']} but this kernel's config has "
+                f"block_m={cfg.block_m}: align the routing (moe_align) with block_size={cfg.block_m}"
+            )
+        if out.dim() != 2 or out.stride(-1) != 1:
+            raise ValueError(
+                f"{self.name}: argument 'out': expected a 2-D tensor with innermost stride 1, got "
+                f"shape {tuple(out.shape)} strides {tuple(out.stride())}"
+            )
+        blocks = -(-values["sorted_token_ids"].numel() // cfg.block_m)
+        if values["expert_ids"].numel() < blocks:
+            raise ValueError(
+                f"{self.name}: expert_ids has {values['expert_ids'].numel()} entries, expected one "
+                f"per block of {cfg.block_m} sorted ids ({blocks})"
+            )
+
+    def _dims(self, values: dict[str, Any]) -> dict[str, int]:
+        x, out, qw = values["x"], values["out"], values["qweight"]
+        nt, kt = qw.shape[1], qw.shape[2]
+        n_out = out.shape[1]
+        packed_n = nt * 64 if self.glu else n_out
+        if nt * 64 < (2 * n_out if self.glu else n_out) or kt * 16 < x.shape[1]:
+            raise ValueError(
+                f"{self.name}: packed weights hold {nt * 64}x{kt * 16} (N x K, padded) but the call "
+                f"needs {n_out} output columns and K={x.shape[1]}: pack this layer with this "
+                "family's layout"
+            )
+        scales = values.get("scales")
+        return {
+            "N": packed_n,
+            "NOUT": n_out,
+            "LDA": x.stride(0),
+            "LDC": out.stride(0),
+            "NP": nt * 64,
+            "G": scales.shape[1] if scales is not None else 0,
+            "TOPK": values["top_k"],
+            "NUMEL": x.shape[0] * values["top_k"],
+            "C": 1 if self.fmt.epi_scale == "tensor" else nt * 64,
+        }
+
+    def __call__(self, **values: Any) -> None:
+        values = dict(values)
+        self._check_call(values)
+        tw = values.get("topk_weights")
+        if tw is not None:
+            values["topk_weights"] = tw.reshape(-1).float().contiguous()
+        dims = self._dims(values)
+        launch = {k: v for k, v in values.items() if k not in ("top_k", "block_size")}
+        dims = self.signature.check(launch, dims, self.function.device_index)
+        out = values["out"]
+        out.zero_()  # rows no block routes stay zero (reference_moe_gemm)
+        if out.shape[0] == 0:
+            return
+        cfg = self.config
+        grid = (-(-dims["N"] // cfg.block_n), -(-dims["LEN"] // cfg.block_m), 1)
+        if grid[1] == 0:
+            return
+        if grid[1] > _MAX_GRID_Y:
+            raise ValueError(
+                f"{self.name}: {grid[1]} alignment blocks of {cfg.block_m} sorted ids exceed the "
+                f"launch limit of {_MAX_GRID_Y}: split the batch into smaller calls"
+            )
+        self.launcher(grid, (cfg.threads, 1, 1), self.signature.pack(launch, dims), self.smem)

@@ -1,0 +1,70 @@
+"""What the MoE WnA16 family supports, and which configs it tries per (spec, N, K, E, M bucket)."""
+
+from __future__ import annotations
+
+from humming_core.device import DeviceCaps, GemmProblem, Support
+from humming_core.spec import QuantSpec
+
+from ..wna16.config import KernelFormat
+from ..wna16.heuristics import _arch_reason, _base_tile, _spec_reason
+from .config import GLU_GATES, MoeWna16Config, smem_bytes
+
+
+def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
+    """Whether a MoE WnA16 kernel exists for this spec and problem on this arch, and if not, why."""
+    reason = _moe_reason(spec) or _arch_reason(spec, caps) or _problem_reason(spec, problem)
+    return Support.no(reason) if reason else Support.yes()
+
+
+def _moe_reason(spec: QuantSpec) -> str:
+    if spec.layout != "moe":
+        return f"layout={spec.layout!r}: the moe_wna16 family computes indexed MoE GEMMs (layout='moe')"
+    ep = spec.epilogue
+    if ep.glu != "none" and ep.glu not in GLU_GATES:
+        return (
+            f"glu={ep.glu!r}: the moe_wna16 epilogue supports the GLUs {', '.join(GLU_GATES)} "
+            "(swiglu_oai is not implemented yet)"
+        )
+    # The weight, scale and activation rules are the dense family's: ask it about the same weights
+    # with a plain dense epilogue (the MoE epilogue was checked above).
+    plain = ep.model_copy(update={"activation": "none", "glu": "none", "topk_weight": False})
+    return _spec_reason(spec.model_copy(update={"layout": "dense", "epilogue": plain}))
+
+
+def _problem_reason(spec: QuantSpec, problem: GemmProblem) -> str:
+    if problem.num_experts < 1:
+        return f"num_experts={problem.num_experts}: a MoE layer needs at least one expert"
+    if problem.n < 1 or problem.k < 1 or (problem.m is not None and problem.m < 0):
+        return f"shape N={problem.n} K={problem.k} M={problem.m}: sizes must be positive"
+    if problem.k % 8:
+        return (
+            f"K={problem.k}: the kernels gather activation rows in 16-byte chunks, so K must be a "
+            "multiple of 8; pad K (zero weights) to the next multiple of 8"
+        )
+    if spec.epilogue.glu != "none" and problem.n % 2:
+        return f"N={problem.n}: a GLU epilogue needs an even N (gate and up halves)"
+    return ""
+
+
+def block_m_for(rows: int, num_experts: int) -> int:
+    """Alignment block (= tile rows) for `rows` = M * top_k routed rows over `num_experts`: the
+    expected rows per expert rounded up to 16, 32 or 64, so few padding rows are computed."""
+    per_expert = -(-max(rows, 1) // max(num_experts, 1))
+    return 16 if per_expert <= 16 else 32 if per_expert <= 32 else 64
+
+
+def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[MoeWna16Config]:
+    """Configs for this problem, best first; `problem.m` counts routed rows (M * top_k)."""
+    if not supports(spec, problem, caps):
+        return []
+    fmt = KernelFormat.from_spec(spec)
+    block_m = block_m_for(problem.m if problem.m is not None else 1, problem.num_experts)
+    stages = 4 if caps.has("cp.async") else 2
+    out: list[MoeWna16Config] = []
+    for want in (stages, 3):
+        cfg = MoeWna16Config(arch=caps.arch, stages=min(want, stages), **_base_tile(block_m))
+        while cfg.stages > 2 and smem_bytes(fmt, cfg) > caps.smem_per_block:
+            cfg = cfg.model_copy(update={"stages": cfg.stages - 1})
+        if smem_bytes(fmt, cfg) <= caps.smem_per_block and cfg not in out:
+            out.append(cfg)
+    return out

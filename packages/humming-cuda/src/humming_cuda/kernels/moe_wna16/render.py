@@ -1,0 +1,36 @@
+"""Render a MoE WnA16 translation unit: the MoE header plus one entry with the config baked in."""
+
+from __future__ import annotations
+
+import hashlib
+
+from humming_core.device import DeviceCaps, KernelSource
+from humming_core.spec import QuantSpec
+
+from ..wna16.config import KernelFormat
+from ..wna16.render import template_arguments
+from .config import MoeWna16Config, activation_code
+
+
+def render(spec: QuantSpec, config: MoeWna16Config, caps: DeviceCaps) -> KernelSource:
+    """One MoE WnA16 kernel for `spec` (layout 'moe') and `config` on `caps.arch`."""
+    if config.arch != caps.arch:
+        raise ValueError(
+            f"config.arch={config.arch!r} but rendering for {caps.arch!r}: choose candidates for "
+            "the target arch (config.arch must equal caps.arch)"
+        )
+    fmt = KernelFormat.from_spec(spec)
+    act, weight, tile, epi = template_arguments(fmt, config)
+    code_act = activation_code(spec)
+    glu = "true" if spec.epilogue.glu != "none" else "false"
+    key = f"moe|{act}|{weight}|{tile}|{epi}|{code_act}|{glu}"
+    name = f"humming_moe_wna16_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+    code = (
+        '#include "humming/kernel/moe_wna16.cuh"\n'
+        f"using Fmt = {weight};\n"
+        f"using Tile = {tile};\n"
+        f"using Epi = {epi};\n"
+        f"HUMMING_MOE_WNA16_ENTRY({name}, {act}, Fmt, Tile, Epi, {code_act}, {glu})\n"
+    )
+    meta = {"family": "moe_wna16", "config": config.model_dump(), "spec": spec.to_json()}
+    return KernelSource(name=name, code=code, arch=config.arch, meta=meta)

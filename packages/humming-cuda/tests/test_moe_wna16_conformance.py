@@ -1,0 +1,207 @@
+"""MoE WnA16 conformance on the GPU against humming_core.numerics.moe (reference_moe_gemm and
+reference_fused_moe): uniform and skewed routing, E up to 256, top-k up to 8, M from 1 to 4096,
+w13 GLU epilogues and w2 router weights, experts dropped by an expert map (expert -1 blocks).
+
+Bound: the shared GEMM bound (humming_core.testing.conformance.error_bound) of each row's
+accumulator x[id // top_k] @ W_e^T, carried through the epilogue: for a GLU act(g) * u,
+|act'| <= 1.13 (silu, gelu, gelu_tanh) gives |d| <= 1.13 |u| dg + |act(g)| du; then times
+|router weight|, plus the output rounding. Outputs are poisoned before the call and the rows after
+the output view must keep their bits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pytest
+import torch
+
+from humming_core.numerics.epilogue import apply_epilogue, split_glu
+from humming_core.spec import presets
+from humming_core.testing.conformance import UNIT_ROUNDOFF, error_bound
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (torch.cuda)"),
+]
+POISON = -7777.0
+GLU_SLOPE = 1.13  # max |d act / d g| of silu, gelu and gelu_tanh
+
+
+@dataclass(frozen=True)
+class Case:
+    experts: int
+    top_k: int
+    m: int
+    n: int
+    k: int
+    base: object
+    epilogue: tuple = ()
+    skew: bool = False
+    drop: bool = False  # an expert map marks a quarter of the experts non-local (-1)
+
+    @property
+    def spec(self):
+        ep = self.base.epilogue.model_copy(update=dict(self.epilogue))
+        return self.base.model_copy(update={"layout": "moe", "epilogue": ep})
+
+
+SILU = (("glu", "silu_mul"),)
+CASES = [
+    Case(8, 2, 1, 256, 256, presets.W4A16_G128, SILU),
+    Case(8, 2, 5, 200, 264, presets.W4A16_G128, SILU, skew=True),
+    Case(64, 8, 33, 512, 1024, presets.GPTQ_INT4, SILU, skew=True),
+    Case(
+        16,
+        4,
+        200,
+        384,
+        768,
+        presets.MXFP4,
+        (("glu", "gelu_tanh_mul"), ("glu_layout", "interleaved")),
+    ),
+    Case(32, 1, 64, 320, 512, presets.W8A16, (("activation", "relu"),), drop=True),
+    Case(128, 8, 1024, 256, 256, presets.NVFP4, SILU, skew=True, drop=True),
+    Case(256, 8, 4096, 256, 512, presets.W4A16_G128, (), skew=True),
+    Case(256, 8, 4096, 512, 256, presets.GGUF_Q4_K, SILU),
+]
+
+
+@pytest.fixture(scope="module")
+def device():
+    """These tests are the hardware verification: they opt in to the unverified family."""
+    from humming_cuda.device import CudaDevice
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+        yield CudaDevice()
+
+
+def _routing(case: Case, gen: torch.Generator):
+    logits = torch.randn(case.m, case.experts, generator=gen, device="cuda")
+    if case.skew:  # a few hot experts take most tokens
+        logits += 4.0 * (torch.arange(case.experts, device="cuda") < 3)
+    weights, ids = torch.softmax(logits, -1).topk(case.top_k, dim=-1)
+    return weights.float(), ids.to(torch.int32)
+
+
+def _expert_map(case: Case):
+    if not case.drop:
+        return None
+    emap = torch.arange(case.experts, dtype=torch.int32, device="cuda")
+    emap[::4] = -1
+    return emap
+
+
+def _dense(cw, e):
+    from humming_cuda.kernels.moe_wna16.layout import expert_weight
+
+    plain = cw.spec.epilogue.model_copy(
+        update={"activation": "none", "glu": "none", "topk_weight": False, "bias": False}
+    )
+    one = expert_weight(cw, e)
+    return replace(
+        one, spec=cw.spec.model_copy(update={"layout": "dense", "epilogue": plain}), bias=None
+    )
+
+
+def _bound(x, cw, ids, experts, top_k, weights):
+    """Per-element bound of the module docstring for the routed rows `ids` (expert `experts`)."""
+    from humming_core.numerics import dequantize_weight
+
+    epi = cw.spec.epilogue
+    u_out = UNIT_ROUNDOFF[cw.spec.output_dtype]
+    width = cw.n // 2 if epi.glu != "none" else cw.n
+    out = torch.zeros(x.shape[0] * top_k, width, dtype=torch.float64, device=x.device)
+    for e in torch.unique(experts).tolist():
+        rows = ids[experts == e]
+        xa, one = x[rows // top_k], _dense(cw, e)
+        acc = (xa.double() @ dequantize_weight(one).double().T) + (
+            0 if cw.bias is None else cw.bias[e].double()
+        )
+        d = error_bound(xa, one, acc)
+        if epi.glu != "none":
+            (g, u), (dg, du) = split_glu(acc, epi.glu_layout), split_glu(d, epi.glu_layout)
+            act = apply_epilogue(
+                g, epi.model_copy(update={"glu": "none", "activation": GLU_GATE[epi.glu]})
+            )
+            d = GLU_SLOPE * u.abs() * dg + act.double().abs() * du
+            ref = act.double() * u
+        else:
+            d, ref = d * (1.0 if epi.activation == "none" else GLU_SLOPE), acc
+        w = 1.0 if weights is None else weights.reshape(-1)[rows].double().abs().reshape(-1, 1)
+        out[rows] = (d + 2 * u_out * ref.abs()) * w + 2.0**-24
+    return out
+
+
+GLU_GATE = {"silu_mul": "silu", "gelu_mul": "gelu", "gelu_tanh_mul": "gelu_tanh"}
+
+
+def _layer(device, cw, rows):
+    from humming_core.ops import PreparedMoe, bucket_of
+
+    layer = PreparedMoe(cw, device=device, buckets=(bucket_of(rows),))
+    return layer, layer.configs[bucket_of(rows)].block_m
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"E{c.experts}k{c.top_k}M{c.m}N{c.n}K{c.k}")
+@pytest.mark.parametrize("router_weights", [False, True])
+def test_moe_gemm_matches_reference(device, case, router_weights):
+    from humming_core.numerics.moe import reference_moe_gemm
+    from humming_core.numerics.quant import quantize_weight
+    from humming_core.ops import moe_align
+
+    gen = torch.Generator(device="cuda").manual_seed(case.m * 31 + case.experts)
+    act = torch.float16 if case.spec.act.dtype.name == "fp16" else torch.bfloat16
+    w = torch.randn(case.experts, case.n, case.k, generator=gen, device="cuda") / case.k**0.5
+    cw = quantize_weight(w, case.spec)
+    x = torch.randn(case.m, case.k, generator=gen, device="cuda").to(act)
+    topk_w, topk_ids = _routing(case, gen)
+    rows = case.m * case.top_k
+    layer, block = _layer(device, cw, rows)
+    align = moe_align(topk_ids, block, case.experts, _expert_map(case), ignore_invalid_experts=True)
+    tw = topk_w if router_weights else None
+    buf = torch.full((rows + 3, layer.n_out), POISON, dtype=layer.out_dtype, device="cuda")
+    out = layer.run(x, *align, case.top_k, block, topk_weights=tw, out=buf[:rows])
+    ref = reference_moe_gemm(x, cw, *align, case.top_k, tw, block_size=block)
+    total = int(align[2][0])
+    ids = align[0][:total].long()
+    experts = align[1].long()[torch.arange(total, device="cuda") // block]
+    keep = (ids < rows) & (experts >= 0)
+    bound = _bound(x, cw, ids[keep], experts[keep], case.top_k, tw)
+    err = (out.double() - ref.double()).abs() / bound
+    assert float(err.max()) <= 1.0, f"max error / bound = {float(err.max()):.3g}"
+    assert (buf[rows:] == POISON).all(), "the kernel wrote past the output rows"
+
+
+@pytest.mark.parametrize("case", [CASES[2], CASES[5]], ids=["E64k8", "E128k8drop"])
+def test_fused_moe_matches_reference(device, case):
+    from humming_core.numerics.moe import reference_fused_moe
+    from humming_core.numerics.quant import quantize_weight
+    from humming_core.ops import fused_moe
+
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    act = torch.float16 if case.spec.act.dtype.name == "fp16" else torch.bfloat16
+    hidden, inter = case.k, case.n // 2
+    w13 = quantize_weight(
+        torch.randn(case.experts, 2 * inter, hidden, generator=gen, device="cuda") / hidden**0.5,
+        case.spec,
+    )
+    w2_spec = case.spec.model_copy(update={"epilogue": case.base.epilogue})
+    w2 = quantize_weight(
+        torch.randn(case.experts, hidden, inter, generator=gen, device="cuda") / inter**0.5, w2_spec
+    )
+    x = torch.randn(case.m, hidden, generator=gen, device="cuda").to(act)
+    topk_w, topk_ids = _routing(case, gen)
+    rows = case.m * case.top_k
+    l13, block = _layer(device, w13, rows)
+    l2, block2 = _layer(device, w2, rows)
+    assert block == block2 == l13.block_size(rows)
+    emap = _expert_map(case)
+    out = fused_moe(x, topk_w, topk_ids, l13, l2, emap)
+    ref = reference_fused_moe(x, topk_w, topk_ids, w13, w2, emap, block_size=block)
+    # Two chained GEMMs: compare relative to the output's scale with the 16-bit unit roundoff times
+    # a K-proportional factor (the per-GEMM bounds are checked by the test above).
+    u = UNIT_ROUNDOFF[case.spec.act.dtype.name]
+    scale = ref.float().abs().max().clamp_min(1e-6)
+    assert float((out.float() - ref.float()).abs().max() / scale) <= 8 * u * (1 + hidden**0.5 / 8)

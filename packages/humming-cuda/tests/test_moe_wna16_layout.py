@@ -1,0 +1,136 @@
+"""MoE WnA16 (CPU): configs and heuristics, the [E, ...] layout and its GLU column order, refusals."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from humming_core.device import GemmProblem
+from humming_core.numerics.quant import dequantize_weight, quantize_weight
+from humming_core.packing.canonical import CanonicalWeight
+from humming_core.spec import presets
+from humming_cuda.caps import caps_for_arch
+from humming_cuda.kernels import family_named
+from humming_cuda.kernels.moe_wna16 import FAMILY, MoeWna16Config, block_m_for
+from humming_cuda.kernels.moe_wna16.bind import MoeWna16Kernel
+from humming_cuda.kernels.moe_wna16.layout import glu_order, reorder_glu
+from humming_cuda.kernels.wna16.layout import Wna16Layout, unpack_tiles
+
+CAPS = caps_for_arch("sm_90a")
+
+
+def moe_spec(base=presets.W4A16_G128, **epilogue):
+    return base.model_copy(
+        update={"layout": "moe", "epilogue": base.epilogue.model_copy(update=epilogue)}
+    )
+
+
+def test_registered_and_unverified():
+    assert family_named("moe_wna16") is FAMILY
+    assert FAMILY.hardware_verified is False
+
+
+@pytest.mark.parametrize(("rows", "experts", "block"), [(1, 8, 16), (256, 8, 32), (4096, 8, 64)])
+def test_block_m_follows_rows_per_expert(rows, experts, block):
+    assert block_m_for(rows, experts) == block
+    cfgs = FAMILY.candidates(
+        moe_spec(), GemmProblem(n=1024, k=512, m=rows, num_experts=experts), CAPS
+    )
+    assert cfgs and all(c.block_m == block and c.split_k == 1 for c in cfgs)
+
+
+def test_split_k_is_fixed_to_one():
+    with pytest.raises(ValueError):
+        MoeWna16Config(arch="sm_90a", split_k=2)
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem", "words"),
+    [
+        (presets.W4A16_G128, GemmProblem(n=64, k=64, num_experts=4), "layout='moe'"),
+        (moe_spec(glu="swiglu_oai"), GemmProblem(n=64, k=64, num_experts=4), "swiglu_oai"),
+        (moe_spec(), GemmProblem(n=64, k=60, num_experts=4), "multiple of 8"),
+        (moe_spec(glu="silu_mul"), GemmProblem(n=63, k=64, num_experts=4), "even N"),
+    ],
+)
+def test_refusals_say_why(spec, problem, words):
+    support = FAMILY.supports(spec, problem, CAPS)
+    assert not support and words in support.reason
+
+
+@pytest.mark.parametrize("layout", ["split", "interleaved"])
+def test_glu_order_pairs_gate_and_up(layout):
+    n = 2 * 40  # 40 output columns: two layout tiles, the second half padding
+    order = glu_order(n, layout).view(-1, 2, 32)
+    assert order.shape[0] == 2
+    for t in range(2):
+        for i in range(32):
+            c = 32 * t + i
+            gate, up = (c, c + 40) if layout == "split" else (2 * c, 2 * c + 1)
+            want = (gate, up) if c < 40 else (n, n)
+            assert (int(order[t, 0, i]), int(order[t, 1, i])) == want
+
+
+def _weights(spec, e=3, n=96, k=128, bias=False):
+    torch.manual_seed(0)
+    w = torch.randn(e, n, k)
+    b = torch.randn(e, n) if bias else None
+    return quantize_weight(w, spec, bias=b)
+
+
+@pytest.mark.parametrize(
+    "base", [presets.W4A16_G128, presets.W8A16, presets.GPTQ_INT4, presets.NVFP4, presets.GGUF_Q4_K]
+)
+def test_expert_layout_is_dense_layout_per_expert(base):
+    cw = _weights(moe_spec(base), bias=True)
+    spec = cw.spec
+    packed = FAMILY.weight_layout(spec, None, CAPS).pack(cw, "cpu")
+    assert packed["qweight"].shape[0] == cw.num_experts and packed["bias"].shape == (3, 96)
+    for e in range(cw.num_experts):
+        one = CanonicalWeight(
+            spec, cw.n, cw.k, cw.qweight[e], cw.scales[e],
+            None if cw.zeros is None else cw.zeros[e],
+            None if cw.global_scale is None else cw.global_scale.reshape(-1)[e : e + 1],
+            cw.bias[e],
+        )  # fmt: skip
+        dense = Wna16Layout(FAMILY.weight_layout(spec, None, CAPS).fmt).pack(one, "cpu")
+        for name, t in dense.items():
+            assert torch.equal(packed[name][e].reshape(t.shape), t), name
+
+
+@pytest.mark.parametrize("layout", ["split", "interleaved"])
+def test_glu_reorder_moves_rows_exactly(layout):
+    spec = moe_spec(presets.GPTQ_INT4, glu="silu_mul", glu_layout=layout)
+    cw = _weights(spec, e=1, n=80, bias=True)
+    one = CanonicalWeight(
+        spec, cw.n, cw.k, cw.qweight[0], cw.scales[0], cw.zeros[0], None, cw.bias[0]
+    )
+    moved = reorder_glu(one, layout)
+    order = glu_order(cw.n, layout)
+    valid = order < cw.n
+    before = dequantize_weight(one)
+    after = dequantize_weight(moved)
+    assert moved.n == 128
+    assert torch.equal(after[valid], before[order[valid]])
+    assert torch.equal(moved.bias[valid], one.bias[order[valid]])
+    assert (moved.bias[~valid] == 0).all() and (moved.scales[~valid] == 0).all()
+
+
+def test_packed_glu_codes_round_trip():
+    spec = moe_spec(presets.W4A16_G128, glu="silu_mul")
+    cw = _weights(spec, e=2, n=64)
+    packed = FAMILY.weight_layout(spec, None, CAPS).pack(cw, "cpu")
+    from humming_core.packing.bits import unpack_k
+
+    order = glu_order(cw.n, "split")
+    for e in range(2):
+        codes = unpack_tiles(packed["qweight"][e], 4)[:, : cw.k]
+        want = unpack_k(cw.qweight[e], 4, cw.k)[order]
+        assert torch.equal(codes, want)
+
+
+def test_kernel_refuses_block_size_mismatch():
+    kernel = MoeWna16Kernel.__new__(MoeWna16Kernel)
+    kernel.config, kernel.name = MoeWna16Config(arch="sm_90a", m_frags=2), "k"
+    with pytest.raises(ValueError, match="block_m=32"):
+        kernel._check_call({"block_size": 16, "out": torch.zeros(4, 4)})
