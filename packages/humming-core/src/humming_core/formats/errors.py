@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class FormatError(ValueError):
     """A checkpoint that cannot be read exactly: the message names the file or tensor, what was
@@ -21,3 +23,13 @@ def expect_dtype(name: str, dtype: object, allowed: tuple[object, ...]) -> None:
     if dtype not in allowed:
         names = ", ".join(str(a) for a in allowed)
         raise FormatError(f"tensor {name!r} has dtype {dtype}, expected one of {names}")
+
+
+def read_exact(path: Path, start: int, nbytes: int, name: str) -> bytes:
+    """The `nbytes` bytes of tensor `name` at `start` in `path`; a short file is a clear error."""
+    with path.open("rb") as f:
+        f.seek(start)
+        data = f.read(nbytes)
+    if len(data) != nbytes:
+        raise FormatError(f"{path}: tensor {name!r} is truncated ({len(data)} of {nbytes} bytes)")
+    return data

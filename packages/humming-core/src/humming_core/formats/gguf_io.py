@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 
 import torch
 
-from .errors import FormatError
+from .errors import FormatError, read_exact
 
 # type id -> (name, elements per block, bytes per block)
 GGML_TYPES: dict[int, tuple[str, int, int]] = {
@@ -160,13 +160,7 @@ class GGUFFile:
     def raw(self, name: str) -> torch.Tensor:
         """The stored bytes of one tensor as uint8, shape (rows, bytes per row)."""
         t = self.tensor(name)
-        with self.path.open("rb") as f:
-            f.seek(t.start)
-            data = f.read(t.nbytes)
-        if len(data) != t.nbytes:
-            raise FormatError(
-                f"{self.path}: tensor {name!r} is truncated ({len(data)} of {t.nbytes} bytes)"
-            )
+        data = read_exact(self.path, t.start, t.nbytes, name)
         rows = 1
         for d in t.shape[:-1]:
             rows *= d

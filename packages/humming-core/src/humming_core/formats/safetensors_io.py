@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from .errors import FormatError
+from .errors import FormatError, read_exact
 
 _DTYPES: dict[str, torch.dtype] = {
     "F64": torch.float64,
@@ -153,13 +153,7 @@ class SafetensorsCheckpoint:
 
     def get(self, name: str) -> torch.Tensor:
         info = self._info(name)
-        with info.file.open("rb") as f:
-            f.seek(info.start)
-            data = f.read(info.nbytes)
-        if len(data) != info.nbytes:
-            raise FormatError(
-                f"{info.file}: tensor {name!r} is truncated ({len(data)} of {info.nbytes} bytes)"
-            )
+        data = read_exact(info.file, info.start, info.nbytes, name)
         dtype = _DTYPES[info.dtype]
         if not data:
             return torch.empty(info.shape, dtype=dtype)
