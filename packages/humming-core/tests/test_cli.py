@@ -45,3 +45,15 @@ def test_spec_json_round_trips(capsys):
 def test_bad_spec_is_a_clear_error(capsys):
     assert main(["spec", "W5A16"]) == 2
     assert "unknown preset 'W5A16'" in capsys.readouterr().err
+
+
+@pytest.mark.compile
+def test_compile_reports_resources_for_an_arch_without_its_gpu(capsys, monkeypatch, tmp_path):
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
+    monkeypatch.setenv("HUMMING_CACHE_DIR", str(tmp_path))
+    assert main(["compile", "--arch", "sm_80", "--spec", "W4A16_G128", "--m", "1"]) == 0
+    out = capsys.readouterr().out
+    for field in ("registers", "spill_stores", "binary_bytes", "cache_key", "wna16"):
+        assert field in out
+    assert main(["compile", "--arch", "sm_75", "--spec", "NVFP4"]) == 2
+    assert "cuda sm_75 cannot run NVFP4" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""CudaDevice without a GPU: family delegation, reasons, render binding, plugin probe, tools."""
+"""CudaDevice without a GPU: family delegation, reasons, render binding, plugin probe, compile report."""
 
 from __future__ import annotations
 
@@ -111,19 +111,20 @@ def test_unknown_family_in_a_config_is_named(families):
 @pytest.mark.compile
 def test_compile_report_for_another_arch(families, tmp_path, monkeypatch):
     pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
-    from humming_cuda.tools import compile_report
+    from humming_core.jit import compile_report
 
     monkeypatch.setenv("HUMMING_CACHE_DIR", str(tmp_path))
     families.append(ToyFamily())
-    report = compile_report(SPEC, PROBLEM, "sm_100a")
+    device = CudaDevice.for_arch("sm_100a")
+    report = compile_report(device, SPEC, PROBLEM)
     assert report["arch"] == "sm_100a" and report["family"] == "toy" and report["kernel"] == "toy"
     assert report["config"] == {"family": "toy", "tile": 128} and report["candidates"] == 2
-    assert report["registers"] > 0 and report["spill_stores"] == 0 and report["cubin_bytes"] > 0
+    assert report["registers"] > 0 and report["spill_stores"] == 0 and report["binary_bytes"] > 0
     assert report["compiled_now"] and len(report["cache_key"]) == 64
-    again = compile_report(SPEC, PROBLEM, "sm_100a", config=ToyConfig(tile=128))
+    again = compile_report(device, SPEC, PROBLEM, config=ToyConfig(tile=128))
     assert not again["compiled_now"] and again["cache_key"] == report["cache_key"]
     with pytest.raises(ValueError, match="weight dtype e2m1 is not int4"):
-        compile_report(preset("MXFP4"), PROBLEM, "sm_100a")
+        compile_report(device, preset("MXFP4"), PROBLEM)
 
 
 def test_plugin_probe_never_raises_and_says_why():

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from rich.table import Table
 
 from ..device import GemmProblem, registry
@@ -24,31 +22,19 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from ..jit import compile_report
+
     spec = load_spec(args.spec)
     device = registry().load_for_compile(args.device).for_arch(args.arch)
     problem = GemmProblem(n=args.n, k=args.k, m=args.m, act_dtype=spec.act.dtype.name)
-    support = device.check(spec, problem)
-    if not support:
-        raise ValueError(f"{args.device} {args.arch} cannot run {args.spec}: {support.reason}")
-    config = device.candidates(spec, problem)[0]
-    source = device.render(spec, config)
-    t0 = time.perf_counter()
-    artifact = device.compile(source)
-    seconds = time.perf_counter() - t0
-    table = Table(title=f"{source.name} for {args.arch}")
+    try:
+        report = compile_report(device, spec, problem)
+    except ValueError as exc:
+        raise ValueError(f"{args.device} {args.arch} cannot run {args.spec}: {exc}") from None
+    table = Table(title=f"{report['kernel']} for {args.arch}")
     table.add_column("field")
     table.add_column("value")
-    table.add_row("config", repr(config))
-    table.add_row("binary bytes", str(len(artifact.binary)))
-    table.add_row("compile seconds", f"{seconds:.3f}")
-    # The artifact's own facts (resources, symbol, compiler); the source/binding echo the config.
-    for key, value in sorted(artifact.meta.items()):
-        if key in ("log", "source", "binding", "functions"):
-            continue
-        if isinstance(value, dict):
-            for sub, item in value.items():
-                table.add_row(f"{key}.{sub}", str(item))
-        else:
-            table.add_row(key, str(value))
+    for key, value in report.items():
+        table.add_row(key, str(value))
     console.print(table)
     return 0

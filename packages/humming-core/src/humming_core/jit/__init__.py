@@ -10,6 +10,7 @@ let a caller prove that nothing compiles after warm-up.
 
 from .cache import CompileEvent, build_many, clear_memo, compile_count, get_or_build, on_compile
 from .keys import cache_key, tree_hash
+from .report import compile_report
 from .store import CorruptEntry, DiskStore
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "cache_key",
     "clear_memo",
     "compile_count",
+    "compile_report",
     "get_or_build",
     "on_compile",
     "tree_hash",

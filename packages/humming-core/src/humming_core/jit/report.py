@@ -1,33 +1,28 @@
-"""The cuda side of `humming compile`: build one kernel for a spec on any arch and report it.
+"""Build one kernel for a spec (on any device, e.g. one bound to another arch) and describe it.
 
-Works without a GPU (the device is bound to the arch's capability row), so a CI machine can check
-that every arch compiles and what each kernel costs in registers, spills and shared memory.
+Works without the hardware: a device returned by `for_arch` renders and compiles for that target,
+so a CI machine can check that every arch compiles and what each kernel costs in registers,
+spills and shared memory. `humming compile` prints this report.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from humming_core.device import GemmProblem
-from humming_core.jit import cache_key, compile_count, get_or_build
-from humming_core.spec import QuantSpec
-
-from .device import CudaDevice
-from .kernels import KernelConfig
+from ..device import Device, GemmProblem
+from ..spec import QuantSpec
+from .cache import compile_count, get_or_build
+from .keys import cache_key
 
 
 def compile_report(
-    spec: QuantSpec,
-    problem: GemmProblem,
-    arch: str | None = None,
-    config: KernelConfig | None = None,
+    device: Device, spec: QuantSpec, problem: GemmProblem, config: Any = None
 ) -> dict[str, Any]:
-    """Build (or fetch from the cache) one kernel and describe it.
+    """Build (or fetch from the cache) the kernel for `problem` and describe it.
 
-    arch: a compile target such as 'sm_90a' (None: the GPU present). config: None takes the
-    heuristic's first candidate for `problem`. Raises ValueError when no family supports the spec.
+    config: None takes the device's first candidate. Raises ValueError with the device's reason
+    when it cannot run the spec.
     """
-    device = CudaDevice.for_arch(arch) if arch is not None else CudaDevice()
     support = device.check(spec, problem)
     if not support:
         raise ValueError(support.reason)
@@ -40,7 +35,7 @@ def compile_report(
     return {
         "device": device.name,
         "arch": source.arch,
-        "family": chosen.family,
+        "family": getattr(chosen, "family", None),
         "config": chosen.model_dump(mode="json"),
         "candidates": len(candidates),
         "kernel": source.name,
@@ -50,9 +45,9 @@ def compile_report(
         "spill_loads": resources.get("spill_loads"),
         "stack_bytes": resources.get("stack_bytes"),
         "static_smem_bytes": resources.get("smem_bytes"),
-        "cubin_bytes": len(artifact.binary),
+        "binary_bytes": len(artifact.binary),
         "compile_s": artifact.meta.get("compile_s"),
         "compiled_now": compile_count() > before,
         "cache_key": cache_key(device, source),
-        "nvrtc": artifact.meta.get("nvrtc"),
+        "compiler": artifact.meta.get("nvrtc"),
     }
