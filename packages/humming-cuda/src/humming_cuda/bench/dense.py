@@ -64,17 +64,22 @@ def _random_canonical(spec: QuantSpec, n: int, k: int, device: torch.device):
     )
 
 
-def _humming_fn(spec: QuantSpec, n: int, k: int, x: torch.Tensor, copies: int):
+def _rotated_layers(spec: QuantSpec, n: int, k: int, device: torch.device, copies: int) -> list:
+    """One prepared layer plus `copies - 1` twins sharing its kernels, each with its own weights."""
     from humming_core.ops import PreparedGemm
 
-    layer = PreparedGemm(_random_canonical(spec, n, k, x.device))
+    layer = PreparedGemm(_random_canonical(spec, n, k, device))
     layers = [layer]
     for _ in range(copies - 1):
         twin = copy.copy(layer)
         twin.packed = {name: t.clone() for name, t in layer.packed.items()}
         layers.append(twin)
-    out = torch.empty(x.shape[0], layer.n_out, dtype=layer.out_dtype, device=x.device)
-    return lambda i: layers[i % copies].run(x, out=out)
+    return layers
+
+
+def _humming_fn(layers: list, x: torch.Tensor):
+    out = torch.empty(x.shape[0], layers[0].n_out, dtype=layers[0].out_dtype, device=x.device)
+    return lambda i: layers[i % len(layers)].run(x, out=out)
 
 
 def run(specs=SPECS, layers=LAYERS, ms=M_GRID, log=print, on_row=None) -> dict:
@@ -87,6 +92,7 @@ def run(specs=SPECS, layers=LAYERS, ms=M_GRID, log=print, on_row=None) -> dict:
         for n, k in layers:
             copies = copies_for(spec.weight_bytes(n, k), l2)
             fp16_copies = copies_for(2 * n * k, l2)
+            weights = _rotated_layers(spec, n, k, dev, copies)  # packed once for every M
             for m in ms:
                 x = torch.randn(
                     m,
@@ -96,7 +102,7 @@ def run(specs=SPECS, layers=LAYERS, ms=M_GRID, log=print, on_row=None) -> dict:
                 )
                 calls = max(2 * copies, 8 if m <= 256 else 2)
                 row = Row(name, n, k, m, roof_us(spec, n, k, m))
-                fn = _humming_fn(spec, n, k, x, copies)
+                fn = _humming_fn(weights, x)
                 row.us["humming"] = graph_time_us(fn, calls)
                 row.host_us = host_overhead_us(fn, row.us["humming"], calls=50)
                 builders = {
@@ -188,8 +194,3 @@ def plot(result: dict, path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def geomean(values) -> float:
-    values = [v for v in values if v > 0]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
