@@ -33,6 +33,7 @@ from humming_core.numerics.scales import round_scale, scale_values
 from humming_core.packing.bits import unpack_k, unpack_n
 from humming_core.spec import QuantSpec, ScaleSpec, WeightSpec, presets, scalar
 
+_TORCH_SCALE = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 _REL = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8, "ue4m3": 2.0**-4, "e8m0": 0.0}
 
 
@@ -147,6 +148,21 @@ def weights(draw, max_n: int = 48, max_k: int = 200):
     return w
 
 
+def _quantize_or_refused(w: torch.Tensor, ws: WeightSpec):
+    """quantize_weight, or None when it refused weights too large for the scale dtype.
+
+    Only such weights may be refused, and loudly: a scale or offset can exceed the dtype's max only
+    when max|w| is within 2^8 of it (scales are at least max|w| / 2^8 with 8-bit codes).
+    """
+    try:
+        return quantize_weight(w, ws)
+    except ValueError as exc:
+        assert "does not fit scale dtype" in str(exc)
+        limit = torch.finfo(getattr(torch, _TORCH_SCALE[ws.scale.dtype.name])).max
+        assert w.abs().max().item() > limit / 2**8
+        return None
+
+
 @settings(max_examples=120, deadline=None)
 @given(
     w=weights(),
@@ -156,7 +172,9 @@ def weights(draw, max_n: int = 48, max_k: int = 200):
 )
 def test_symmetric_error_within_half_step(w, elem, gran, sdtype):
     ws = WeightSpec(dtype=elem, scale=ScaleSpec(dtype=sdtype, **gran))
-    cw = quantize_weight(w, ws)
+    cw = _quantize_or_refused(w, ws)
+    if cw is None:
+        return
     _scale_is_exact_in_dtype(cw)
     _check_exact_dequant(cw)
     _check_error_bound(w, cw)
@@ -176,7 +194,9 @@ def test_zero_point_error_within_half_step(w, elem, gran, sdtype, zp, gscale):
     ws = WeightSpec(
         dtype=elem, scale=ScaleSpec(dtype=sdtype, **gran), zero_point=zp, global_scale=gscale
     )
-    cw = quantize_weight(w, ws)
+    cw = _quantize_or_refused(w, ws)
+    if cw is None:
+        return
     _scale_is_exact_in_dtype(cw)
     _check_error_bound(w, cw)
 
@@ -369,3 +389,17 @@ def test_round_scale_up_is_the_smallest_value_not_below(name):
         assert torch.equal(near, target.to(dtype).float())
     with pytest.raises(ValueError, match="mx_scale"):
         round_scale(target, scalar("e8m0"))
+
+
+def test_offsets_beyond_fp16_are_refused_not_clipped():
+    """A float zero point (offset) of 7.4e4 does not fit fp16: refuse it instead of saturating."""
+    w = torch.tensor([[-7.4438e4], [4.4701e4]])
+    ws = WeightSpec(
+        dtype="uint3", scale=ScaleSpec(dtype="fp16", granularity="channel"), zero_point="float"
+    )
+    with pytest.raises(ValueError, match=r"does not fit scale dtype 'fp16'.*use fp32 scales"):
+        quantize_weight(w, ws)
+    fp32 = WeightSpec(
+        dtype="uint3", scale=ScaleSpec(dtype="fp32", granularity="channel"), zero_point="float"
+    )
+    assert torch.allclose(dequantize_weight(quantize_weight(w, fp32)), w)

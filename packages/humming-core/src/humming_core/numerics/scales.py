@@ -70,14 +70,23 @@ def round_scale(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Round ideal scales to `dtype`: (stored tensor in the canonical dtype, float32 values).
 
-    Round to nearest, or with `up=True` to the smallest representable value >= target (saturating
-    at the dtype's max), so that no element is pushed past the element max by the rounding.
+    Round to nearest, or with `up=True` to the smallest representable value >= target, so that no
+    element is pushed past the element max by the rounding. A target beyond an fp32/fp16/bf16
+    scale's range is an error (saturating would silently clip the weights); ue4m3 saturates, since
+    NVFP4's global scale keeps its group scales in range.
     """
     target = target.float()
     name = dtype.name
     if name in _FLOAT_SCALES:
         torch_dtype = _FLOAT_SCALES[name]
         limit = torch.finfo(torch_dtype).max
+        over = target.abs() > limit
+        if over.any():
+            raise ValueError(
+                f"a scale or offset of {target.abs()[over].max().item():.6g} does not fit scale dtype "
+                f"{name!r} (max {limit:.6g}): the weights are too large for {name} scales; use "
+                "fp32 scales, or bf16 for a wider range"
+            )
         stored = target.clamp(max=limit).to(torch_dtype)
         if up:
             int_view = torch.int32 if torch_dtype == torch.float32 else torch.int16
