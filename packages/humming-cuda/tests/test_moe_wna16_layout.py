@@ -25,9 +25,9 @@ def moe_spec(base=presets.W4A16_G128, **epilogue):
     )
 
 
-def test_registered_and_unverified():
+def test_registered_and_verified():
     assert family_named("moe_wna16") is FAMILY
-    assert FAMILY.hardware_verified is False
+    assert FAMILY.hardware_verified is True
 
 
 @pytest.mark.parametrize(("rows", "experts", "block"), [(1, 8, 16), (256, 8, 32), (4096, 8, 64)])

@@ -32,11 +32,6 @@ W4_PRESETS = ("W4A8_FP8", "W4A8_INT8", "MXFP4_A8")
 PROBLEM = GemmProblem(n=4096, k=4096, m=16)
 
 
-@pytest.fixture(autouse=True)
-def allow_unverified(monkeypatch):
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
-
-
 # ---- support --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("arch", ["sm_89", "sm_90a"])
 @pytest.mark.parametrize("name", W4_PRESETS)
@@ -56,12 +51,9 @@ def test_sm80_runs_int8_and_refuses_fp8_with_a_reason():
 
 
 @pytest.mark.parametrize("name", W4_PRESETS)
-def test_refused_without_the_opt_in_and_on_sm75(name, monkeypatch):
+def test_refused_on_sm75(name):
     support = FAMILY.supports(presets.preset(name), PROBLEM, caps_for_arch("sm_75"))
     assert not support and "sm_8" in support.reason
-    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS")
-    support = CudaDevice.for_arch("sm_90a").check(presets.preset(name), PROBLEM)
-    assert not support and "w8a8: not yet verified on hardware" in support.reason
 
 
 def _w4(weight="int4", code="int8", group=128, scale="fp16", zero=None):

@@ -22,17 +22,17 @@ PRESETS = ("W8A8_INT8", "W8A8_FP8", "FP8_BLOCK128")
 PROBLEM = GemmProblem(n=4096, k=4096, m=16)
 
 
-@pytest.fixture(autouse=True)
-def allow_unverified(monkeypatch):
-    """The family is not hardware-verified yet: CudaDevice offers it only on this opt-in."""
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+def test_an_unverified_family_is_offered_only_on_the_opt_in(monkeypatch):
+    from humming_cuda.kernels.w8a8 import FAMILY
 
-
-def test_unverified_family_is_not_offered_by_default(monkeypatch):
-    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS")
+    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
+    assert CudaDevice.for_arch("sm_90a").check(presets.W8A8_FP8, PROBLEM)
+    monkeypatch.setattr(type(FAMILY), "hardware_verified", False)
     support = CudaDevice.for_arch("sm_90a").check(presets.W8A8_FP8, PROBLEM)
     assert not support
     assert "w8a8: not yet verified on hardware" in support.reason
+    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+    assert CudaDevice.for_arch("sm_90a").check(presets.W8A8_FP8, PROBLEM)
 
 
 @pytest.mark.parametrize("arch", ["sm_89", "sm_90a"])
