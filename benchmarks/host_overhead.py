@@ -1,25 +1,36 @@
-"""Where the eager host time of one GEMM call goes, on the GPU host (issue 4/6: target <= 15 us).
+"""Where the eager host time of one GEMM call goes, on the GPU host (issue 4: target <= 15 us).
 
     python3 benchmarks/host_overhead.py [--out notes.txt]
 
-Times, per call at M=1 on a W4A16_G128 4096x4096 layer (GPU queue never full: 200 calls then sync):
-QuantLinear.forward (torch custom op), PreparedGemm.run, the family kernel called directly, and the
-kernel's pieces (argument check, parameter packing, launch); then a cProfile of PreparedGemm.run.
+Per call at M=1 on a W4A16_G128 4096x4096 layer, with the GPU queue never full (200 calls, then a
+sync), from the user API down to the driver call:
+- QuantLinear.forward (eager: the layer directly) and the same through the `humming::gemm` op,
+- PreparedGemm.run with and without `out`, the prepared call `call(x, out)` (weights bound,
+  argument template patched), and the family kernel `kernel(x=, out=, **packed)` (full check),
+- the pieces: torch.empty, torch's current stream, and one launch of the same kernel with the same
+  parameter block by cuda.bindings cuLaunchKernel (integers and a cached CUstream: humming's
+  path; or the raw stream int), cuLaunchKernelEx (a CUlaunchConfig), and libcuda's cuLaunchKernel
+  through ctypes;
+then a cProfile of PreparedGemm.run(x, out=out).
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import ctypes
 import io
 import pstats
 import time
 
 import torch
+from cuda.bindings import driver
 
 from humming_core.nn import QuantLinear
 from humming_core.numerics import quantize_weight
+from humming_core.ops.gemm import _gemm_op
 from humming_core.spec import W4A16_G128
+from humming_cuda.launch import current_stream, stream_handle
 
 
 def per_call_us(fn, calls: int = 200) -> float:
@@ -36,6 +47,49 @@ def per_call_us(fn, calls: int = 200) -> float:
     return best
 
 
+def raw_launches(call, x, out):
+    """The same launch (kernel, grid, parameter block) through three driver bindings."""
+    call(x, out)  # builds the template and this thread's parameter block
+    fn, address = call.kernel.function, call._params().address
+    grid, block, smem = (call.grid_n, 1, call.split), call.block, call.smem
+    index = fn.device_index
+
+    def bindings_ints():
+        stream = stream_handle(current_stream(index))
+        driver.cuLaunchKernel(fn.handle, *grid, *block, smem, stream, address, 0)
+
+    def bindings_raw_stream():  # the binding builds a CUstream from the int on every call
+        driver.cuLaunchKernel(fn.handle, *grid, *block, smem, current_stream(index), address, 0)
+
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid
+    config.blockDimX, config.blockDimY, config.blockDimZ = block
+    config.sharedMemBytes = smem
+
+    def bindings_ex():
+        config.hStream = current_stream(index)
+        driver.cuLaunchKernelEx(config, fn.handle, address, 0)
+
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    launch = libcuda.cuLaunchKernel
+    launch.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p] + [
+        ctypes.c_void_p
+    ] * 2
+    launch.restype = ctypes.c_int
+    handle = int(fn.handle)
+
+    def ctypes_ints():
+        err = launch(handle, *grid, *block, smem, current_stream(index), address, None)
+        assert err == 0, err
+
+    return {
+        "cuLaunchKernel (cuda.bindings, ints)": bindings_ints,
+        "cuLaunchKernel (cuda.bindings, int stream)": bindings_raw_stream,
+        "cuLaunchKernelEx (cuda.bindings, config)": bindings_ex,
+        "cuLaunchKernel (ctypes, libcuda)": ctypes_ints,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=None)
@@ -45,15 +99,21 @@ def main() -> None:
     layer = linear._layer
     x = torch.randn(1, 4096, device="cuda", dtype=torch.float16)
     out = torch.empty(1, 4096, device="cuda", dtype=torch.float16)
-    kernel = layer.kernels[1]
-    packed = layer.packed
-    lines = [
-        f"QuantLinear.forward (custom op): {per_call_us(lambda: linear(x)):7.2f} us",
-        f"PreparedGemm.run:                {per_call_us(lambda: layer.run(x)):7.2f} us",
-        f"PreparedGemm.run(out=...):       {per_call_us(lambda: layer.run(x, out=out)):7.2f} us",
-        f"family kernel(**packed):         {per_call_us(lambda: kernel(x=x, out=out, **packed)):7.2f} us",
-        f"torch.empty(1, 4096) on cuda:    {per_call_us(lambda: torch.empty(1, 4096, device='cuda')):7.2f} us",
-    ]
+    kernel, packed = layer.kernels[1], layer.packed
+    call = kernel.prepare(**packed)
+    rows = {
+        "QuantLinear.forward (eager, direct)": lambda: linear(x),
+        "QuantLinear via the humming::gemm op": lambda: _gemm_op(x, layer.id),
+        "PreparedGemm.run": lambda: layer.run(x),
+        "PreparedGemm.run(out=...)": lambda: layer.run(x, out=out),
+        "prepared call(x, out)": lambda: call(x, out),
+        "family kernel(**packed) (full check)": lambda: kernel(x=x, out=out, **packed),
+        "torch.empty(1, 4096) on cuda": lambda: torch.empty(1, 4096, device="cuda"),
+        "torch current stream": lambda: current_stream(0),
+        **raw_launches(call, x, out),
+    }
+    width = max(map(len, rows)) + 1
+    lines = [f"{name + ':':{width}} {per_call_us(fn):7.2f} us" for name, fn in rows.items()]
     profile = cProfile.Profile()
     profile.enable()
     for _ in range(2000):
@@ -61,8 +121,12 @@ def main() -> None:
     profile.disable()
     torch.cuda.synchronize()
     stream = io.StringIO()
-    pstats.Stats(profile, stream=stream).sort_stats("tottime").print_stats(25)
-    text = "\n".join(lines) + "\n\n" + stream.getvalue()
+    pstats.Stats(profile, stream=stream).sort_stats("tottime").print_stats(15)
+    text = (
+        "\n".join(lines)
+        + "\n\ncProfile, 2000 x PreparedGemm.run(x, out=out):\n"
+        + stream.getvalue()
+    )
     print(text)
     if args.out:
         with open(args.out, "w") as f:

@@ -15,7 +15,12 @@ Measures (targets from shared/KERNELS.md):
 - disk_load_ms: memo cleared, all the layer's kernels from the disk cache to callable kernels:
   render, key (header tree hash), read + verify, cuModuleLoadData, bind (≤ 20 ms).
 - launch_overhead_us: eager wall time per call minus GPU time per call (CUDA-graph replay), M=1
-  (≤ 15 µs); host_call_us is the Python-side time of one call with the GPU queue not full.
+  (≤ 15 µs), of the call a layer makes (`kernel.prepare(**packed)(x, out)`); host_call_us is the
+  Python-side time of one such call with the GPU queue not full, host_call_full_check_us the same
+  for `kernel(x=, out=, **packed)`, which checks every argument.
+- compile_phases: where one cold compile's time goes (the slowest of the layer's kernels): NVRTC to
+  PTX only (front end + NVVM) against the full compile (+ ptxas), and NVRTC's
+  --fdevice-time-trace totals per phase.
 """
 
 from __future__ import annotations
@@ -173,7 +178,8 @@ def family_call(device, spec, config, n, k):
     kernel = device.load(jit.get_or_build(device, device.render(spec, config)))
     x = torch.randn(1, k, dtype=torch.float16, device="cuda")
     out = torch.empty(1, n, dtype=torch.float16, device="cuda")
-    return lambda: kernel(x=x, out=out, **packed)
+    call = kernel.prepare(**packed)  # what a layer calls: weights bound, argument template
+    return (lambda: call(x, out)), (lambda: kernel(x=x, out=out, **packed))
 
 
 def test_kernel_call(device, source):
@@ -193,7 +199,53 @@ def test_kernel_call(device, source):
     b = torch.randn(64, 64, dtype=torch.float16, device="cuda")
     bias = torch.randn(64, dtype=torch.float16, device="cuda")
     out = torch.empty(16, 64, dtype=torch.float16, device="cuda")
-    return lambda: kernel(a=a, b=b, bias=bias, out=out, scale=1.0)
+    call = lambda: kernel(a=a, b=b, bias=bias, out=out, scale=1.0)  # noqa: E731
+    return call, call
+
+
+_PHASES = ("CUDA C++ Front-End", "NVVM Optimizer", "NVVM CodeGen", "Total PTXAS Time")
+
+
+def _nvrtc_seconds(source, options):
+    from cuda.bindings import nvrtc
+
+    from humming_cuda.compiler import _compile_program
+
+    start = time.perf_counter()
+    prog, result, log, _ = _compile_program(source, options)
+    seconds = time.perf_counter() - start
+    nvrtc.nvrtcDestroyProgram(prog)
+    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"{source.name}: {' '.join(options[-2:])}: {log[-2000:]}")
+    return seconds
+
+
+def compile_phases(sources):
+    """Full compile vs PTX only, and the trace's per-phase milliseconds, for the slowest kernel."""
+    import dataclasses
+
+    from humming_cuda.compiler import compile_options
+
+    timed_sources = [(_nvrtc_seconds(s, compile_options(s)), s) for s in sources]
+    full_s, source = max(timed_sources, key=lambda pair: pair[0])
+    ptx_source = dataclasses.replace(source, arch=source.arch.replace("sm_", "compute_"))
+    options = [o for o in compile_options(ptx_source) if not o.startswith("--ptxas")]
+    result = {"kernel": source.name, "full_s": round(full_s, 3)}
+    result["ptx_only_s"] = round(_nvrtc_seconds(ptx_source, options), 3)
+    with tempfile.TemporaryDirectory() as folder:
+        trace = Path(folder) / "trace"
+        try:
+            _nvrtc_seconds(source, [*compile_options(source), f"--fdevice-time-trace={trace}"])
+        except RuntimeError as exc:  # an NVRTC without the flag: say so, keep the rest
+            return {**result, "trace_ms": f"unavailable: {str(exc)[-200:]}"}
+        files = sorted(Path(folder).glob("trace*"))
+        events = json.loads(files[0].read_text()) if files else {}
+    events = events.get("traceEvents", events) if isinstance(events, dict) else events
+    totals = dict.fromkeys(_PHASES, 0.0)
+    for event in events:
+        if event.get("ph") == "X" and event.get("name") in totals:
+            totals[event["name"]] += event.get("dur", 0) / 1e3
+    return {**result, "trace_ms": {k: round(v, 1) for k, v in totals.items()}}
 
 
 def kernel_set(device, caps, n, k, use_family=True):
@@ -228,17 +280,23 @@ def run(args) -> dict:
         device, caps, args.n, args.k, args.kernels == "family"
     )
     cold = measure_cold(device, render_all())
-    _, layer_s, layer_compiles = measure_layer(device, render_all)
+    layer_artifacts, layer_s, layer_compiles = measure_layer(device, render_all)
     disk_s = measure_disk_load(device, render_all, load_all)
-    call = make_call()
+    call, full_check_call = make_call()
     gpu_us = gpu_time_per_call(call)
     wall_us, host_us = eager_time_per_call(call)
+    _, full_check_host_us = eager_time_per_call(full_check_call)
     return {
         "cold_compile_s": round(statistics.mean(r["seconds"] for r in cold), 3),
         "cold_compile_s_max": max(r["seconds"] for r in cold),
         "cold_compile_per_kernel": cold,
         "layer_cold_compile_s": round(layer_s, 3),
         "layer_kernels": len(cold),
+        # each kernel's NVRTC time inside the parallel build: near cold_compile_per_kernel when
+        # compiles run side by side, inflated when they serialise or share a core
+        "layer_kernel_compile_s": sorted(
+            {a.name: a.meta.get("compile_s") for a in layer_artifacts}.values()
+        ),
         "layer_compiles": layer_compiles,
         "compile_workers": ENV.HUMMING_COMPILE_WORKERS,
         "disk_load_ms": round(disk_s * 1e3, 2),
@@ -246,6 +304,8 @@ def run(args) -> dict:
         "launch_wall_us": round(wall_us, 2),
         "launch_gpu_us": round(gpu_us, 2),
         "host_call_us": round(host_us, 2),
+        "host_call_full_check_us": round(full_check_host_us, 2),
+        "compile_phases": compile_phases(render_all()),
         "kernels": note,
         "targets": TARGETS,
         "device": f"{caps.name} ({caps.arch}, {caps.sm_count} SMs)",

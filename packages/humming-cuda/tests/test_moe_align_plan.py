@@ -63,3 +63,52 @@ def test_render_rejects_unsupported_ids_and_phases():
         render("fused", torch.int16, "sm_90a")
     with pytest.raises(ValueError, match="unknown phase"):
         render("sort", torch.int32, "sm_90a")
+
+
+def test_prebuild_covers_every_phase_of_every_id_dtype_once():
+    from humming_cuda.kernels.moe_align import prebuild_sources
+
+    dtypes = (torch.int32, torch.int64, torch.int32)
+    sources = prebuild_sources("sm_90a", dtypes)
+    want = [kernel_name(p, d) for d in (torch.int32, torch.int64) for p in PHASES]
+    assert [s.name for s in sources] == want
+    assert {s.arch for s in sources} == {"sm_90a"}
+
+
+class _Caps:
+    arch = "sm_90a"
+
+
+class _Device:
+    def caps(self, index):
+        return _Caps()
+
+
+def test_prepare_builds_missing_dtypes_in_one_parallel_build(monkeypatch):
+    """The plan CudaDevice.prepare_moe_align runs: one build_many over every missing kernel, each
+    loaded once; later calls (moe_align's lookups included) build nothing."""
+    from humming_cuda.kernels import moe_align as ma
+
+    builds, loads = [], []
+    monkeypatch.setattr(ma, "_KERNELS", {})
+    monkeypatch.setattr(ma, "build_many", lambda dev, srcs: builds.append(srcs) or list(srcs))
+    monkeypatch.setattr(ma.loader, "load", lambda art, index: loads.append(art.name) or art)
+    monkeypatch.setattr(ma, "MoeAlignKernel", lambda functions, dtype: (dtype, dict(functions)))
+    device = _Device()
+    got = ma.moe_align_kernels(device, 0, (torch.int32, torch.int64))
+    assert len(builds) == 1 and [s.name for s in builds[0]] == loads
+    assert loads == [kernel_name(p, d) for d in (torch.int32, torch.int64) for p in PHASES]
+    assert got[torch.int64][0] == torch.int64
+    assert ma.moe_align_kernel(device, 0, torch.int32) is got[torch.int32]
+    ma.moe_align_kernels(device, 0, (torch.int64, torch.int32))
+    assert len(builds) == 1, "a prepared dtype was built again"
+    ma.moe_align_kernels(device, 1, (torch.int32,))  # another GPU: its own build
+    assert len(builds) == 2 and len(builds[1]) == len(PHASES)
+
+
+def test_cuda_device_prepares_its_moe_align():
+    from humming_core.device import PreparesMoeAlign, SupportsMoeAlign
+    from humming_cuda.device import CudaDevice
+
+    device = CudaDevice.for_arch("sm_90a")
+    assert isinstance(device, SupportsMoeAlign) and isinstance(device, PreparesMoeAlign)

@@ -1,7 +1,8 @@
 """Every MoE WnA16 configuration the heuristics generate compiles (no real spills) on every target.
 
 Per arch: the tile configs over the M buckets (W4A16, GLU and plain), and a matrix of weight formats
-x epilogues (GLUs, activations, bias) on the smallest tile.
+x epilogues (GLUs, activations, bias; gpt-oss's clamped SwiGLU on MXFP4 and W4A16) on the smallest
+tile.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ EPILOGUES = (
     {"activation": "relu", "bias": True},
     {},
 )
+# gpt-oss's clamped SwiGLU (with its expert biases), on the formats that carry it.
+OAI = {"glu": "swiglu_oai", "glu_layout": "interleaved", "bias": True}
+OAI_FORMATS = (presets.MXFP4, presets.W4A16_G128)
 
 
 def moe_spec(base, **epilogue):
@@ -54,12 +58,12 @@ def _jobs(arch: str) -> list:
             for cfg in FAMILY.candidates(spec, problem, caps):
                 jobs[FAMILY.render(spec, cfg, caps).code] = (spec, cfg)
     small = GemmProblem(n=2048, k=4096, m=1, num_experts=64)
-    for base in FORMATS:
-        for epi in EPILOGUES:
-            spec = moe_spec(base, **epi)
-            if FAMILY.supports(spec, small, caps):
-                cfg = FAMILY.candidates(spec, small, caps)[0]
-                jobs[FAMILY.render(spec, cfg, caps).code] = (spec, cfg)
+    matrix = [(base, epi) for base in FORMATS for epi in EPILOGUES]
+    for base, epi in matrix + [(base, OAI) for base in OAI_FORMATS]:
+        spec = moe_spec(base, **epi)
+        if FAMILY.supports(spec, small, caps):
+            cfg = FAMILY.candidates(spec, small, caps)[0]
+            jobs[FAMILY.render(spec, cfg, caps).code] = (spec, cfg)
     return [(spec, cfg, caps) for spec, cfg in jobs.values()]
 
 

@@ -1,12 +1,16 @@
 """MoE WnA16 conformance on the GPU against humming_core.numerics.moe (reference_moe_gemm and
 reference_fused_moe): uniform and skewed routing, E up to 256, top-k up to 8, M from 1 to 4096,
-w13 GLU epilogues and w2 router weights, experts dropped by an expert map (expert -1 blocks).
+w13 GLU epilogues (gpt-oss's clamped SwiGLU with its biases included) and w2 router weights,
+experts dropped by an expert map (expert -1 blocks).
 
 Bound: the shared GEMM bound (humming_core.testing.conformance.error_bound) of each row's
-accumulator x[id // top_k] @ W_e^T, carried through the epilogue: for a GLU act(g) * u,
-|act'| <= 1.13 (silu, gelu, gelu_tanh) gives |d| <= 1.13 |u| dg + |act(g)| du; then times
-|router weight|, plus the output rounding. Outputs are poisoned before the call and the rows after
-the output view must keep their bits.
+accumulator x[id // top_k] @ W_e^T (+ bias), carried through the epilogue: for a GLU act(g) * u,
+|act'| <= 1.13 (silu, gelu, gelu_tanh) gives |d| <= 1.13 |u| dg + |act(g)| du. gpt-oss's
+swiglu_oai is (cu + 1) * h(cg) with cg = min(g, limit), cu = clamp(u, -limit, limit) and
+h(t) = t * sigmoid(alpha * t): the clamps are 1-Lipschitz and h'(t) = silu'(alpha * t), whose
+maximum (1.0998) does not depend on the slope alpha > 0, so |d| <= 1.13 |cu + 1| dg + |h(cg)| du.
+Then times |router weight|, plus the output rounding. Outputs are poisoned before the call and the
+rows after the output view must keep their bits.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class Case:
     epilogue: tuple = ()
     skew: bool = False
     drop: bool = False  # an expert map marks a quarter of the experts non-local (-1)
+    bias: bool = False  # a per-expert bias [E, N] (gpt-oss's experts have one)
 
     @property
     def spec(self):
@@ -47,6 +52,10 @@ class Case:
 
 
 SILU = (("glu", "silu_mul"),)
+# gpt-oss: interleaved gate/up, limit 7, alpha 1.702 (the spec's defaults), biases.
+OAI = (("glu", "swiglu_oai"), ("glu_layout", "interleaved"))
+# A small limit, so that both clamps cut a large share of the N(0, 1) accumulators.
+OAI_TIGHT = (("glu", "swiglu_oai"), ("swiglu_limit", 0.75))
 CASES = [
     Case(8, 2, 1, 256, 256, presets.W4A16_G128, SILU),
     Case(8, 2, 5, 200, 264, presets.W4A16_G128, SILU, skew=True),
@@ -64,6 +73,9 @@ CASES = [
     Case(128, 8, 1024, 256, 256, presets.NVFP4, SILU, skew=True, drop=True),
     Case(256, 8, 4096, 256, 512, presets.W4A16_G128, (), skew=True),
     Case(256, 8, 4096, 512, 256, presets.GGUF_Q4_K, SILU),
+    Case(32, 4, 40, 320, 512, presets.MXFP4, OAI, bias=True),
+    Case(16, 2, 300, 256, 256, presets.W4A16_G128, OAI_TIGHT, skew=True, bias=True),
+    Case(128, 8, 1024, 384, 512, presets.MXFP4, OAI, drop=True),
 ]
 
 
@@ -121,12 +133,7 @@ def _bound(x, cw, ids, experts, top_k, weights):
         )
         d = error_bound(xa, one, acc)
         if epi.glu != "none":
-            (g, u), (dg, du) = split_glu(acc, epi.glu_layout), split_glu(d, epi.glu_layout)
-            act = apply_epilogue(
-                g, epi.model_copy(update={"glu": "none", "activation": GLU_GATE[epi.glu]})
-            )
-            d = GLU_SLOPE * u.abs() * dg + act.double().abs() * du
-            ref = act.double() * u
+            d, ref = _glu_bound(acc, d, epi)
         else:
             d, ref = d * (1.0 if epi.activation == "none" else GLU_SLOPE), acc
         w = 1.0 if weights is None else weights.reshape(-1)[rows].double().abs().reshape(-1, 1)
@@ -135,6 +142,20 @@ def _bound(x, cw, ids, experts, top_k, weights):
 
 
 GLU_GATE = {"silu_mul": "silu", "gelu_mul": "gelu", "gelu_tanh_mul": "gelu_tanh"}
+
+
+def _glu_bound(acc, d, epi):
+    """(bound, reference) of a GLU output from its accumulator `acc` and that one's bound `d`."""
+    (g, u), (dg, du) = split_glu(acc, epi.glu_layout), split_glu(d, epi.glu_layout)
+    if epi.glu == "swiglu_oai":
+        limit = epi.swiglu_limit
+        g, u = g.clamp(max=limit), u.clamp(-limit, limit) + 1.0
+        act = g * torch.sigmoid(epi.swiglu_alpha * g)
+    else:
+        act = apply_epilogue(
+            g, epi.model_copy(update={"glu": "none", "activation": GLU_GATE[epi.glu]})
+        ).double()
+    return GLU_SLOPE * u.abs() * dg + act.abs() * du, act * u
 
 
 def _layer(device, cw, rows):
@@ -154,7 +175,8 @@ def test_moe_gemm_matches_reference(device, case, router_weights):
     gen = torch.Generator(device="cuda").manual_seed(case.m * 31 + case.experts)
     act = torch.float16 if case.spec.act.dtype.name == "fp16" else torch.bfloat16
     w = torch.randn(case.experts, case.n, case.k, generator=gen, device="cuda") / case.k**0.5
-    cw = quantize_weight(w, case.spec)
+    b = torch.randn(case.experts, case.n, generator=gen, device="cuda") if case.bias else None
+    cw = quantize_weight(w, case.spec, bias=b)
     x = torch.randn(case.m, case.k, generator=gen, device="cuda").to(act)
     topk_w, topk_ids = _routing(case, gen)
     rows = case.m * case.top_k
@@ -176,7 +198,9 @@ def test_moe_gemm_matches_reference(device, case, router_weights):
     assert (buf[rows:] == POISON).all(), "the kernel wrote past the output rows"
 
 
-@pytest.mark.parametrize("case", [CASES[2], CASES[5]], ids=["E64k8", "E128k8drop"])
+@pytest.mark.parametrize(
+    "case", [CASES[2], CASES[5], CASES[10]], ids=["E64k8", "E128k8drop", "E128k8oai"]
+)
 def test_fused_moe_matches_reference(device, case):
     from humming_core.numerics.moe import reference_fused_moe
     from humming_core.numerics.quant import quantize_weight
@@ -207,3 +231,49 @@ def test_fused_moe_matches_reference(device, case):
     u = UNIT_ROUNDOFF[case.spec.act.dtype.name]
     scale = ref.float().abs().max().clamp_min(1e-6)
     assert float((out.float() - ref.float()).abs().max() / scale) <= 8 * u * (1 + hidden**0.5 / 8)
+
+
+def test_fused_moe_compiles_nothing_after_the_layers_are_built(device, monkeypatch):
+    """The routing alignment is built with the layers (PreparedMoe -> prepare_moe_align): with the
+    compile memo, the disk cache and the loaded moe_align kernels forgotten, building w13 and w2
+    compiles every alignment kernel, and fused_moe then compiles nothing, for int32 and int64 ids,
+    eager or captured in a CUDA graph."""
+    from humming_core import jit
+    from humming_core.numerics.quant import quantize_weight
+    from humming_core.ops import ROUTING_ID_DTYPES, PreparedMoe, bucket_of, fused_moe
+    from humming_cuda.kernels import moe_align as align_module
+
+    monkeypatch.setenv("HUMMING_DISABLE_DISK_CACHE", "1")
+    monkeypatch.setattr(align_module, "_KERNELS", {})
+    jit.clear_memo()
+    experts, top_k, m, hidden, inter = 8, 2, 5, 256, 128
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    spec13 = presets.MXFP4.replace(layout="moe", epilogue={"glu": "swiglu_oai"})
+    spec2 = presets.MXFP4.replace(layout="moe")
+    w13 = torch.randn(experts, 2 * inter, hidden, generator=gen, device="cuda") / hidden**0.5
+    w2 = torch.randn(experts, hidden, inter, generator=gen, device="cuda") / inter**0.5
+    compiled: list[str] = []
+    remove = jit.on_compile(lambda event: compiled.append(event.name))
+    try:
+        buckets = (bucket_of(m * top_k),)
+        l13 = PreparedMoe(quantize_weight(w13, spec13), device=device, buckets=buckets)
+        l2 = PreparedMoe(quantize_weight(w2, spec2), device=device, buckets=buckets)
+        arch = device.caps().arch
+        wanted = {s.name for s in align_module.prebuild_sources(arch, ROUTING_ID_DTYPES)}
+        assert wanted <= set(compiled), "building the layers did not build moe_align"
+        before = jit.compile_count()
+        x = torch.randn(m, hidden, generator=gen, device="cuda").bfloat16()
+        logits = torch.randn(m, experts, generator=gen, device="cuda")
+        weights, ids = torch.softmax(logits, -1).topk(top_k, dim=-1)
+        ids = ids.to(torch.int32)
+        eager = {d: fused_moe(x, weights, ids.to(d), l13, l2) for d in ROUTING_ID_DTYPES}
+        torch.testing.assert_close(eager[torch.int32], eager[torch.int64], rtol=0, atol=0)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static = fused_moe(x, weights, ids, l13, l2)
+        graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(static, eager[torch.int32], rtol=0, atol=0)
+        assert jit.compile_count() == before, f"compiled after construction: {compiled[-3:]}"
+    finally:
+        remove()

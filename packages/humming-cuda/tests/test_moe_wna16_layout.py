@@ -48,7 +48,6 @@ def test_split_k_is_fixed_to_one():
     ("spec", "problem", "words"),
     [
         (presets.W4A16_G128, GemmProblem(n=64, k=64, num_experts=4), "layout='moe'"),
-        (moe_spec(glu="swiglu_oai"), GemmProblem(n=64, k=64, num_experts=4), "swiglu_oai"),
         (moe_spec(), GemmProblem(n=64, k=60, num_experts=4), "multiple of 8"),
         (moe_spec(glu="silu_mul"), GemmProblem(n=63, k=64, num_experts=4), "even N"),
     ],
@@ -56,6 +55,36 @@ def test_split_k_is_fixed_to_one():
 def test_refusals_say_why(spec, problem, words):
     support = FAMILY.supports(spec, problem, CAPS)
     assert not support and words in support.reason
+
+
+@pytest.mark.parametrize(
+    ("epilogue", "policy"),
+    [
+        ({}, "humming::MoeAct<0>"),
+        ({"activation": "relu"}, "humming::MoeAct<1>"),
+        ({"glu": "silu_mul"}, "humming::MoeGlu<2>"),
+        ({"glu": "gelu_tanh_mul"}, "humming::MoeGlu<4>"),
+        # gpt-oss: limit 7.0 = 0x40e00000, alpha 1.702 rounded to fp32 = 0x3fd9db23
+        ({"glu": "swiglu_oai"}, "humming::MoeSwigluOai<0x40e00000u, 0x3fd9db23u>"),
+        ({"glu": "swiglu_oai", "swiglu_limit": 0.75}, "MoeSwigluOai<0x3f400000u, 0x3fd9db23u>"),
+    ],
+)
+def test_render_bakes_the_epilogue_policy(epilogue, policy):
+    spec = moe_spec(**epilogue)
+    problem = GemmProblem(n=128, k=128, m=8, num_experts=4)
+    assert FAMILY.supports(spec, problem, CAPS)
+    source = FAMILY.render(spec, FAMILY.candidates(spec, problem, CAPS)[0], CAPS)
+    assert policy in source.code
+    assert "HUMMING_MOE_WNA16_ENTRY" in source.code
+
+
+def test_swiglu_constants_enter_the_kernel_name():
+    problem = GemmProblem(n=128, k=128, m=8, num_experts=4)
+    names = set()
+    for limit in (7.0, 10.0):
+        spec = moe_spec(glu="swiglu_oai", swiglu_limit=limit)
+        names.add(FAMILY.render(spec, FAMILY.candidates(spec, problem, CAPS)[0], CAPS).name)
+    assert len(names) == 2
 
 
 @pytest.mark.parametrize("layout", ["split", "interleaved"])

@@ -221,3 +221,11 @@ def test_accepts_16_bit_and_int8_activations(preset):
 def test_rejects_n_not_a_multiple_of_8():
     support = check(presets.W4A16_G128, GemmProblem(n=4100, k=4096))
     assert not support and "multiple of 8" in support.reason
+
+
+def test_problem_act_dtype_may_name_the_quantized_activations():
+    # ops.PreparedGemm describes a W8A8 layer's problem with the spec's own act dtype
+    problem = GemmProblem(n=4096, k=4096, m=16, act_dtype="int8")
+    assert check(presets.W8A8_INT8, problem).ok
+    support = check(presets.W4A16_G128, problem)
+    assert not support and "must be one of fp16, bf16" in support.reason

@@ -2,7 +2,9 @@
 
 cuda (for the H200; skipped without an NVIDIA GPU): PpuEmulationDevice (PPU weight layout, N-before-M
 accumulator fragments, N=16 MMAs as two N=8 ones) on the shared conformance suite and on the WnA16
-format matrix, within humming_core.testing.conformance.error_bound; no write outside [M, N].
+format matrix, within humming_core.testing.conformance.error_bound; no write outside [M, N]. Every kernel
+both tests need (236 on the H200) is compiled once, in parallel, before the first case runs
+(`prebuilt`); the W8A8-int8 emulation is in test_ppu_w8a8_conformance.py.
 ppu (`nox -s tests_ppu`; skipped without a PPU, failing under HUMMING_TEST_REQUIRE=ppu): the shared
 suite through PpuDevice, the real dialect built by the SDK compiler.
 """
@@ -14,6 +16,8 @@ import torch
 from wna16_cases import conformance_cases, random_weight
 
 from humming_core.device import GemmProblem
+from humming_core.jit import build_many, get_or_build
+from humming_core.ops.layer import M_BUCKETS
 from humming_core.testing.conformance import cases, error_bound, run_case
 from humming_ppu.plugin import PpuPlugin
 
@@ -45,23 +49,48 @@ def emulation():
     return PpuEmulationDevice()
 
 
+def _matrix_build(device, case):
+    """(config, source) of a format-matrix case: the device's first candidate for its M."""
+    problem = GemmProblem(n=case.n, k=case.k, m=case.m, act_dtype=case.spec.act.dtype.name)
+    config = device.candidates(case.spec, problem)[0]
+    return config, device.render(case.spec, config)
+
+
+def _layer_sources(device, case):
+    """What ops.PreparedGemm builds for a shared-suite case: its choice for every M bucket."""
+    spec = case.spec()
+    act = spec.act.dtype.name
+    problems = (GemmProblem(n=case.n, k=case.k, m=m, act_dtype=act) for m in M_BUCKETS)
+    return [device.render(spec, device.candidates(spec, p)[0]) for p in problems]
+
+
+@pytest.fixture(scope="module")
+def prebuilt(emulation):
+    """Compiles every kernel of this module in one parallel batch through the cache; the cases
+    then find theirs in the in-process memo instead of compiling one layer at a time."""
+    sources = [s for case in cases() for s in _layer_sources(emulation, case)]
+    sources += [_matrix_build(emulation, case)[1] for case in MATRIX]
+    unique = list({s.code: s for s in sources}.values())
+    build_many(emulation, unique, progress=False)
+    return len(unique)
+
+
 @pytest.mark.cuda
 @needs_nvidia
 @pytest.mark.parametrize("case", cases(), ids=lambda c: c.id)
-def test_emulation_shared_suite(case, emulation):
+def test_emulation_shared_suite(case, emulation, prebuilt):
     _assert_ok(run_case(case, emulation), case.id)
 
 
 @pytest.mark.cuda
 @needs_nvidia
 @pytest.mark.parametrize("case", MATRIX, ids=[c.id for c in MATRIX])
-def test_emulation_format_matrix(case, emulation):
+def test_emulation_format_matrix(case, emulation, prebuilt):
     from humming_core.numerics import quantize_weight, reference_gemm
 
     act = {"fp16": torch.float16, "bf16": torch.bfloat16}[case.spec.act.dtype.name]
-    problem = GemmProblem(n=case.n, k=case.k, m=case.m, act_dtype=case.spec.act.dtype.name)
-    config = emulation.candidates(case.spec, problem)[0]
-    kernel = emulation.load(emulation.compile(emulation.render(case.spec, config)))
+    config, source = _matrix_build(emulation, case)
+    kernel = emulation.load(get_or_build(emulation, source))
     gen = torch.Generator(device="cuda").manual_seed(case.seed)
     bias = torch.randn(case.n, device="cuda", generator=gen) if case.spec.epilogue.bias else None
     cw = quantize_weight(random_weight(case, "cuda"), case.spec, bias=bias)

@@ -73,3 +73,62 @@ def test_n_not_a_multiple_of_8_is_rejected():
     layout = PpuWna16Layout(Wna16Layout(KernelFormat.from_spec(spec)))
     with pytest.raises(ValueError, match="multiple of 8"):
         layout.pack(cw, "cpu")
+
+
+# ---- W8A8 / W4A8 (int8 activations) -------------------------------------------------------------
+def _pack_w8a8(spec, n=N, k=K):
+    from humming_cuda.kernels.w8a8 import W8a8Layout
+    from humming_cuda.kernels.w8a8.config import W8a8Format
+    from humming_ppu.layout import PpuW8a8Layout
+
+    gen = torch.Generator().manual_seed(11)
+    bias = torch.randn(n) if spec.epilogue.bias else None
+    cw = quantize_weight(torch.randn(n, k, generator=gen) * 0.05, spec, bias=bias)
+    inner = W8a8Layout(W8a8Format.from_spec(spec))
+    return inner.pack(cw, "cpu"), PpuW8a8Layout(inner), cw
+
+
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        ("int8", "token", "channel"),
+        ("int8", "static", "tensor"),
+        ("int8", "group", "block"),
+        ("int4", "int8", "token", 128, "fp16"),
+        ("uint4", "int8", "static", 32, "fp32"),
+    ],
+    ids=["w8-channel", "w8-tensor", "w8-block", "w4-g128", "u4-zero-g32"],
+)
+def test_ppu_w8a8_layout_permutes_weight_rows_and_zero_points_only(fmt):
+    import w8a8_cases
+
+    make = w8a8_cases.make_spec if len(fmt) == 3 else w8a8_cases.make_w4_spec
+    spec = make(*fmt, bias=True, out="bf16")
+    nvidia, layout, cw = _pack_w8a8(spec)
+    ppu = layout.pack(cw, "cpu")
+    assert nvidia.keys() == ppu.keys() and not layout.scales_before_mma
+    # qweight: [N, K] codes or [N, KW] nibble words, one row per output channel
+    assert torch.equal(unpermute_rows(ppu["qweight"], 0), nvidia["qweight"])
+    assert not torch.equal(ppu["qweight"], nvidia["qweight"])
+    if "zeros" in ppu:  # [groups, N]: subtracted from the codes before the MMA
+        assert torch.equal(unpermute_rows(ppu["zeros"], 1), nvidia["zeros"])
+    for name in ("weight_scale", "bias"):  # applied after the MMA, by output column
+        assert torch.equal(ppu[name], nvidia[name]), name
+
+
+def test_ppu_w8a8_stored_row_j_holds_canonical_row_perm_j():
+    from humming_core.spec import presets
+
+    nvidia, layout, cw = _pack_w8a8(presets.W8A8_INT8, n=16)
+    ppu = layout.pack(cw, "cpu")
+    for j, src in enumerate(B_ROW_PERM):
+        assert torch.equal(ppu["qweight"][8 + j], nvidia["qweight"][8 + src])
+    assert layout.identity != layout.inner.identity
+
+
+def test_ppu_w8a8_n_not_a_multiple_of_8_is_rejected():
+    from humming_core.spec import presets
+
+    _, layout, cw = _pack_w8a8(presets.W8A8_INT8, n=20)
+    with pytest.raises(ValueError, match="multiple of 8"):
+        layout.pack(cw, "cpu")

@@ -103,6 +103,7 @@ class Signature:
         self.args = args
         self.kernel = kernel
         self.ctypes = tuple(a.ctype for a in args)
+        self.names = tuple(names)
         self._names = frozenset(names)
         self._fast = compile_binder(args)
 

@@ -164,6 +164,15 @@ class CudaDevice:
             topk_ids, block_size, num_experts, expert_map, ignore_invalid_experts, pad_sorted_ids
         )
 
+    def prepare_moe_align(self, id_dtypes: tuple) -> None:
+        """Build the moe_align kernels for topk_ids of each dtype on the current GPU now
+        (humming_core.device.PreparesMoeAlign; called when a MoE layer is built)."""
+        import torch
+
+        from .kernels.moe_align import moe_align_kernels
+
+        moe_align_kernels(self, torch.cuda.current_device(), tuple(id_dtypes))
+
     def __repr__(self) -> str:
         bound = f"arch={self._arch!r}" if self._arch else "detected"
         return f"CudaDevice({bound})"

@@ -1,4 +1,4 @@
-"""Launch a loaded kernel with cuLaunchKernelEx on torch's current stream.
+"""Launch a loaded kernel with cuLaunchKernel(Ex) on torch's current stream.
 
 A launch does no host synchronisation and no allocation (parameters go through a per-thread,
 preallocated ctypes block that the driver copies at launch), so it is safe inside CUDA-graph capture:
@@ -27,6 +27,7 @@ _INVALID_CONTEXT = driver.CUresult.CUDA_ERROR_INVALID_CONTEXT
 
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 _MAX_CONFIGS = 64
+_MAX_STREAMS = 256
 
 
 def current_stream(device_index: int) -> int:
@@ -36,18 +37,24 @@ def current_stream(device_index: int) -> int:
     return torch.cuda.current_stream(device_index).cuda_stream
 
 
-class _ParamBlock:
-    """Storage for one launch's parameters plus the void*[] the driver reads them through."""
+class ParamBlock:
+    """Storage for one launch's parameters plus the void*[] the driver reads them through.
 
-    def __init__(self, ctypes_list: Sequence[type]) -> None:
-        fields = [(f"p{i}", t) for i, t in enumerate(ctypes_list)]
+    Fields are named after the kernel's arguments when names are given (so a prepared call can
+    patch `block.struct.x = ptr`), else p0, p1, ...; the driver copies the values at launch, so
+    one block per thread can be reused for every launch.
+    """
+
+    def __init__(self, ctypes_list: Sequence[type], names: Sequence[str] | None = None) -> None:
+        names = list(names) if names is not None else [f"p{i}" for i in range(len(ctypes_list))]
+        fields = list(zip(names, ctypes_list, strict=True))
         struct_type = type("KernelParams", (ctypes.Structure,), {"_fields_": fields})
         self.struct = struct_type()
         base = ctypes.addressof(self.struct)
         offsets = [getattr(struct_type, name).offset for name, _ in fields]
         self.pointers = (ctypes.c_void_p * max(len(fields), 1))(*(base + o for o in offsets))
         self.address = ctypes.addressof(self.pointers) if fields else 0
-        self.names = [name for name, _ in fields]
+        self.names = names
 
     def fill(self, values: Sequence[Any]) -> int:
         struct = self.struct
@@ -56,8 +63,26 @@ class _ParamBlock:
         return self.address
 
 
+_streams: dict[int, Any] = {}
+
+
+def stream_handle(raw: int) -> Any:
+    """The binding's CUstream for a raw handle, made once per stream (cuda.bindings would
+    otherwise build one from the int on every launch)."""
+    handle = _streams.get(raw)
+    if handle is None:
+        if len(_streams) >= _MAX_STREAMS:
+            _streams.clear()
+        handle = _streams[raw] = driver.CUstream(raw)
+    return handle
+
+
 class Launcher:
-    """Launches one loaded function with a fixed parameter list (C types) and launch attributes."""
+    """Launches one loaded function with a fixed parameter list (C types) and launch attributes.
+
+    Without cluster dims or PDL it uses cuLaunchKernel with plain integers (no per-call config
+    object); with them, cuLaunchKernelEx and a config cached per (grid, block, smem).
+    """
 
     def __init__(
         self,
@@ -88,37 +113,58 @@ class Launcher:
             )
         if smem > fn.max_dynamic_smem:
             fn.reserve_smem(smem)
-        local = self._local
         try:
-            block_params, configs = local.params, local.configs
+            block_params = self._local.params
         except AttributeError:  # first launch on this thread
-            block_params = local.params = _ParamBlock(self.ctypes)
-            configs = local.configs = {}
-        config = configs.get((grid, block, smem))
-        if config is None:
-            config = self._config(grid, block, smem)
-            if len(configs) >= _MAX_CONFIGS:  # grids vary with M: keep the recent ones only
-                configs.clear()
-            configs[(grid, block, smem)] = config
-        config.hStream = current_stream(fn.device_index) if stream is None else stream
-        address = block_params.fill(params)
-        (err,) = driver.cuLaunchKernelEx(config, fn.handle, address, 0)
+            block_params = self._local.params = ParamBlock(self.ctypes)
+        self.launch(grid, block, smem, block_params.fill(params), stream)
+
+    def launch(
+        self, grid: Dim3, block: Dim3, smem: int, address: int, stream: int | None = None
+    ) -> None:
+        """Launch with the parameters already in place at `address` (a ParamBlock's)."""
+        raw = current_stream(self.function.device_index) if stream is None else stream
+        err = self._issue(grid, block, smem, address, raw)
+        if err is not _SUCCESS:  # identity: the cheap test on the hot path; _failed compares
+            self._failed(err, grid, block, smem, address, raw)
+
+    def _issue(self, grid: Dim3, block: Dim3, smem: int, address: int, raw: int) -> Any:
+        handle = self.function.handle
+        if not self._attrs:
+            gx, gy, gz = grid
+            bx, by, bz = block
+            stream = stream_handle(raw)
+            (err,) = driver.cuLaunchKernel(handle, gx, gy, gz, bx, by, bz, smem, stream, address, 0)
+            return err
+        config = self._config(grid, block, smem)
+        config.hStream = raw
+        (err,) = driver.cuLaunchKernelEx(config, handle, address, 0)
+        return err
+
+    def _failed(self, err: Any, grid: Dim3, block: Dim3, smem: int, address: int, raw: int) -> None:
         if err == _INVALID_CONTEXT:  # a thread torch never touched has no current context
-            make_current(fn.device_index)
-            (err,) = driver.cuLaunchKernelEx(config, fn.handle, address, 0)
+            make_current(self.function.device_index)
+            err = self._issue(grid, block, smem, address, raw)
         if err != _SUCCESS:
             raise CudaDriverError(
-                f"launching {fn.symbol} grid={grid} block={block} smem={smem} "
+                f"launching {self.function.symbol} grid={grid} block={block} smem={smem} "
                 f"cluster={self.cluster} pdl={self.pdl}",
                 err,
             )
 
     def _config(self, grid: Dim3, block: Dim3, smem: int) -> Any:
-        config = driver.CUlaunchConfig()
-        config.gridDimX, config.gridDimY, config.gridDimZ = grid
-        config.blockDimX, config.blockDimY, config.blockDimZ = block
-        config.sharedMemBytes = smem
-        if self._attrs:
+        try:
+            configs = self._local.configs
+        except AttributeError:
+            configs = self._local.configs = {}
+        config = configs.get((grid, block, smem))
+        if config is None:
+            if len(configs) >= _MAX_CONFIGS:  # grids vary with M: keep the recent ones only
+                configs.clear()
+            config = configs[(grid, block, smem)] = driver.CUlaunchConfig()
+            config.gridDimX, config.gridDimY, config.gridDimZ = grid
+            config.blockDimX, config.blockDimY, config.blockDimZ = block
+            config.sharedMemBytes = smem
             config.attrs = self._attrs
             config.numAttrs = len(self._attrs)
         return config

@@ -1,11 +1,12 @@
-"""`PpuDevice`: humming-cuda's WnA16 family rendered in the PPU dialect and built with the SDK.
+"""`PpuDevice`: humming-cuda's WnA16 and W8A8 families rendered in the PPU dialect, built with
+the SDK.
 
-Every step is humming-cuda's family with PPU inputs: the caps row of the detected model, the
-family's `supports` behind the dialect's own `check`, candidates tuned for the PPU's SM count,
-the WnA16 layout with the PPU row permutation (layout.py), and `render(..., dialect="ppu")`.
-Compiling runs the SDK compiler in a subprocess (toolchain.py). Nothing here has run on a PPU, so
-the family is offered only with HUMMING_UNVERIFIED_KERNELS=1, as humming-cuda does for families
-not yet verified on hardware.
+Every step is a humming-cuda family with PPU inputs (families.py: WnA16 for 16-bit activations,
+W8A8 / W4A8 for int8 ones): the caps row of the detected model, the family's `supports` behind the
+dialect's own `check`, candidates tuned for the PPU's SM count, the family's layout with the PPU
+row permutation (layout.py), and `render(..., dialect="ppu")`. Compiling runs the SDK compiler in
+a subprocess (toolchain.py). Nothing here has run on a PPU, so the families are offered only with
+HUMMING_UNVERIFIED_KERNELS=1, as humming-cuda does for families not yet verified on hardware.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from humming_core.device import (
 from humming_core.env import ENV
 from humming_core.spec import QuantSpec
 from humming_cuda.headers import humming_include_root
-from humming_cuda.kernels.wna16 import FAMILY, Wna16Config
+from humming_cuda.kernels import KernelConfig, WeightLayout
 
 from . import dialect
 from .caps import PpuModel
-from .layout import PpuWna16Layout
+from .families import family_for, family_named, ppu_layout
 from .toolchain import PpuToolchain
 
 # SMs assumed where a row has no count (M890): the 810E's 20, not humming-cuda's H200 default of
@@ -78,29 +79,31 @@ class PpuDevice:
         support = dialect.check(spec, problem)
         if not support:
             return support
+        family = family_for(spec)
         if not ENV.HUMMING_UNVERIFIED_KERNELS:
             return Support.no(
-                f"{FAMILY.name} in the ppu dialect has never run on a PPU (compiled and emulated "
+                f"{family.name} in the ppu dialect has never run on a PPU (compiled and emulated "
                 "on NVIDIA only): set HUMMING_UNVERIFIED_KERNELS=1 to use it anyway"
             )
-        support = FAMILY.supports(spec, problem, self.caps())
+        support = family.supports(spec, problem, self.caps())
         if not support:
-            return Support.no(f"{FAMILY.name} on {self.model.key}: {support.reason}")
+            return Support.no(f"{family.name} on {self.model.key}: {support.reason}")
         return support
 
-    def candidates(self, spec: QuantSpec, problem: GemmProblem) -> list[Wna16Config]:
+    def candidates(self, spec: QuantSpec, problem: GemmProblem) -> list[KernelConfig]:
         support = self.check(spec, problem)
         if not support:
             raise ValueError(f"no ppu kernel for this spec: {support.reason}")
-        return FAMILY.candidates(spec, problem, tuning_caps(self.caps()))
+        return family_for(spec).candidates(spec, problem, tuning_caps(self.caps()))
 
-    def weight_layout(self, spec: QuantSpec, config: Wna16Config) -> PpuWna16Layout:
-        return PpuWna16Layout(FAMILY.weight_layout(spec, config, self.caps()))
+    def weight_layout(self, spec: QuantSpec, config: KernelConfig) -> WeightLayout:
+        return ppu_layout(spec, config, self.caps())
 
-    def render(self, spec: QuantSpec, config: Wna16Config) -> KernelSource:
-        source = FAMILY.render(spec, config, self.caps(), dialect="ppu")
+    def render(self, spec: QuantSpec, config: KernelConfig) -> KernelSource:
+        family = family_named(config.family)
+        source = family.render(spec, config, self.caps(), dialect="ppu")
         binding = {
-            "family": FAMILY.name,
+            "family": family.name,
             "spec": spec.model_dump(mode="json"),
             "config": config.model_dump(mode="json"),
         }
@@ -133,9 +136,10 @@ class PpuDevice:
                 f"artifact {artifact.name!r} carries no family/spec/config binding: build it with "
                 "PpuDevice.render and PpuDevice.compile"
             )
+        family = family_named(binding["family"])
         spec = QuantSpec.model_validate(binding["spec"])
-        config = Wna16Config.model_validate(binding["config"])
-        return FAMILY.bind(loader.load(artifact), spec, config, self.caps())
+        config = family.config_type.model_validate(binding["config"])
+        return family.bind(loader.load(artifact), spec, config, self.caps())
 
     def __repr__(self) -> str:
         return f"PpuDevice({self.model.key}, on_ppu={self.on_ppu})"

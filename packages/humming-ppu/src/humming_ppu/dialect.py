@@ -117,9 +117,12 @@ def check(spec: QuantSpec, problem: GemmProblem) -> Support:
     act = spec.act.dtype.name
     if act in _ACT_REJECT:
         return Support.no(f"act.dtype={act!r}: {_ACT_REJECT[act]}; {_FIX}")
-    if problem.act_dtype not in ("fp16", "bf16"):
+    # Callers name the 16-bit input, or (ops.PreparedGemm) the spec's own quantized act dtype.
+    allowed = ("fp16", "bf16", act) if spec.act.is_quantized else ("fp16", "bf16")
+    if problem.act_dtype not in allowed:
         return Support.no(
-            f"problem.act_dtype={problem.act_dtype!r}: the caller's activations must be fp16 or bf16"
+            f"problem.act_dtype={problem.act_dtype!r}: the caller's activations must be one of "
+            f"{', '.join(dict.fromkeys(allowed))}"
         )
     if problem.n % 8:
         return Support.no(

@@ -9,6 +9,7 @@ from .protocol import (
     GemmProblem,
     Kernel,
     KernelSource,
+    PreparesMoeAlign,
     Support,
     SupportsMoeAlign,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "Kernel",
     "KernelSource",
     "PluginStatus",
+    "PreparesMoeAlign",
     "Registry",
     "Support",
     "SupportsMoeAlign",

@@ -104,6 +104,10 @@ class Kernel(Protocol):
     returned from `pack()` (the bias, when the layer has one, is packed with the weights); MoE
     kernels also get `sorted_token_ids, expert_ids, num_tokens_post_padded, top_k, block_size,
     topk_weights`. Kernels write `out` in place and reject keywords they do not take.
+
+    Optional, for dense kernels: `kernel.prepare(**packed) -> call`, with `call(x, out, **extra)`
+    equal to `kernel(x=x, out=out, **extra, **packed)`; it lets a kernel check the weights and
+    build its launch arguments once per layer instead of on every call (PreparedGemm uses it).
     """
 
     name: str
@@ -162,6 +166,19 @@ class SupportsMoeAlign(Protocol):
         ignore_invalid_experts: bool = False,
         pad_sorted_ids: bool = False,
     ) -> tuple[Any, Any, Any]: ...
+
+
+@runtime_checkable
+class PreparesMoeAlign(Protocol):
+    """Optional beside `SupportsMoeAlign`: build the alignment op ahead of its first call.
+
+    `prepare_moe_align(id_dtypes)` compiles and loads everything `moe_align` needs for topk_ids of
+    each of these torch dtypes on the current device. `humming_core.ops.PreparedMoe` calls it when a
+    layer is built, so that the layer's first forward pass (or a CUDA-graph capture) compiles
+    nothing. Repeated calls must be cheap (a memo lookup).
+    """
+
+    def prepare_moe_align(self, id_dtypes: tuple[Any, ...]) -> None: ...
 
 
 @runtime_checkable

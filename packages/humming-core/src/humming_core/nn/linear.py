@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from ..ops import PreparedGemm, prepare
-from ..ops.gemm import _gemm_op
+from ..ops.gemm import run_layer
 from ..packing import CanonicalWeight
 from ..spec import QuantSpec
 
@@ -48,7 +48,7 @@ class QuantLinear(nn.Module):
         return self._layer.device.name
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return _gemm_op(x, self._layer.id)
+        return run_layer(x, self._layer)
 
     def extra_repr(self) -> str:
         w = self.spec.weight

@@ -2,15 +2,17 @@
 
 from .gemm import gemm, prepare
 from .layer import M_BUCKETS, PreparedGemm, PreparedLayer, bucket_of
-from .moe import PreparedMoe, fused_moe, moe_align, moe_gemm
+from .moe import ROUTING_ID_DTYPES, PreparedMoe, fused_moe, fused_moe_rows, moe_align, moe_gemm
 
 __all__ = [
     "M_BUCKETS",
+    "ROUTING_ID_DTYPES",
     "PreparedGemm",
     "PreparedLayer",
     "PreparedMoe",
     "bucket_of",
     "fused_moe",
+    "fused_moe_rows",
     "gemm",
     "moe_align",
     "moe_gemm",

@@ -1,7 +1,10 @@
 """`humming_core.ops.gemm`: the dense quantized GEMM, as a torch custom op.
 
 The op takes the prepared layer by id so torch.compile traces it as one opaque node (a fake
-implementation gives the output's shape and dtype) instead of breaking the graph.
+implementation gives the output's shape and dtype) instead of breaking the graph. Dispatching a
+custom op costs tens of microseconds in eager mode, more than the rest of the call, so eager
+calls on plain tensors run the layer directly (`run_layer`); anything that traces or intercepts
+(dynamo, export, fake or functional tensors, dispatch and function modes, autograd) gets the op.
 """
 
 from __future__ import annotations
@@ -23,6 +26,25 @@ def _gemm_op(x: torch.Tensor, layer_id: int) -> torch.Tensor:
 def _gemm_fake(x: torch.Tensor, layer_id: int) -> torch.Tensor:
     layer = layer_by_id(layer_id)
     return x.new_empty((*x.shape[:-1], layer.n_out), dtype=layer.out_dtype)
+
+
+def _traced(x: torch.Tensor) -> bool:
+    """Whether this call must go through the op: dynamo first (it folds is_compiling to True and
+    never traces the rest), then tensor subclasses, autograd, and active torch modes."""
+    return (
+        torch.compiler.is_compiling()
+        or type(x) is not torch.Tensor
+        or x.requires_grad
+        or torch._C._len_torch_dispatch_stack() > 0
+        or torch._C._is_torch_function_mode_enabled()
+    )
+
+
+def run_layer(x: torch.Tensor, layer: PreparedGemm) -> torch.Tensor:
+    """The layer's GEMM on x: directly in plain eager mode, as the `humming::gemm` op otherwise."""
+    if _traced(x):
+        return _gemm_op(x, layer.id)
+    return layer.run(x)
 
 
 _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -54,4 +76,4 @@ def gemm(x: torch.Tensor, weight: CanonicalWeight | PreparedGemm) -> torch.Tenso
             layer = _PREPARED[weight] = prepare(weight)
     else:
         layer = prepare(weight)
-    return _gemm_op(x, layer.id)
+    return run_layer(x, layer)

@@ -159,7 +159,31 @@ class PreparedLayer:
 
 
 class PreparedGemm(PreparedLayer):
-    """out = epilogue(x @ dequant(W)^T) for one quantized weight on one device."""
+    """out = epilogue(x @ dequant(W)^T) for one quantized weight on one device.
+
+    Per M bucket it keeps a call `call(x, out, **extra)` with the packed weights already bound:
+    the kernel's own `prepare(**packed)` when it has one (a kernel that precomputes its argument
+    template, see humming_core.device.Kernel), else a plain forwarding to `kernel(x=, out=, ...)`.
+    """
+
+    def __init__(
+        self,
+        cw: CanonicalWeight,
+        device: Device | str | None = None,
+        buckets: tuple[int, ...] = M_BUCKETS,
+    ) -> None:
+        super().__init__(cw, device, buckets)
+        calls: dict[int, Any] = {}
+        for kernel in self.kernels.values():
+            if id(kernel) not in calls:
+                calls[id(kernel)] = _bind_weights(kernel, self.packed)
+        self._buckets = tuple(sorted(self.kernels))
+        # bisect_left gives len(buckets) past the last bucket, which serves everything larger
+        bucket_calls = [calls[id(self.kernels[b])] for b in self._buckets]
+        self._calls = (*bucket_calls, bucket_calls[-1])
+        self._x_dtypes = (
+            (self.act_dtype,) if self.act_dtype is not None else (torch.float16, torch.bfloat16)
+        )
 
     @staticmethod
     def _accept(cw: CanonicalWeight) -> None:
@@ -178,16 +202,45 @@ class PreparedGemm(PreparedLayer):
 
         `act_scale`: a static activation scale (fp32 (1,), a multiplier) for specs with
         act.quant='static' or NVFP4 activations' global scale; handed to the kernel as is."""
-        self._check_input(x)
-        x2 = x.reshape(-1, self.k)
+        if x.dtype not in self._x_dtypes or x.shape[-1] != self.k:
+            self._check_input(x)  # raises, saying which
+        flat = x.dim() == 2
+        x2 = x if flat else x.reshape(-1, self.k)
         if not x2.is_contiguous():
             x2 = x2.contiguous()
         m = x2.shape[0]
-        out = self._check_out(out, m, (*x.shape[:-1], self.n_out), x.device)
+        if out is None:
+            out2 = x.new_empty((m, self.n_out), dtype=self.out_dtype)
+        elif (
+            flat
+            and out.shape == (m, self.n_out)
+            and out.dtype is self.out_dtype
+            and out.is_contiguous()
+        ):
+            out2 = out  # the kernel checks the device and alignment
+        else:
+            out2 = self._check_out(out, m, (*x.shape[:-1], self.n_out), x.device)
         if m:
-            extra = {} if act_scale is None else {"act_scale": act_scale}
-            self.kernels[bucket_of(m)](x=x2, out=out, **extra, **self.packed)
-        return out.reshape(*x.shape[:-1], self.n_out)
+            call = self._calls[bisect_left(self._buckets, m)]
+            if act_scale is None:
+                call(x2, out2)
+            else:
+                call(x2, out2, act_scale=act_scale)
+        if flat:
+            return out2
+        return out2.reshape(*x.shape[:-1], self.n_out)
+
+
+def _bind_weights(kernel: Kernel, packed: dict[str, torch.Tensor]) -> Any:
+    """`call(x, out, **extra)` for `kernel` with this layer's packed weights bound."""
+    prepare = getattr(kernel, "prepare", None)
+    if prepare is not None:
+        return prepare(**packed)
+
+    def call(x: torch.Tensor, out: torch.Tensor, **extra: Any) -> None:
+        kernel(x=x, out=out, **extra, **packed)
+
+    return call
 
 
 def layer_by_id(layer_id: int) -> PreparedLayer:

@@ -9,13 +9,31 @@ from __future__ import annotations
 
 import torch
 
-from ..device import Device, SupportsMoeAlign, get_device
+from ..device import Device, PreparesMoeAlign, SupportsMoeAlign, get_device
 from ..packing import CanonicalWeight
-from .layer import PreparedLayer, bucket_of
+from .layer import M_BUCKETS, PreparedLayer, bucket_of
+
+# topk_ids dtypes a layer's device builds its routing alignment for when the layer is built: vLLM
+# routes with int32 ids, torch.topk returns int64.
+ROUTING_ID_DTYPES = (torch.int32, torch.int64)
 
 
 class PreparedMoe(PreparedLayer):
-    """One expert-stacked weight [E, N, K] bound to a device, kernels built per M bucket."""
+    """One expert-stacked weight [E, N, K] bound to a device, kernels built per M bucket.
+
+    A device that can build its routing alignment ahead (`PreparesMoeAlign`) does so here too, so
+    neither `fused_moe` nor a CUDA-graph capture of it compiles anything after construction.
+    """
+
+    def __init__(
+        self,
+        cw: CanonicalWeight,
+        device: Device | str | None = None,
+        buckets: tuple[int, ...] = M_BUCKETS,
+    ) -> None:
+        super().__init__(cw, device, buckets)
+        if isinstance(self.device, PreparesMoeAlign):
+            self.device.prepare_moe_align(ROUTING_ID_DTYPES)
 
     @staticmethod
     def _accept(cw: CanonicalWeight) -> None:
@@ -125,6 +143,22 @@ def fused_moe(
     device with its own alignment op the layer runs without host synchronisation.
     """
     m, top_k = topk_ids.shape
+    out = fused_moe_rows(x, topk_weights, topk_ids, w13, w2, expert_map)
+    return out.view(m, top_k, -1).float().sum(dim=1).to(w2.out_dtype)
+
+
+def fused_moe_rows(
+    x: torch.Tensor,
+    topk_weights: torch.Tensor,
+    topk_ids: torch.Tensor,
+    w13: PreparedMoe,
+    w2: PreparedMoe,
+    expert_map: torch.Tensor | None = None,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """`fused_moe` before its top-k sum: [M*top_k, H], row t*top_k + j = router weight j of token t
+    times expert topk_ids[t, j]'s output (alignment, w13 and w2 GEMMs; into `out` when given)."""
+    m, top_k = topk_ids.shape
     if w13.n_out != w2.k:
         raise ValueError(f"w13 produces {w13.n_out} features per token but w2 takes K={w2.k}")
     num_experts = w13.num_experts if expert_map is None else expert_map.numel()
@@ -149,5 +183,4 @@ def fused_moe(
     if w2.act_dtype is not None:
         hidden = hidden.to(w2.act_dtype)
     block2, align2 = align_for(w2)
-    out = w2.run(hidden, *align2, 1, block2, topk_weights=topk_weights)
-    return out.view(m, top_k, -1).float().sum(dim=1).to(w2.out_dtype)
+    return w2.run(hidden, *align2, 1, block2, topk_weights=topk_weights, out=out)

@@ -71,6 +71,13 @@ W4A4_NVFP4 = QuantSpec(
     act=NVFP4_ACT,
     epilogue={"out_dtype": "bf16"},
 )
+W4A4_MXFP4 = QuantSpec(
+    weight=_w("e2m1", _group(32, "e8m0")),
+    act=ActSpec(
+        dtype="e2m1", quant="dynamic", granularity="group", group_size=32, scale_dtype="e8m0"
+    ),
+    epilogue={"out_dtype": "bf16"},
+)
 W4A4_INT4 = QuantSpec(
     weight=_w("int4", _group(128)),
     act=ActSpec(dtype="int4", quant="dynamic", granularity="token"),

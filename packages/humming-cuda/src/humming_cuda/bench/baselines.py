@@ -1,4 +1,5 @@
-"""Baselines measured beside Humming: cuBLAS fp16, tinygemm int4, cuBLASLt fp8, the published peer.
+"""Baselines measured beside Humming: cuBLAS fp16, tinygemm int4, cuBLASLt fp8, the bf16 grouped GEMM
+(MoE), the published peer.
 
 Each builder returns `fn(i)` over `copies` weight copies, or raises `Unavailable` with the reason
 (the row then omits that baseline instead of reporting zero).
@@ -66,6 +67,50 @@ def cublaslt_fp8(x: torch.Tensor, n: int, copies: int) -> Fn:
         fn(0)
     except (RuntimeError, TypeError) as exc:
         raise Unavailable(f"torch._scaled_mm fp8 failed: {exc}") from None
+    return fn
+
+
+def sorted_by_expert(x: torch.Tensor, ids: torch.Tensor, num_experts: int):
+    """(x rows in expert order, one per routed (token, choice) pair; int32 cumulative row ends per
+    expert), the operands of a grouped GEMM for this routing."""
+    flat = ids.reshape(-1).long()
+    order = torch.argsort(flat, stable=True)
+    ends = torch.bincount(flat, minlength=num_experts).cumsum(0).to(torch.int32)
+    return x[order // ids.shape[1]].contiguous(), ends
+
+
+def grouped_mm_bf16(x: torch.Tensor, routes: list, num_experts: int, width: int, copies: int) -> Fn:
+    """w13 then w2 of a MoE layer by `torch._grouped_mm` on bf16 weights, tokens pre-sorted.
+
+    x [M, H]; routes: (weights, ids [M, topk]) per call; w13 [E, 2*width, H] and w2 [E, H, width]
+    are passed as their [E, K, N] transposes (torch's grouped GEMM takes mat_b as [groups, K, N] and
+    `offs` as int32 cumulative row ends). Only the two GEMMs are timed: sorting, gather, GLU and the
+    top-k scatter are left out, so this is a lower bound for a bf16 layer."""
+    hidden = x.shape[1]
+    xb = x.to(torch.bfloat16)
+    try:
+        w13 = [
+            torch.randn(num_experts, 2 * width, hidden, device=x.device, dtype=torch.bfloat16)
+            for _ in range(copies)
+        ]
+        w2 = [
+            torch.randn(num_experts, hidden, width, device=x.device, dtype=torch.bfloat16)
+            for _ in range(copies)
+        ]
+        operands = []
+        for _, ids in routes:
+            xs, ends = sorted_by_expert(xb, ids, num_experts)
+            h = torch.randn(xs.shape[0], width, device=x.device, dtype=torch.bfloat16)
+            operands.append((xs, ends, h))
+
+        def fn(i: int) -> None:
+            xs, ends, h = operands[i % len(operands)]
+            torch._grouped_mm(xs, w13[i % copies].transpose(-2, -1), offs=ends)
+            torch._grouped_mm(h, w2[i % copies].transpose(-2, -1), offs=ends)
+
+        fn(0)
+    except (RuntimeError, TypeError, AttributeError) as exc:
+        raise Unavailable(f"torch._grouped_mm bf16 failed: {exc}") from None
     return fn
 
 

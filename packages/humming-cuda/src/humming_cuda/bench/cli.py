@@ -1,55 +1,97 @@
-"""`humming bench`: the dense benchmark grid on this GPU; writes JSON and a roofline PNG."""
+"""`humming bench`: a benchmark suite on this GPU; writes JSON and a roofline PNG.
+
+Suites: `dense` (16-bit-activation GEMMs vs cuBLAS fp16, tinygemm int4, cuBLASLt fp8), `act8`
+(8-bit-activation GEMMs vs cuBLASLt fp8) and `moe` (the MoE layer vs torch._grouped_mm).
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+SUITES = ("dense", "act8", "moe")
+TITLES = {
+    "dense": "humming dense GEMM",
+    "act8": "humming 8-bit-activation GEMM",
+    "moe": "humming MoE w13 + w2",
+}
+
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "bench", help="benchmark dense GEMMs against cuBLAS/tinygemm/cuBLASLt on this GPU"
+        "bench", help="benchmark humming against cuBLAS/cuBLASLt/tinygemm/grouped GEMM on this GPU"
+    )
+    p.add_argument(
+        "--suite",
+        choices=SUITES,
+        default="dense",
+        help="dense: WnA16 GEMMs; act8: W8A8/W4A8 GEMMs; moe: Qwen3-30B-A3B experts (default dense)",
     )
     p.add_argument(
         "--specs",
         default=None,
-        help="comma list of presets (default: W4A16_G128,W8A16,W3A16_G128,E4M3_G128,MXFP4)",
+        help="comma list of presets (default per suite: dense W4A16_G128,W8A16,W3A16_G128,"
+        "E4M3_G128,MXFP4; act8 W8A8_FP8,W4A8_FP8,FP8_BLOCK128; moe W4A16_G128,MXFP4,MXFP4_A8)",
     )
     p.add_argument(
-        "--m", default=None, help="comma list of M values (default 1,8,16,32,64,128,256,1024,4096)"
+        "--m",
+        default=None,
+        help="comma list of M values (default dense/act8 1,8,16,32,64,128,256,1024,4096; "
+        "moe 1,8,32,128,512,2048,8192)",
     )
     p.add_argument(
-        "--layers", default=None, help="comma list of NxK (default the four layers of KERNELS.md)"
+        "--layers",
+        default=None,
+        help="comma list of NxK for dense/act8 (default the four layers of KERNELS.md)",
     )
-    p.add_argument("--out", default="benchmarks/results/h200/dense.json", help="JSON output path")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="JSON output path (default benchmarks/results/h200/<suite>.json)",
+    )
     p.add_argument("--png", default=None, help="roofline plot path (default: next to the JSON)")
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    import torch
+def suite_call(args):
+    """(module, keyword arguments) of the suite's `run` for the parsed arguments."""
+    from . import dense, moe
 
-    from . import dense
-
-    if not torch.cuda.is_available():
-        raise RuntimeError("humming bench needs an NVIDIA GPU: torch.cuda.is_available() is False")
     kwargs = {}
     if args.specs:
         kwargs["specs"] = tuple(s.strip() for s in args.specs.split(","))
     if args.m:
         kwargs["ms"] = tuple(int(v) for v in args.m.split(","))
+    if args.suite == "moe":
+        if args.layers:
+            raise ValueError("--layers applies to the dense and act8 suites; moe has fixed experts")
+        return moe, kwargs
     if args.layers:
         kwargs["layers"] = tuple(
             tuple(int(d) for d in item.lower().split("x")) for item in args.layers.split(",")
         )
-    out = Path(args.out)
+    if args.suite == "act8":
+        kwargs.setdefault("specs", dense.ACT8_SPECS)
+        kwargs["baseline_names"] = dense.ACT8_BASELINES
+    return dense, kwargs
+
+
+def run(args) -> int:
+    import torch
+
+    from .dense import plot
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("humming bench needs an NVIDIA GPU: torch.cuda.is_available() is False")
+    module, kwargs = suite_call(args)
+    out = Path(args.out or f"benchmarks/results/h200/{args.suite}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
 
     def save(result: dict) -> None:  # after every row: a run cut short still leaves its rows
         out.write_text(json.dumps(result, indent=1))
 
-    result = dense.run(**kwargs, on_row=save)
+    result = module.run(**kwargs, on_row=save)
     save(result)
-    dense.plot(result, args.png or str(out.with_suffix(".png")))
+    plot(result, args.png or str(out.with_suffix(".png")), title=TITLES[args.suite])
     print(f"wrote {out}")
     return 0

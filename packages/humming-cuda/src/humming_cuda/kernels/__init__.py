@@ -22,6 +22,10 @@ from .moe_wna16 import FAMILY as _MOE_WNA16  # noqa: E402
 
 FAMILIES.append(_MOE_WNA16)
 
+from .w4a4 import FAMILY as _W4A4  # noqa: E402
+
+FAMILIES.append(_W4A4)
+
 
 def family_named(name: str) -> KernelFamily:
     """The registered family called `name` (a config's `family` field)."""

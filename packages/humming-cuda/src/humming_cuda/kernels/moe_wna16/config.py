@@ -1,5 +1,5 @@
 """MoE WnA16 configuration: the dense WnA16 tile (one CTA row = one routing alignment block) and the
-epilogue codes of include/humming/kernel/moe_wna16.cuh.
+epilogue policy types of include/humming/kernel/moe_wna16.cuh.
 
 Split-K is fixed to 1: a MoE layer has E times the weight tiles of a dense layer of the same shape,
 so the CTAs of one launch already cover the GPU, and the scattering epilogue stays a plain store.
@@ -7,6 +7,7 @@ so the CTAs of one launch already cover the GPU, and the scattering epilogue sta
 
 from __future__ import annotations
 
+import struct
 from typing import Literal
 
 from humming_core.spec import QuantSpec
@@ -16,6 +17,8 @@ from ..wna16.config import KernelFormat, Wna16Config
 # MoeActivation codes (moe_wna16.cuh); a GLU applies its code to the gate half.
 ACTIVATION_CODES = {"none": 0, "relu": 1, "silu": 2, "gelu": 3, "gelu_tanh": 4}
 GLU_GATES = {"silu_mul": "silu", "gelu_mul": "gelu", "gelu_tanh_mul": "gelu_tanh"}
+# GLUs the epilogue implements: act(gate) * up, and gpt-oss's clamped SwiGLU.
+GLUS = (*GLU_GATES, "swiglu_oai")
 GLU_HALF_TILE = 32  # gate (and up) columns of one 64-column layout tile
 ROW_TABLE_BYTES = 8  # per block row: the source row of x and the token id (two int32)
 
@@ -27,10 +30,19 @@ class MoeWna16Config(Wna16Config):
     split_k: Literal[1] = 1  # type: ignore[assignment]
 
 
-def activation_code(spec: QuantSpec) -> int:
-    """The MoeActivation code of the spec's activation, or of its GLU's gate."""
+def _f32_bits(value: float) -> str:
+    """The fp32 bit pattern of `value` as a C++ u32 literal (what MoeSwigluOai takes)."""
+    return f"0x{struct.unpack('<I', struct.pack('<f', value))[0]:08x}u"
+
+
+def epilogue_policy(spec: QuantSpec) -> str:
+    """The C++ epilogue policy type (moe_wna16.cuh) for the spec's activation or GLU."""
     ep = spec.epilogue
-    return ACTIVATION_CODES[GLU_GATES[ep.glu] if ep.glu != "none" else ep.activation]
+    if ep.glu == "swiglu_oai":
+        return f"humming::MoeSwigluOai<{_f32_bits(ep.swiglu_limit)}, {_f32_bits(ep.swiglu_alpha)}>"
+    if ep.glu != "none":
+        return f"humming::MoeGlu<{ACTIVATION_CODES[GLU_GATES[ep.glu]]}>"
+    return f"humming::MoeAct<{ACTIVATION_CODES[ep.activation]}>"
 
 
 def smem_bytes(fmt: KernelFormat, cfg: MoeWna16Config) -> int:

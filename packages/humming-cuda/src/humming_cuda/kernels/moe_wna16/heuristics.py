@@ -6,8 +6,20 @@ from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
 from ..wna16.config import KernelFormat
-from ..wna16.heuristics import _arch_reason, _base_tile, _spec_reason
-from .config import GLU_GATES, MoeWna16Config, smem_bytes
+from ..wna16.heuristics import _arch_reason, _spec_reason
+from .config import GLUS, MoeWna16Config, smem_bytes
+
+
+def _block_tile(block_m: int) -> dict[str, int]:
+    # The warp tiling per alignment block (16 rows per M fragment), as verified on the H200; the
+    # dense family's decode tiles are not used here yet (a gathered block holds one expert's rows).
+    if block_m <= 16:
+        return {"m_frags": 1, "warps_n": 1, "warps_k": 4, "k_steps": 2}
+    if block_m <= 32:
+        return {"m_frags": 2, "warps_n": 1, "warps_k": 4, "k_steps": 2}
+    if block_m <= 64:
+        return {"m_frags": 4, "warps_n": 2, "warps_k": 2, "k_steps": 2}
+    return {"m_frags": 4, "warps_n": 4, "warps_k": 1, "k_steps": 4}
 
 
 def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
@@ -20,11 +32,8 @@ def _moe_reason(spec: QuantSpec) -> str:
     if spec.layout != "moe":
         return f"layout={spec.layout!r}: the moe_wna16 family computes indexed MoE GEMMs (layout='moe')"
     ep = spec.epilogue
-    if ep.glu != "none" and ep.glu not in GLU_GATES:
-        return (
-            f"glu={ep.glu!r}: the moe_wna16 epilogue supports the GLUs {', '.join(GLU_GATES)} "
-            "(swiglu_oai is not implemented yet)"
-        )
+    if ep.glu != "none" and ep.glu not in GLUS:
+        return f"glu={ep.glu!r}: the moe_wna16 epilogue supports the GLUs {', '.join(GLUS)}"
     # The weight, scale and activation rules are the dense family's: ask it about the same weights
     # with a plain dense epilogue (the MoE epilogue was checked above).
     plain = ep.model_copy(update={"activation": "none", "glu": "none", "topk_weight": False})
@@ -62,7 +71,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     stages = 4 if caps.has("cp.async") else 2
     out: list[MoeWna16Config] = []
     for want in (stages, 3):
-        cfg = MoeWna16Config(arch=caps.arch, stages=min(want, stages), **_base_tile(block_m))
+        cfg = MoeWna16Config(arch=caps.arch, stages=min(want, stages), **_block_tile(block_m))
         while cfg.stages > 2 and smem_bytes(fmt, cfg) > caps.smem_per_block:
             cfg = cfg.model_copy(update={"stages": cfg.stages - 1})
         if smem_bytes(fmt, cfg) <= caps.smem_per_block and cfg not in out:

@@ -9,7 +9,7 @@ from humming_core.spec import QuantSpec
 
 from ..wna16.config import KernelFormat
 from ..wna16.render import template_arguments
-from .config import MoeWna16Config, activation_code
+from .config import MoeWna16Config, epilogue_policy
 
 
 def render(spec: QuantSpec, config: MoeWna16Config, caps: DeviceCaps) -> KernelSource:
@@ -21,16 +21,16 @@ def render(spec: QuantSpec, config: MoeWna16Config, caps: DeviceCaps) -> KernelS
         )
     fmt = KernelFormat.from_spec(spec)
     act, weight, tile, epi = template_arguments(fmt, config)
-    code_act = activation_code(spec)
-    glu = "true" if spec.epilogue.glu != "none" else "false"
-    key = f"moe|{act}|{weight}|{tile}|{epi}|{code_act}|{glu}"
+    policy = epilogue_policy(spec)
+    key = f"moe|{act}|{weight}|{tile}|{epi}|{policy}"
     name = f"humming_moe_wna16_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
     code = (
         '#include "humming/kernel/moe_wna16.cuh"\n'
         f"using Fmt = {weight};\n"
         f"using Tile = {tile};\n"
         f"using Epi = {epi};\n"
-        f"HUMMING_MOE_WNA16_ENTRY({name}, {act}, Fmt, Tile, Epi, {code_act}, {glu})\n"
+        f"using Act = {policy};\n"
+        f"HUMMING_MOE_WNA16_ENTRY({name}, {act}, Fmt, Tile, Epi, Act)\n"
     )
     meta = {"family": "moe_wna16", "config": config.model_dump(), "spec": spec.to_json()}
     return KernelSource(name=name, code=code, arch=config.arch, meta=meta)

@@ -44,8 +44,10 @@ class W8a8Family:
     def weight_layout(self, spec: QuantSpec, config: W8a8Config, caps: DeviceCaps) -> W8a8Layout:
         return W8a8Layout(W8a8Format.from_spec(spec))
 
-    def render(self, spec: QuantSpec, config: W8a8Config, caps: DeviceCaps) -> KernelSource:
-        return render(spec, config, caps)
+    def render(
+        self, spec: QuantSpec, config: W8a8Config, caps: DeviceCaps, dialect: str = "nvidia"
+    ) -> KernelSource:
+        return render(spec, config, caps, dialect)
 
     def bind(self, function, spec: QuantSpec, config: W8a8Config, caps: DeviceCaps) -> W8a8Kernel:
         return W8a8Kernel(function, spec, config)

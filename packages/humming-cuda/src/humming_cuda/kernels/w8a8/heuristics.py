@@ -84,8 +84,14 @@ def _spec_reason(spec: QuantSpec) -> str:
     return ""
 
 
+# The 8-bit MMA each code needs: sm80's m16n8k32, or for int8 the PPU's m16n16k32, which the
+# family's PPU dialects issue for each pair of n8 blocks (humming_ppu renders them).
+MMA_FORMS = {"int8": ("mma.m16n8k32", "ppu.mma.m16n16k32"), "e4m3": ("mma.m16n8k32",)}
+
+
 def _arch_reason(code: str, caps: DeviceCaps) -> str:
-    if "mma.m16n8k32" in caps.mma.get(code, []) and caps.has("cp.async"):
+    has_mma = any(form in caps.mma.get(code, []) for form in MMA_FORMS[code])
+    if has_mma and caps.has("cp.async"):
         return ""
     first = "sm_89 (Ada) or newer" if code == "e4m3" else "sm_80 (Ampere) or newer"
     return f"{caps.arch} has no {code} mma.sync m16n8k32: {code} x {code} needs {first}"

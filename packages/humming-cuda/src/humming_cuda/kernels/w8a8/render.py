@@ -7,6 +7,7 @@ import hashlib
 from humming_core.device import DeviceCaps, KernelSource
 from humming_core.spec import QuantSpec
 
+from ..wna16.render import DIALECT_DEFINES, DIALECTS
 from .config import CODE_CODES, CXX_OUT, WEIGHT_SCALE_CODES, W8a8Config, W8a8Format
 from .nibbles import nibble_table, table_words
 
@@ -35,7 +36,25 @@ def template_arguments(fmt: W8a8Format, cfg: W8a8Config) -> tuple[str, str]:
     return weight, tile
 
 
-def render(spec: QuantSpec, config: W8a8Config, caps: DeviceCaps) -> KernelSource:
+def _check_dialect(fmt: W8a8Format, dialect: str) -> None:
+    if dialect not in DIALECTS:
+        raise ValueError(
+            f"dialect={dialect!r} is not a W8A8 dialect: use one of {', '.join(DIALECTS)}"
+        )
+    if dialect != "nvidia" and fmt.code != "int8":
+        raise ValueError(
+            f"dialect={dialect!r} with {fmt.code} activations: the PPU has no fp8 MMA, so its "
+            "dialects render int8 x int8 (W8A8-int8, W4A8-int8) only; use dialect='nvidia'"
+        )
+
+
+def render(
+    spec: QuantSpec, config: W8a8Config, caps: DeviceCaps, dialect: str = "nvidia"
+) -> KernelSource:
+    """One W8A8 / W4A8 module. `dialect` (the WnA16 family's DIALECTS) selects the instruction
+    forms; "nvidia" renders no dialect define, so its source (and cubin) is byte-identical to the
+    H200-verified kernels. "ppu" and "ppu_emulation" (int8 activations only) need weights stored in
+    the PPU row order (humming_ppu's layout)."""
     if config.arch != caps.arch:
         raise ValueError(
             f"config.arch={config.arch!r} but rendering for {caps.arch!r}: choose candidates for "
@@ -47,11 +66,13 @@ def render(spec: QuantSpec, config: W8a8Config, caps: DeviceCaps) -> KernelSourc
             f"config.weight_bits={config.weight_bits} but the spec's {fmt.weight} weights have "
             f"{fmt.weight_bits} bits: choose candidates for this spec"
         )
+    _check_dialect(fmt, dialect)
     weight, tile = template_arguments(fmt, config)
     key = f"{weight}|{tile}|{fmt.out}|{fmt.bias}|{fmt.act}"
+    key += "" if dialect == "nvidia" else f"|{dialect}"
     name = f"humming_w8a8_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
     code = (
-        '#include "humming/kernel/act_quant.cuh"\n'
+        DIALECT_DEFINES[dialect] + '#include "humming/kernel/act_quant.cuh"\n'
         '#include "humming/kernel/w8a8.cuh"\n'
         f"{fmt.act.entries(name)}"
         f"using Fmt = {weight};\n"
@@ -59,4 +80,6 @@ def render(spec: QuantSpec, config: W8a8Config, caps: DeviceCaps) -> KernelSourc
         f"HUMMING_W8A8_ENTRY({name}, Fmt, Tile, {CXX_OUT[fmt.out]}, {str(fmt.bias).lower()})\n"
     )
     meta = {"family": "w8a8", "config": config.model_dump(), "spec": spec.to_json()}
+    if dialect != "nvidia":
+        meta["dialect"] = dialect
     return KernelSource(name=name, code=code, arch=config.arch, meta=meta)

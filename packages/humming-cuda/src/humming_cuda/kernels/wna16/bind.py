@@ -10,7 +10,7 @@ import torch
 from humming_core.spec import QuantSpec
 
 from ...args import ScalarArg, Signature, TensorArg
-from ...launch import Launcher
+from ...launch import Dim3, Launcher, ParamBlock
 from .config import KernelFormat, Wna16Config
 
 _ACT = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -82,7 +82,9 @@ SPLIT_K_BUFFERS = _SplitKBuffers()
 
 
 class Wna16Kernel:
-    """`kernel(x=..., out=..., **packed_weights)`: out[M, N] = x[M, K] @ W^T (+ bias)."""
+    """`kernel(x=..., out=..., **packed_weights)`: out[M, N] = x[M, K] @ W^T (+ bias).
+
+    `kernel.prepare(**packed_weights)` binds one layer's weights for repeated calls (Wna16Call)."""
 
     def __init__(self, function: Any, spec: QuantSpec, config: Wna16Config) -> None:
         self.fmt = KernelFormat.from_spec(spec)
@@ -95,7 +97,21 @@ class Wna16Kernel:
         function.reserve_smem(self.smem)
 
     def __call__(self, **values: Any) -> None:
+        grid, params, _ = self.checked(values)
+        if grid[1]:
+            self.launcher(grid, (self.config.threads, 1, 1), params, self.smem)
+
+    def prepare(self, **packed: torch.Tensor) -> Wna16Call:
+        return Wna16Call(self, packed)
+
+    def checked(self, values: dict[str, Any]) -> tuple[Dim3, list, dict[str, int]]:
+        """Check every argument: (grid, parameters in order, dims). Raises naming what is wrong."""
+        for name in ("x", "out", "qweight"):
+            if not isinstance(values.get(name), torch.Tensor):
+                self.signature.check(values)  # raises, naming the argument and what it takes
         x, out, qw = values["x"], values["out"], values["qweight"]
+        if x.dim() != 2:
+            self.signature.check(values)
         if out.dim() != 2 or out.stride(-1) != 1:
             raise ValueError(
                 f"{self.name}: argument 'out': expected a 2-D tensor with innermost stride 1, got "
@@ -111,16 +127,12 @@ class Wna16Kernel:
                 f"needs {n}x{k}: pack the weights of this layer with this family's layout"
             )
         grid_n, grid_m = -(-n // cfg.block_n), -(-m // cfg.block_m)
-        iters = -(-(kt * 16) // cfg.block_k)
-        split = max(1, min(cfg.split_k, iters))
-        ips = -(-iters // split)
-        split = -(-iters // ips)
+        split, ips = self.split_k(kt)
         values = dict(values)
         if split > 1:
-            ws, ct = SPLIT_K_BUFFERS.get(
-                x.device, grid_n * grid_m * split * cfg.block_m * cfg.block_n, grid_n * grid_m
+            values["workspace"], values["counters"] = self.split_k_buffers(
+                x.device, grid_n, grid_m, split
             )
-            values["workspace"], values["counters"] = ws, ct
         scales = values.get("scales")
         dims = {
             "LDA": x.stride(0),
@@ -131,12 +143,112 @@ class Wna16Kernel:
             "NP": nt * 64,
             "C": 1 if self.fmt.epi_scale == "tensor" else nt * 64,
         }
-        dims = self.signature.check(values, dims, self.function.device_index)
-        if m == 0:
+        dims, params = self.signature.bind(values, dims, self.function.device_index)
+        return (grid_n, grid_m, split), params, dims
+
+    def split_k(self, k_tiles: int) -> tuple[int, int]:
+        """(splits, K iterations per split) for a layer of `k_tiles` 16-wide K tiles."""
+        iters = -(-(k_tiles * 16) // self.config.block_k)
+        split = max(1, min(self.config.split_k, iters))
+        ips = -(-iters // split)
+        return -(-iters // ips), ips
+
+    def split_k_buffers(
+        self, device: torch.device, grid_n: int, grid_m: int, split: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Shared fp32 workspace and zeroed tile counters big enough for this grid."""
+        floats = grid_n * grid_m * split * self.config.block_m * self.config.block_n
+        return SPLIT_K_BUFFERS.get(device, floats, grid_n * grid_m)
+
+
+class Wna16Call:
+    """One layer's packed weights bound to a Wna16Kernel: `call(x, out)` launches out = x @ W^T.
+
+    The first call checks every argument (Wna16Kernel.checked) and keeps the resulting parameter
+    list as a template: the weights' pointers, N, K, groups and split-K never change for this
+    layer. Later calls check only what can change — x and out: type, dtype, shape (K and N as in
+    the template), innermost strides, alignment of pointers and of x's row stride, device — with
+    one comparison each, patch x, out, M and the row strides into this thread's parameter block
+    and launch. Anything the quick check does not accept goes through the full check again, which
+    launches a call that is valid after all and otherwise raises naming the argument.
+    """
+
+    def __init__(self, kernel: Wna16Kernel, packed: dict[str, torch.Tensor]) -> None:
+        self.kernel = kernel
+        self.packed = dict(packed)  # holds the weights alive: the template points at them
+        self.launcher = kernel.launcher
+        fmt, cfg = kernel.fmt, kernel.config
+        self.act, self.out_dtype = _ACT[fmt.act], _OUT[fmt.out]
+        self.device_index = kernel.function.device_index
+        self.block = (cfg.threads, 1, 1)
+        self.smem = kernel.smem
+        self.block_m = cfg.block_m
+        self.template: list | None = None  # set by the first fully checked call
+        self.k = self.n = self.grid_n = self.split = -1
+        self.workspace: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.ws_rows = 0  # grid rows (of block_m) the held split-K workspace covers
+        self._local = threading.local()
+
+    def __call__(self, x: torch.Tensor, out: torch.Tensor, **extra: Any) -> None:
+        try:
+            m, k = x.shape
+            rows, n = out.shape
+            lda, x_inner = x.stride()
+            ldc, out_inner = out.stride()
+            xp, op = x.data_ptr(), out.data_ptr()
+            fast = (
+                x.dtype is self.act
+                and out.dtype is self.out_dtype
+                and k == self.k
+                and n == self.n
+                and rows == m
+                and x_inner == 1
+                and out_inner == 1
+                and not xp % 16
+                and not (lda * 2) % 16
+                and not op % 4
+                and x.get_device() == self.device_index
+                and out.get_device() == self.device_index
+                and not extra
+            )
+        except (AttributeError, TypeError, ValueError):  # not a 2-D tensor: the full check says so
+            fast = False
+        if not fast:
+            self._checked_call(x, out, extra)
             return
-        self.launcher(
-            (grid_n, grid_m, split),
-            (cfg.threads, 1, 1),
-            self.signature.pack(values, dims),
-            self.smem,
+        if not m:
+            return
+        grid_m = -(-m // self.block_m)
+        params = self._params()
+        struct = params.struct
+        struct.x, struct.out, struct.M, struct.lda, struct.ldc = xp, op, m, lda, ldc
+        if self.split > 1:
+            if grid_m > self.ws_rows:
+                self._grow_workspace(x.device, grid_m)
+            ws, ct = self.workspace
+            struct.workspace, struct.counters = ws.data_ptr(), ct.data_ptr()
+        self.launcher.launch(
+            (self.grid_n, grid_m, self.split), self.block, self.smem, params.address
         )
+
+    def _checked_call(self, x: Any, out: Any, extra: dict[str, Any]) -> None:
+        kernel = self.kernel
+        grid, params, dims = kernel.checked({"x": x, "out": out, **extra, **self.packed})
+        if grid[1]:
+            kernel.launcher(grid, self.block, params, self.smem)
+        if self.template is None and not extra:
+            self.k, self.n, self.grid_n, self.split = dims["K"], dims["N"], grid[0], grid[2]
+            self.template = params
+
+    def _params(self) -> ParamBlock:
+        try:
+            return self._local.params
+        except AttributeError:  # first launch on this thread: its own block, from the template
+            params = ParamBlock(self.kernel.signature.ctypes, self.kernel.signature.names)
+            params.fill(self.template)
+            self._local.params = params
+            return params
+
+    def _grow_workspace(self, device: torch.device, grid_m: int) -> None:
+        self.workspace = self.kernel.split_k_buffers(device, self.grid_n, grid_m, self.split)
+        self.ws_rows = grid_m

@@ -71,16 +71,22 @@ def _problem_reason(problem: GemmProblem) -> str:
     return ""
 
 
-def _base_tile(m: int) -> dict[str, int]:
-    # Small M: one 64-column warp tile per CTA and four warps splitting K, so even small layers
-    # spread over many CTAs; large M: four warps side by side on N, sharing the activation tile.
-    if m <= 16:
-        return {"m_frags": 1, "warps_n": 1, "warps_k": 4, "k_steps": 2}
+# Tiles per M class, preferred first; the first that fits the arch's shared memory is used.
+# H200 sweep (benchmarks/wna16_decode_variants.py, W4A16 g128, notes/wna16_decode.md): for M <= 32
+# two 64-column warps x four K warps of 4 k16 steps (BN=128, BK=256, 3 stages) beat the
+# one-warp-column tile by 20-40% (57344x8192 M=1: 117 vs 149 us; 8192x28672 M=16: 65 vs 83 us):
+# each activation chunk feeds twice the columns and per-stage fixed costs halve. Above M=32 the
+# four-warp-column tile with split-K measured best from M=64 on (241 vs 320 us at M=64).
+_DECODE = {"warps_n": 2, "warps_k": 4, "k_steps": 4, "stages": 3}
+_SMALL = {"warps_n": 1, "warps_k": 4, "k_steps": 2, "stages": 4}
+_WIDE = {"warps_n": 4, "warps_k": 1, "k_steps": 4, "stages": 4}
+
+
+def _tiles(m: int) -> list[dict[str, int]]:
+    frags = min(4, max(1, -(-m // 16)))
     if m <= 32:
-        return {"m_frags": 2, "warps_n": 1, "warps_k": 4, "k_steps": 2}
-    if m <= 64:
-        return {"m_frags": 4, "warps_n": 2, "warps_k": 2, "k_steps": 2}
-    return {"m_frags": 4, "warps_n": 4, "warps_k": 1, "k_steps": 4}
+        return [{"m_frags": frags, **t} for t in (_DECODE, _SMALL)]
+    return [{"m_frags": 4, **_WIDE}]
 
 
 def _fit_stages(fmt: KernelFormat, cfg: Wna16Config, caps: DeviceCaps) -> Wna16Config:
@@ -90,14 +96,16 @@ def _fit_stages(fmt: KernelFormat, cfg: Wna16Config, caps: DeviceCaps) -> Wna16C
 
 
 def pick_split_k(problem: GemmProblem, cfg: Wna16Config, caps: DeviceCaps) -> int:
-    """Split K until there are about four CTAs per SM (measured on H200: decode is bound by the
-    weight bytes in flight, so a 128-CTA layer ran 1.75x faster at split 2 than unsplit), keeping
-    >= 4 K iterations per split."""
+    """Split K so that the CTAs fill about two per SM (the decode tiles' occupancy), and at least
+    in two while M <= 128: on the H200, 57344x8192 (448 tiles) ran 117 us at split 2 against
+    127 us unsplit, 8192x28672 (64 tiles) 65 us at split 4 (67 at 8, 147 unsplit). Keeps >= 4 K
+    iterations per split and at most 16 splits."""
     m = max(1, problem.m or 1)
     tiles = -(-problem.n // cfg.block_n) * -(-m // cfg.block_m)
     iters = -(-problem.k // cfg.block_k)
     sms = caps.sm_count or _DEFAULT_SMS
-    split = max(1, (4 * sms) // tiles)
+    fill = max(1, (2 * sms) // tiles)
+    split = max(2 if m <= 128 else 1, 1 << (fill.bit_length() - 1))
     return max(1, min(split, iters // 4, 16))
 
 
@@ -107,14 +115,19 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         return []
     fmt = KernelFormat.from_spec(spec)
     m = problem.m if problem.m is not None else 1
-    stages = 2 if not caps.has("cp.async") else 4
-    base = Wna16Config(arch=caps.arch, stages=stages, **_base_tile(m))
-    base = _fit_stages(fmt, base, caps)
-    if fmt.smem_bytes(base) > caps.smem_per_block:
+    stages_cap = 4 if caps.has("cp.async") else 2
+    fitting = []
+    for tile in _tiles(m):
+        cfg = Wna16Config(arch=caps.arch, **{**tile, "stages": min(tile["stages"], stages_cap)})
+        cfg = _fit_stages(fmt, cfg, caps)
+        if fmt.smem_bytes(cfg) <= caps.smem_per_block:
+            fitting.append(cfg)
+    if not fitting:
         return []
+    base = fitting[0]
     best = base.model_copy(update={"split_k": pick_split_k(problem, base, caps)})
     out = [best]
-    for variant in (base, _fit_stages(fmt, best.model_copy(update={"stages": 3}), caps)):
-        if variant not in out and variant.stages >= 2:
+    for variant in (base, *fitting[1:]):
+        if variant not in out:
             out.append(variant)
     return out

@@ -10,7 +10,8 @@
 //
 // GLU (w13): the layout interleaves 32 gate columns with the 32 matching up columns in every
 // 64-column layout tile, so a lane holds gate (n8 block j) and up (block j + 4) of the same output
-// column and the epilogue needs no data exchange.
+// column and the epilogue needs no data exchange. What the epilogue does with (gate, up), or with a
+// plain column, is the Act policy type (MoeAct, MoeGlu, MoeSwigluOai below).
 #pragma once
 #include "humming/kernel/wna16.cuh"
 
@@ -35,6 +36,33 @@ HM_DEVICE float moe_activation(float v) {
   return v;
 }
 
+// Epilogue policies (the Act template argument): kGlu says whether the layout pairs gate and up.
+template <int CODE>
+struct MoeAct {  // a plain activation on every column
+  static constexpr bool kGlu = false;
+  HM_DEVICE static float apply(float v) { return moe_activation<CODE>(v); }
+};
+
+template <int CODE>
+struct MoeGlu {  // act(gate) * up
+  static constexpr bool kGlu = true;
+  HM_DEVICE static float combine(float g, float u) { return moe_activation<CODE>(g) * u; }
+};
+
+// gpt-oss's clamped SwiGLU: gate clamped to <= limit, up to [-limit, limit],
+// out = (up + 1) * gate * sigmoid(alpha * gate). LIMIT and ALPHA are the fp32 bit patterns of the
+// spec's values (C++17 takes no float template arguments; the bit pattern keeps them exact).
+template <u32 LIMIT, u32 ALPHA>
+struct MoeSwigluOai {
+  static constexpr bool kGlu = true;
+  HM_DEVICE static float combine(float g, float u) {
+    const float limit = __uint_as_float(LIMIT), alpha = __uint_as_float(ALPHA);
+    g = fminf(g, limit);
+    u = fminf(fmaxf(u, -limit), limit);
+    return (u + 1.f) * (g / (1.f + __expf(-alpha * g)));
+  }
+};
+
 // The activation tile of ActTileLoader, gathered: tile row r is x row src_rows[r] (-1: a padding
 // slot, not copied; its MMA row only feeds its own output row, which is never stored).
 template <typename T, int ROWS, int BK, int THREADS>
@@ -57,7 +85,7 @@ struct GatherActTileLoader {
   }
 };
 
-template <typename T, typename Fmt, typename Tile, typename Epi, int ACT, bool GLU>
+template <typename T, typename Fmt, typename Tile, typename Epi, typename Act>
 struct MoeWna16Kernel {
   using Dense = Wna16Kernel<T, Fmt, Tile, Epi>;
   using Smem = typename Dense::Smem;
@@ -137,8 +165,8 @@ struct MoeWna16Kernel {
   HM_DEVICE static void store_plain(const Args& a, const Epilog& epi, typename Epi::Out* row,
                                     float w, int n, float v0, float v1, float global) {
     if (n >= a.N) return;
-    const float r0 = moe_activation<ACT>(epi.apply(v0, n, global)) * w;
-    const float r1 = n + 1 < a.N ? moe_activation<ACT>(epi.apply(v1, n + 1, global)) * w : 0.f;
+    const float r0 = Act::apply(epi.apply(v0, n, global)) * w;
+    const float r1 = n + 1 < a.N ? Act::apply(epi.apply(v1, n + 1, global)) * w : 0.f;
     put_pair(row, n, a.n_out, a.ldc, r0, r1);
   }
 
@@ -155,16 +183,16 @@ struct MoeWna16Kernel {
         if (id < 0) continue;
         const float w = a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
         typename Epi::Out* row = a.out + static_cast<long long>(id) * a.ldc;
-        if constexpr (GLU) {
+        if constexpr (Act::kGlu) {
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             const float* g = &acc[(mf * 8 + j) * 4 + 2 * h];
             const float* u = &acc[(mf * 8 + j + 4) * 4 + 2 * h];
             const int n = nw + j * 8;
-            const float r0 = moe_activation<ACT>(epi.apply(g[0], n, global)) *
-                             epi.apply(u[0], n + 32, global) * w;
-            const float r1 = moe_activation<ACT>(epi.apply(g[1], n + 1, global)) *
-                             epi.apply(u[1], n + 33, global) * w;
+            const float r0 =
+                Act::combine(epi.apply(g[0], n, global), epi.apply(u[0], n + 32, global)) * w;
+            const float r1 =
+                Act::combine(epi.apply(g[1], n + 1, global), epi.apply(u[1], n + 33, global)) * w;
             put_pair(row, (n0 + wn * 64) / 2 + j * 8 + (lane % 4) * 2, a.n_out, a.ldc, r0, r1);
           }
         } else {
@@ -238,7 +266,7 @@ struct MoeWna16Kernel {
 
 // The C entry point of a rendered MoE WnA16 translation unit (parameters in the order of
 // humming_cuda.kernels.moe_wna16.bind.signature).
-#define HUMMING_MOE_WNA16_ENTRY(NAME, T, FMT, TILE, EPI, ACT, GLU)                                \
+#define HUMMING_MOE_WNA16_ENTRY(NAME, T, FMT, TILE, EPI, ACT)                                     \
   extern "C" __global__ void __launch_bounds__(TILE::THREADS) NAME(                               \
       const T* x, const humming::u32* w, const T* scales, const T* zeros,                        \
       const float* channel_scale, const float* global_scale, const float* bias,                  \
@@ -246,7 +274,7 @@ struct MoeWna16Kernel {
       const int* num_post_padded, typename EPI::Out* out, int N, int n_out, int K, int lda,      \
       int ldc, int n_pad, int k_tiles, int groups, int top_k, int numel, int num_ids,            \
       int num_experts) {                                                                         \
-    using Kern = humming::MoeWna16Kernel<T, FMT, TILE, EPI, ACT, GLU>;                            \
+    using Kern = humming::MoeWna16Kernel<T, FMT, TILE, EPI, ACT>;                                 \
     Kern::run(typename Kern::Args{x, w, scales, zeros, channel_scale, global_scale, bias,        \
                                   topk_weights, sorted_ids, expert_ids, num_post_padded, out, N, \
                                   n_out, K, lda, ldc, n_pad, k_tiles, groups, top_k, numel,      \

@@ -17,6 +17,11 @@
 // group when it is shorter) the MMA partial sums are multiplied by their scales and added into fp32
 // totals. fp8 always promotes at least every 128 of K (tensor-core fp8 accumulation keeps fewer bits
 // than fp32); int8 without group/block scales accumulates the whole K exactly in s32.
+//
+// HUMMING_DIALECT (arith/dialect.cuh) selects the PPU forms for int8 x int8 instead: each pair of
+// n8 blocks is one N=16 MMA with PPU-ordered accumulators (acc_slot), the weights' rows are stored
+// in the PPU order (humming_ppu.layout), the emulation writes columns through ppu_b_row
+// (out_col), and no evict-first hint; NVIDIA code is unchanged.
 #pragma once
 #include "humming/arith/common.cuh"
 #include "humming/datatype/act_types.cuh"
@@ -24,6 +29,7 @@
 #include "humming/datatype/nibble8.cuh"
 #include "humming/epilogue/epilogue.cuh"
 #include "humming/memory/byte_tile_loader.cuh"
+#include "humming/mma/mma_n16.cuh"
 #include "humming/mma/mma_sync8.cuh"
 #include "humming/ptx/cp_async.cuh"
 #include "humming/ptx/ldmatrix.cuh"
@@ -68,6 +74,8 @@ struct W8a8Format {
                 "weight groups are 32, 64 or a multiple of 128 deep (whole k32 MMA steps)");
   static_assert(!W_::ZERO || (W_GROUPED && CODE_ == kCode8Int8),
                 "zero points need group scales and int8 activations");
+  static_assert(!HM_PPU_LAYOUT || CODE_ == kCode8Int8,
+                "the PPU has no fp8 MMA: its dialects render int8 activations only");
 };
 
 template <int M_FRAGS_, int N_FRAGS_, int WARPS_M_, int WARPS_N_, int STAGES_>
@@ -108,6 +116,28 @@ struct W8a8Kernel {
     OutT* out;
     int M, N, K, ldc, ws_ld;
   };
+
+  // First accumulator of this lane's pair (rows g + 8h, two columns) in fragment (mf, nf). sm80
+  // order: one 4-register n8 block after the other. PPU dialects: one 8-register N=16 block per
+  // two n8 blocks, its pairs enumerating N before M (mma_n16.cuh).
+  HM_DEVICE static constexpr int acc_slot(int mf, int nf, int h) {
+#if HM_PPU_LAYOUT
+    return (mf * NF + (nf & ~1)) * 4 + 4 * h + 2 * (nf & 1);
+#else
+    return (mf * NF + nf) * 4 + 2 * h;
+#endif
+  }
+
+  // Output column of this lane's accumulator e (0, 1) in the n8 block starting at column n8. The
+  // emulation's sm80 MMA keeps B columns in the PPU weight row order, which the PPU's own MMA
+  // undoes (mma_n16.cuh, ppu_b_row).
+  HM_DEVICE static int out_col(int n8, int lane, int e) {
+#if HUMMING_DIALECT == HM_DIALECT_PPU_EMULATION
+    return n8 + ppu_b_row((lane % 4) * 2 + e);
+#else
+    return n8 + (lane % 4) * 2 + e;
+#endif
+  }
 
   HM_DEVICE static void load_stage(const Args& a, char* smem, int buf, int it, int m0, int n0,
                                    int tid, u64 policy) {
@@ -182,6 +212,17 @@ struct W8a8Kernel {
       } else {
         byte_frags(bf, b_s, ks, wn, lane);
       }
+#if HM_PPU_LAYOUT
+#pragma unroll
+      for (int mf = 0; mf < MF; ++mf) {
+#pragma unroll
+        for (int p = 0; p < NF / 2; ++p) {
+          const u32 b[4] = {bf[2 * p][0], bf[2 * p][1], bf[2 * p + 1][0], bf[2 * p + 1][1]};
+          Mma16n16k32Int8::run(*reinterpret_cast<int(*)[8]>(&acc[(mf * NF + 2 * p) * 4]), af[mf],
+                               b);
+        }
+      }
+#else
 #pragma unroll
       for (int mf = 0; mf < MF; ++mf) {
 #pragma unroll
@@ -190,6 +231,7 @@ struct W8a8Kernel {
                    bf[nf][1]);
         }
       }
+#endif
       if constexpr (Fmt::PROMOTE) {
         if ((ks + 1) % KS_PER_PROMOTE == 0) {
           promote(total, acc, a, it * BK + (ks + 1) * 32 - Fmt::PROMOTE_K, m0, n0, wm, wn, lane);
@@ -208,7 +250,12 @@ struct W8a8Kernel {
       for (int e = 0; e < 2; ++e) {
         if constexpr (Fmt::W_GROUPED) {
           const long long g = k0 / Fmt::W_GROUP;
+#if HUMMING_DIALECT == HM_DIALECT_PPU_EMULATION
+          const int c = out_col(n0 + (wn * NF + nf) * 8, lane, e);
+          ws[nf][e] = c < a.N ? a.w_scales[g * a.N + c] : 0.f;
+#else
           ws[nf][e] = n + e < a.N ? a.w_scales[g * a.N + n + e] : 0.f;
+#endif
         } else if constexpr (Fmt::W_BLOCK) {
           ws[nf][e] = a.w_scales[static_cast<long long>(n0 / 128) * a.ws_ld + k0 / 128];
         } else {
@@ -237,8 +284,8 @@ struct W8a8Kernel {
         }
 #pragma unroll
         for (int nf = 0; nf < NF; ++nf) {
-          Acc* c = &acc[(mf * NF + nf) * 4 + 2 * h];
-          float* t = &total[(mf * NF + nf) * 4 + 2 * h];
+          Acc* c = &acc[acc_slot(mf, nf, h)];
+          float* t = &total[acc_slot(mf, nf, h)];
           if (live) {
             t[0] += static_cast<float>(c[0]) * (f * ws[nf][0]);
             t[1] += static_cast<float>(c[1]) * (f * ws[nf][1]);
@@ -261,9 +308,15 @@ struct W8a8Kernel {
         const float as = Fmt::A_GROUP ? 1.f : a.a_scales[m];
 #pragma unroll
         for (int nf = 0; nf < NF; ++nf) {
-          const float* c = &v[(mf * NF + nf) * 4 + 2 * h];
-          const int n = n0 + (wn * NF + nf) * 8 + (lane % 4) * 2;
-          epi.store_pair(a.out, a.ldc, a.M, a.N, m, n, c[0] * as, c[1] * as, 1.f);
+          const float* c = &v[acc_slot(mf, nf, h)];
+          const int n8 = n0 + (wn * NF + nf) * 8;
+#if HUMMING_DIALECT == HM_DIALECT_PPU_EMULATION
+          epi.store_one(a.out, a.ldc, a.M, a.N, m, out_col(n8, lane, 0), c[0] * as, 1.f);
+          epi.store_one(a.out, a.ldc, a.M, a.N, m, out_col(n8, lane, 1), c[1] * as, 1.f);
+#else
+          epi.store_pair(a.out, a.ldc, a.M, a.N, m, out_col(n8, lane, 0), c[0] * as, c[1] * as,
+                         1.f);
+#endif
         }
       }
     }

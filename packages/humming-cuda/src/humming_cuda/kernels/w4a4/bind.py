@@ -1,0 +1,95 @@
+"""Bind a loaded W4A4 module into a callable kernel: quantize x (its own entries), then the GEMM."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from humming_core.spec import QuantSpec
+
+from ...args import ScalarArg, Signature, TensorArg
+from ...launch import Launcher
+from ..act_quant.act4 import Act4Quantizer
+from .config import W4a4Config, W4a4Format
+
+_OUT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+_OUT_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
+
+
+def _scale_args(fmt: W4a4Format) -> tuple[TensorArg, TensorArg]:
+    """(activation scales, weight scales): AG / WG scale groups along K, KV = K / block size."""
+    if fmt.scaled:
+        return (
+            TensorArg("a_scales", torch.uint8, ("M", "KV"), align=4),
+            TensorArg("weight_scale", torch.uint8, ("N", "KV"), align=4),
+        )
+    w_shape = ("WG", "N") if fmt.w_grouped else ("N",)
+    return (
+        TensorArg("a_scales", torch.float32, ("AG", "M"), align=4),
+        TensorArg("weight_scale", torch.float32, w_shape, align=4),
+    )
+
+
+def signature(fmt: W4a4Format, name: str) -> Signature:
+    """Parameters in the order of HUMMING_W4A4_ENTRY (include/humming/kernel/w4a4.cuh)."""
+    a_scales, w_scales = _scale_args(fmt)
+    nvfp4 = fmt.path == "nvfp4"
+    return Signature(
+        TensorArg("a", torch.uint8, ("M", "KH")),
+        a_scales,
+        TensorArg("a_global", torch.float32, (1,), optional=not nvfp4, align=4),
+        TensorArg("qweight", torch.uint8, ("N", "KH")),
+        w_scales,
+        TensorArg("weight_global", torch.float32, (1,), optional=not nvfp4, align=4),
+        TensorArg("bias", torch.float32, ("N",), optional=not fmt.bias, align=4),
+        # pairs of columns are stored with one 2-element vector store
+        TensorArg(
+            "out", _OUT[fmt.out], ("M", "N"), layout="strided", align=2 * _OUT_BYTES[fmt.out]
+        ),
+        *(ScalarArg(n, "int32", dim=n) for n in ("M", "N", "K")),
+        ScalarArg("ldc", "int32", dim="LDC"),
+        kernel=name,
+    )
+
+
+class W4a4Kernel:
+    """`kernel(x=..., out=..., [act_scale=...], **packed)`: out[M, N] = quant4(x) @ W^T (+ bias).
+
+    x is fp16 or bf16 with K a multiple of 64; it is quantized by the module's own 4-bit quantizer
+    entries into fresh buffers (torch's caching allocator: no synchronisation), then multiplied.
+    act_scale: the static int4 scale, or the NVFP4 global activation scale (else computed)."""
+
+    def __init__(self, function: Any, spec: QuantSpec, config: W4a4Config) -> None:
+        self.fmt = W4a4Format.from_spec(spec)
+        self.config = config
+        self.name = function.symbol
+        self.function = function
+        self.quantizer = Act4Quantizer.from_module(self.fmt.act, function, function.symbol)
+        self.signature = signature(self.fmt, self.name)
+        self.launcher = Launcher(function, self.signature.ctypes)
+        function.reserve_smem(config.smem_bytes)
+
+    def __call__(self, **values: Any) -> None:
+        values = dict(values)
+        x, out = values.pop("x"), values["out"]
+        if x.dim() != 2 or out.dim() != 2 or out.stride(-1) != 1:
+            raise ValueError(
+                f"{self.name}: expected x [M, K] and out [M, N] with innermost stride 1, got x "
+                f"{tuple(x.shape)} and out {tuple(out.shape)} strides {tuple(out.stride())}"
+            )
+        q, scales, global_scale = self.quantizer(x, values.pop("act_scale", None))
+        values.update(a=q, a_scales=scales, a_global=global_scale)
+        k = x.shape[1]
+        dims = {"LDC": out.stride(0), "K": k, "KH": k // 2}
+        if self.fmt.scaled:
+            dims["KV"] = k // self.fmt.act.group
+        elif self.fmt.w_grouped:
+            dims["WG"] = -(-k // self.fmt.w_group)
+        _, params = self.signature.bind(values, dims, self.function.device_index)
+        m, n = out.shape
+        if m == 0:
+            return
+        cfg = self.config
+        grid = (-(-n // cfg.block_n), -(-m // cfg.block_m), 1)
+        self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)

@@ -1,0 +1,89 @@
+"""The NVIDIA W8A8 / W4A8 byte-identity matrix: rendered source and NVRTC cubin sha256 per case.
+
+The w8a8 family's PPU dialects (humming_ppu) are rendered through the same headers as the NVIDIA
+kernels, whose cuda suites passed on the H200. The default dialect's output must stay
+byte-identical: fixtures/w8a8_nvidia_sha256.json holds the hashes taken before the dialect existed;
+test_w8a8_nvidia_identity.py compares against them.
+
+Regenerate (only for a deliberate NVIDIA kernel change that has been re-verified on hardware):
+    uv run python packages/humming-cuda/tests/w8a8_identity_cases.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from w8a8_cases import FORMATS, W4_FORMATS, make_spec, make_w4_spec
+
+from humming_core.device import GemmProblem
+from humming_cuda.caps import caps_for_arch
+from humming_cuda.kernels.w8a8 import FAMILY
+
+FIXTURE = Path(__file__).parent / "fixtures" / "w8a8_nvidia_sha256.json"
+ARCHS = ("sm_80", "sm_90a")
+# The heuristic's decode, mid and prefill tiles (promoting and not, 8- and 4-bit weights).
+M_SIZES = (1, 64, 512)
+
+
+def _specs() -> list[tuple[str, object]]:
+    specs = []
+    for i, f in enumerate(FORMATS):
+        out = ("bf16", "fp16", "fp32")[i % 3]
+        specs.append((f"{f[0]}-{f[1]}-{f[2]}-{out}", make_spec(*f, bias=i % 2 == 0, out=out)))
+    for i, f in enumerate(W4_FORMATS):
+        out = ("fp16", "fp32", "bf16")[i % 3]
+        name = f"{f[0]}x{f[1]}-{f[2]}-g{f[3]}{f[4]}-{out}"
+        specs.append((name, make_w4_spec(*f, bias=i % 2 == 1, out=out)))
+    return specs
+
+
+def identity_cases() -> list[tuple[str, object, object]]:
+    """(case id, spec, config) for every format the arch supports x the heuristic tile per M."""
+    cases = []
+    for arch in ARCHS:
+        caps = caps_for_arch(arch)
+        for name, spec in _specs():
+            for m in M_SIZES:
+                problem = GemmProblem(n=4096, k=4096, m=m, act_dtype=spec.act.dtype.name)
+                if FAMILY.supports(spec, problem, caps):
+                    cfg = FAMILY.candidates(spec, problem, caps)[0]
+                    cases.append((f"{arch}-{name}-m{m}", spec, cfg))
+    return cases
+
+
+def case_hashes(spec, cfg) -> dict[str, str]:
+    """sha256 of the rendered source and of the cubin NVRTC makes from it."""
+    from humming_cuda.compiler import compile_source
+
+    source = FAMILY.render(spec, cfg, caps_for_arch(cfg.arch))
+    artifact = compile_source(source)
+    return {
+        "source": hashlib.sha256(source.code.encode()).hexdigest(),
+        "cubin": hashlib.sha256(artifact.binary).hexdigest(),
+    }
+
+
+def nvrtc_version() -> str:
+    """Cubins are only comparable between identical NVRTC versions."""
+    from cuda.bindings import nvrtc
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    return f"{major}.{minor}"
+
+
+def _write_fixture() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases = identity_cases()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        hashes = list(pool.map(lambda c: case_hashes(c[1], c[2]), cases))
+    table = {cid: h for (cid, _, _), h in zip(cases, hashes, strict=True)}
+    data = {"nvrtc": nvrtc_version(), "cases": table}
+    FIXTURE.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {len(table)} cases to {FIXTURE}")
+
+
+if __name__ == "__main__":
+    _write_fixture()
