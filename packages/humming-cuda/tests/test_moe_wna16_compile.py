@@ -7,16 +7,13 @@ tile.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
+from compile_units import Units
 
 from humming_core.device import GemmProblem
 from humming_core.spec import presets
-from humming_cuda.caps import caps_for_arch
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
-from humming_cuda.compiler import compile_source
 from humming_cuda.kernels.moe_wna16 import FAMILY
 
 ARCHS = ("sm_80", "sm_89", "sm_90a", "sm_120a")
@@ -48,40 +45,30 @@ def moe_spec(base, **epilogue):
     )
 
 
-def _jobs(arch: str) -> list:
-    caps = caps_for_arch(arch)
-    jobs = {}
+def _units(arch: str) -> Units:
+    units = Units(FAMILY, arch)
     for epi in EPILOGUES[:2] + EPILOGUES[-1:]:
         spec = moe_spec(presets.W4A16_G128, **epi)
         for rows in ROWS:
-            problem = GemmProblem(n=2048, k=4096, m=rows, num_experts=64)
-            for cfg in FAMILY.candidates(spec, problem, caps):
-                jobs[FAMILY.render(spec, cfg, caps).code] = (spec, cfg)
+            units.add_candidates(spec, GemmProblem(n=2048, k=4096, m=rows, num_experts=64))
     small = GemmProblem(n=2048, k=4096, m=1, num_experts=64)
     matrix = [(base, epi) for base in FORMATS for epi in EPILOGUES]
     for base, epi in matrix + [(base, OAI) for base in OAI_FORMATS]:
         spec = moe_spec(base, **epi)
-        if FAMILY.supports(spec, small, caps):
-            cfg = FAMILY.candidates(spec, small, caps)[0]
-            jobs[FAMILY.render(spec, cfg, caps).code] = (spec, cfg)
-    return [(spec, cfg, caps) for spec, cfg in jobs.values()]
+        if FAMILY.supports(spec, small, units.caps):
+            units.add_first(spec, small)
+    return units
 
 
 @pytest.mark.compile
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("arch", ARCHS)
 def test_generated_configs_compile_without_spills(arch):
-    jobs = _jobs(arch)
-    assert len(jobs) >= len(FORMATS)
-
-    def build(job):
-        spec, cfg, caps = job
-        return job, compile_source(FAMILY.render(spec, cfg, caps))
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for (spec, cfg, _), artifact in pool.map(build, jobs):
-            res = artifact.meta["resources"]
-            where = f"{arch} {spec.weight.dtype.name}/{spec.act.dtype.name} {spec.epilogue} {cfg}"
-            # The dense family's criterion: a few bytes of spill on rare formats (NVFP4 + bias on
-            # sm_90a: 4 bytes); anything larger is a regression.
-            assert res["spill_stores"] <= 16, f"spills: {where} {res}"
+    units = _units(arch)
+    assert len(units) >= len(FORMATS)
+    for spec, cfg, artifact in units.compile(workers=2):
+        res = artifact.meta["resources"]
+        where = f"{arch} {spec.weight.dtype.name}/{spec.act.dtype.name} {spec.epilogue} {cfg}"
+        # The dense family's criterion: a few bytes of spill on rare formats (NVFP4 + bias on
+        # sm_90a: 4 bytes); anything larger is a regression.
+        assert res["spill_stores"] <= 16, f"spills: {where} {res}"

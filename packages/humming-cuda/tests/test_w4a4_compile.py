@@ -9,14 +9,12 @@ and fp32 outputs on the decode tile; and every 4-bit activation quantizer the ar
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
+from compile_units import Units
 
 from humming_core.device import GemmProblem
 from humming_core.ops.layer import M_BUCKETS
 from humming_core.spec import ActSpec, ScaleSpec, WeightSpec, presets
-from humming_cuda.caps import caps_for_arch
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
 from humming_cuda.compiler import compile_source
@@ -51,47 +49,34 @@ def _with_epilogue(spec, bias: bool, out: str):
     return spec.replace(epilogue={"bias": bias, "out_dtype": out})
 
 
-def _jobs(arch: str) -> list:
-    caps = caps_for_arch(arch)
-    jobs = {}
+def _units(arch: str) -> Units:
+    units = Units(FAMILY, arch)
     for base in FORMATS[ARCHS[arch]]:
         spec = _with_epilogue(base, True, "bf16")
         for m in M_BUCKETS:
-            for cfg in FAMILY.candidates(spec, GemmProblem(n=SHAPE[0], k=SHAPE[1], m=m), caps):
-                jobs[FAMILY.render(spec, cfg, caps).code] = (spec, cfg)
+            units.add_candidates(spec, GemmProblem(n=SHAPE[0], k=SHAPE[1], m=m))
         for out in ("fp16", "fp32"):
             spec = _with_epilogue(base, False, out)
-            cfg = FAMILY.candidates(spec, GemmProblem(n=SHAPE[0], k=SHAPE[1], m=1), caps)[0]
-            jobs[FAMILY.render(spec, cfg, caps).code] = (spec, cfg)
-    return [(spec, cfg, caps) for spec, cfg in jobs.values()]
-
-
-def _path(spec) -> str:
-    return "int4" if spec.act.dtype.name == "int4" else spec.act.scale_dtype.name
+            units.add_first(spec, GemmProblem(n=SHAPE[0], k=SHAPE[1], m=1))
+    return units
 
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", list(ARCHS))
 def test_generated_configs_compile(arch, tmp_path, monkeypatch):
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
-    jobs = _jobs(arch)
-    assert len(jobs) >= 3 * len(FORMATS[ARCHS[arch]])
-
-    def build(job):
-        spec, cfg, caps = job
-        return job, compile_source(FAMILY.render(spec, cfg, caps))
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        for (spec, cfg, _), artifact in pool.map(build, jobs):
-            functions = artifact.meta["functions"]
-            quantizers = 4 if spec.act.scale_dtype.name == "ue4m3" else 2  # + NVFP4 amax pass
-            assert len(functions) == 1 + quantizers, functions
-            for name, res in functions.items():
-                where = f"{arch} {name} {spec.act.dtype.name} {cfg}"
-                assert res["spill_stores"] == 0, f"spills: {where} {res}"
+    units = _units(arch)
+    assert len(units) >= 3 * len(FORMATS[ARCHS[arch]])
+    for spec, cfg, artifact in units.compile(workers=4):
+        functions = artifact.meta["functions"]
+        quantizers = 4 if spec.act.scale_dtype.name == "ue4m3" else 2  # + NVFP4 amax pass
+        assert len(functions) == 1 + quantizers, functions
+        for name, res in functions.items():
+            where = f"{arch} {name} {spec.act.dtype.name} {cfg}"
+            assert res["spill_stores"] == 0, f"spills: {where} {res}"
     # the intended MMA is in every unit (not the __trap fallback of another arch)
     ptx = [p.read_text() for p in tmp_path.glob("*/kernel.ptx")]
-    assert len(ptx) == len(jobs)
+    assert len(ptx) == len(units)
     wanted = {"int4": MMA["int4"]} if ARCHS[arch] == "int4" else {}
     for text in ptx:
         kind = wanted.get("int4") or (MMA["nvfp4"] if "ue4m3" in text else MMA["mxfp4"])

@@ -8,9 +8,8 @@ Per arch: every format of w8a8_cases.FORMATS and W4_FORMATS x every candidate ov
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
+from compile_units import Units
 from w8a8_cases import all_specs
 
 from humming_core.device import GemmProblem
@@ -30,43 +29,32 @@ def _runs_on(spec, arch: str) -> bool:
     return spec.act.dtype.name == "int8" or "e4m3" in caps_for_arch(arch).mma
 
 
-def _jobs(arch: str) -> tuple[list, int]:
-    """(compile jobs, number of formats they cover)."""
-    caps = caps_for_arch(arch)
-    jobs = {}
+def _units(arch: str) -> tuple[Units, int]:
+    """(compile units, number of formats they cover)."""
+    units = Units(FAMILY, arch)
     specs = all_specs(True, "bf16")
     plain = {out: all_specs(False, out) for out in ("fp16", "fp32")}
     formats = [i for i, s in enumerate(specs) if _runs_on(s, arch)]
     for i in formats:
-        spec = specs[i]
         for m in M_BUCKETS:
-            for cfg in FAMILY.candidates(spec, GemmProblem(n=SHAPE[0], k=SHAPE[1], m=m), caps):
-                jobs[FAMILY.render(spec, cfg, caps).code] = (spec, cfg)
+            units.add_candidates(specs[i], GemmProblem(n=SHAPE[0], k=SHAPE[1], m=m))
         for out in ("fp16", "fp32"):
-            spec = plain[out][i]
-            cfg = FAMILY.candidates(spec, GemmProblem(n=SHAPE[0], k=SHAPE[1], m=1), caps)[0]
-            jobs[FAMILY.render(spec, cfg, caps).code] = (spec, cfg)
-    return [(spec, cfg, caps) for spec, cfg in jobs.values()], len(formats)
+            units.add_first(plain[out][i], GemmProblem(n=SHAPE[0], k=SHAPE[1], m=1))
+    return units, len(formats)
 
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
 def test_generated_configs_compile(arch):
-    jobs, formats = _jobs(arch)
-    assert len(jobs) >= 3 * formats
-
-    def build(job):
-        spec, cfg, caps = job
-        return job, compile_source(FAMILY.render(spec, cfg, caps))
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        for (spec, cfg, _), artifact in pool.map(build, jobs):
-            functions = artifact.meta["functions"]
-            # the GEMM entry plus one quantizer entry per 16-bit input type
-            assert len(functions) == 3, functions
-            for name, res in functions.items():
-                where = f"{arch} {name} {spec.weight.dtype.name}x{spec.act.dtype.name} {cfg}"
-                assert res["spill_stores"] == 0, f"spills: {where} {res}"
+    units, formats = _units(arch)
+    assert len(units) >= 3 * formats
+    for spec, cfg, artifact in units.compile(workers=4):
+        functions = artifact.meta["functions"]
+        # the GEMM entry plus one quantizer entry per 16-bit input type
+        assert len(functions) == 3, functions
+        for name, res in functions.items():
+            where = f"{arch} {name} {spec.weight.dtype.name}x{spec.act.dtype.name} {cfg}"
+            assert res["spill_stores"] == 0, f"spills: {where} {res}"
 
 
 @pytest.mark.compile

@@ -7,9 +7,8 @@ tile. The template arguments, not split-K (a launch parameter), decide the compi
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
+from compile_units import Units
 from wna16_cases import FORMATS, make_spec
 
 from humming_core.device import GemmProblem
@@ -17,7 +16,6 @@ from humming_core.spec import presets
 from humming_cuda.caps import caps_for_arch
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
-from humming_cuda.compiler import compile_source
 from humming_cuda.kernels.wna16 import FAMILY
 
 ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_120a")
@@ -25,40 +23,32 @@ SHAPES = ((4096, 4096), (200, 520), (57344, 8192))
 M_VALUES = (1, 16, 32, 64, 128, 1024)
 
 
-def _jobs(arch: str) -> list:
-    caps = caps_for_arch(arch)
-    acts = ("fp16",) if not caps.has("bf16") else ("fp16", "bf16")
-    jobs = {}
+def _units(arch: str) -> Units:
+    units = Units(FAMILY, arch)
+    acts = ("fp16",) if not units.caps.has("bf16") else ("fp16", "bf16")
     base = presets.W4A16_G128
     for n, k in SHAPES:
         for m in M_VALUES:
-            for cfg in FAMILY.candidates(base, GemmProblem(n=n, k=k, m=m), caps):
-                jobs[FAMILY.render(base, cfg, caps).code] = (base, cfg)
-    small = FAMILY.candidates(base, GemmProblem(n=4096, k=4096, m=1), caps)[0]
+            units.add_candidates(base, GemmProblem(n=n, k=k, m=m))
+    small = FAMILY.candidates(base, GemmProblem(n=4096, k=4096, m=1), units.caps)[0]
     for fmt in FORMATS:
         for act in acts:
             spec = make_spec(fmt, act, 64, 4096, bias=True, out=None, sdt=fmt[2][-1])
-            if FAMILY.supports(spec, GemmProblem(n=4096, k=4096, m=1), caps):
-                jobs[FAMILY.render(spec, small, caps).code] = (spec, small)
-    return [(spec, cfg, caps) for spec, cfg in jobs.values()]
+            if FAMILY.supports(spec, GemmProblem(n=4096, k=4096, m=1), units.caps):
+                units.add(spec, small)
+    return units
 
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
 def test_generated_configs_compile(arch):
-    jobs = _jobs(arch)
-    assert len(jobs) >= len(FORMATS)
-
-    def build(job):
-        spec, cfg, caps = job
-        return job, compile_source(FAMILY.render(spec, cfg, caps))
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        for (spec, cfg, _), artifact in pool.map(build, jobs):
-            res = artifact.meta["resources"]
-            where = f"{arch} {spec.weight.dtype.name}/{spec.act.dtype.name} {cfg}"
-            # A few bytes of spill appear on some rare formats; anything larger is a regression.
-            assert res["spill_stores"] <= 16, f"spills: {where} {res}"
+    units = _units(arch)
+    assert len(units) >= len(FORMATS)
+    for spec, cfg, artifact in units.compile(workers=4):
+        res = artifact.meta["resources"]
+        where = f"{arch} {spec.weight.dtype.name}/{spec.act.dtype.name} {cfg}"
+        # A few bytes of spill appear on some rare formats; anything larger is a regression.
+        assert res["spill_stores"] <= 16, f"spills: {where} {res}"
 
 
 def test_sm75_renders_no_bf16_kernel():

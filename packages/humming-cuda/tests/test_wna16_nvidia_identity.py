@@ -7,33 +7,14 @@ recorded before the dialect was added (wna16_identity_cases.py explains how it w
 
 from __future__ import annotations
 
-import json
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
-from wna16_identity_cases import FIXTURE, case_hashes, identity_cases, nvrtc_version
+from identity_fixture import assert_unchanged
+from wna16_identity_cases import FAMILY, FIXTURE, identity_cases
 
 
 @pytest.mark.compile
 @pytest.mark.timeout(900)
 def test_nvidia_wna16_source_and_cubin_unchanged():
-    recorded = json.loads(FIXTURE.read_text())
-    expected = recorded["cases"]
-    # Rendered sources must match everywhere; cubins only under the NVRTC that made the table.
-    keys = ("source", "cubin") if recorded["nvrtc"] == nvrtc_version() else ("source",)
-    cases = identity_cases()
-    assert sorted(cid for cid, _, _ in cases) == sorted(expected), "case matrix changed"
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        got = list(pool.map(lambda c: case_hashes(c[1], c[2]), cases))
-    changed = [
-        cid
-        for (cid, _, _), h in zip(cases, got, strict=True)
-        if any(h[key] != expected[cid][key] for key in keys)
-    ]
-    assert not changed, (
-        f"{len(changed)} of {len(cases)} NVIDIA WnA16 kernels changed (first: {changed[:5]}): the "
-        "NVIDIA path must stay byte-identical to the H200-verified code; keep dialect changes "
-        "behind HUMMING_DIALECT != 0"
-    )
+    assert_unchanged(FIXTURE, FAMILY, identity_cases(), "WnA16")

@@ -11,10 +11,9 @@ Regenerate (only for a deliberate NVIDIA kernel change that has been re-verified
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
+from identity_fixture import write_fixture
 from w8a8_cases import FORMATS, W4_FORMATS, make_spec, make_w4_spec
 
 from humming_core.device import GemmProblem
@@ -53,37 +52,5 @@ def identity_cases() -> list[tuple[str, object, object]]:
     return cases
 
 
-def case_hashes(spec, cfg) -> dict[str, str]:
-    """sha256 of the rendered source and of the cubin NVRTC makes from it."""
-    from humming_cuda.compiler import compile_source
-
-    source = FAMILY.render(spec, cfg, caps_for_arch(cfg.arch))
-    artifact = compile_source(source)
-    return {
-        "source": hashlib.sha256(source.code.encode()).hexdigest(),
-        "cubin": hashlib.sha256(artifact.binary).hexdigest(),
-    }
-
-
-def nvrtc_version() -> str:
-    """Cubins are only comparable between identical NVRTC versions."""
-    from cuda.bindings import nvrtc
-
-    _, major, minor = nvrtc.nvrtcVersion()
-    return f"{major}.{minor}"
-
-
-def _write_fixture() -> None:
-    from concurrent.futures import ThreadPoolExecutor
-
-    cases = identity_cases()
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        hashes = list(pool.map(lambda c: case_hashes(c[1], c[2]), cases))
-    table = {cid: h for (cid, _, _), h in zip(cases, hashes, strict=True)}
-    data = {"nvrtc": nvrtc_version(), "cases": table}
-    FIXTURE.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {len(table)} cases to {FIXTURE}")
-
-
 if __name__ == "__main__":
-    _write_fixture()
+    write_fixture(FIXTURE, FAMILY, identity_cases())

@@ -6,9 +6,10 @@ weights (w2). Reuses the dense WnA16 K loop (include/humming/kernel/moe_wna16.cu
 
 from __future__ import annotations
 
-from humming_core.device import DeviceCaps, GemmProblem, KernelSource, Support
+from humming_core.device import DeviceCaps
 from humming_core.spec import QuantSpec
 
+from ..family import ModuleFamily
 from ..wna16.config import KernelFormat
 from .bind import MoeWna16Kernel
 from .config import MoeWna16Config
@@ -17,7 +18,7 @@ from .layout import MoeWna16Layout
 from .render import render
 
 
-class MoeWna16Family:
+class MoeWna16Family(ModuleFamily):
     """`KernelFamily` implementation (see humming_cuda.kernels.base)."""
 
     # Its cuda conformance tests (test_moe_wna16_conformance.py) passed on the H200 (sm_90a).
@@ -25,14 +26,10 @@ class MoeWna16Family:
 
     name = "moe_wna16"
     config_type = MoeWna16Config
-
-    def supports(self, spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
-        return supports(spec, problem, caps)
-
-    def candidates(
-        self, spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps
-    ) -> list[MoeWna16Config]:
-        return candidates(spec, problem, caps)
+    kernel_type = MoeWna16Kernel
+    supports = staticmethod(supports)
+    candidates = staticmethod(candidates)
+    render = staticmethod(render)
 
     def weight_layout(
         self, spec: QuantSpec, config: MoeWna16Config, caps: DeviceCaps
@@ -41,14 +38,6 @@ class MoeWna16Family:
         return MoeWna16Layout(
             KernelFormat.from_spec(spec), ep.glu_layout if ep.glu != "none" else None
         )
-
-    def render(self, spec: QuantSpec, config: MoeWna16Config, caps: DeviceCaps) -> KernelSource:
-        return render(spec, config, caps)
-
-    def bind(
-        self, function, spec: QuantSpec, config: MoeWna16Config, caps: DeviceCaps
-    ) -> MoeWna16Kernel:
-        return MoeWna16Kernel(function, spec, config)
 
 
 FAMILY = MoeWna16Family()

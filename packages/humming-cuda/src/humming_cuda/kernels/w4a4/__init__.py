@@ -15,9 +15,10 @@ H200 (tests/test_act_quant4_cuda.py).
 
 from __future__ import annotations
 
-from humming_core.device import DeviceCaps, GemmProblem, KernelSource, Support
+from humming_core.device import DeviceCaps
 from humming_core.spec import QuantSpec
 
+from ..family import ModuleFamily
 from .bind import W4a4Kernel
 from .config import W4a4Config, W4a4Format
 from .heuristics import candidates, supports
@@ -25,7 +26,7 @@ from .layout import W4a4Layout
 from .render import render
 
 
-class W4a4Family:
+class W4a4Family(ModuleFamily):
     """`KernelFamily` implementation (see humming_cuda.kernels.base)."""
 
     # Built and compile-tested for sm_80/86/89 and sm_120a/121a; never run on hardware.
@@ -33,23 +34,13 @@ class W4a4Family:
 
     name = "w4a4"
     config_type = W4a4Config
-
-    def supports(self, spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
-        return supports(spec, problem, caps)
-
-    def candidates(
-        self, spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps
-    ) -> list[W4a4Config]:
-        return candidates(spec, problem, caps)
+    kernel_type = W4a4Kernel
+    supports = staticmethod(supports)
+    candidates = staticmethod(candidates)
+    render = staticmethod(render)
 
     def weight_layout(self, spec: QuantSpec, config: W4a4Config, caps: DeviceCaps) -> W4a4Layout:
         return W4a4Layout(W4a4Format.from_spec(spec))
-
-    def render(self, spec: QuantSpec, config: W4a4Config, caps: DeviceCaps) -> KernelSource:
-        return render(spec, config, caps)
-
-    def bind(self, function, spec: QuantSpec, config: W4a4Config, caps: DeviceCaps) -> W4a4Kernel:
-        return W4a4Kernel(function, spec, config)
 
 
 FAMILY = W4a4Family()

@@ -9,12 +9,9 @@ import torch
 from humming_core.spec import QuantSpec
 
 from ...args import ScalarArg, Signature, TensorArg
-from ...launch import Launcher
 from ..act_quant.act4 import Act4Quantizer
+from ..common_bind import ActQuantGemmKernel, out_arg
 from .config import W4a4Config, W4a4Format
-
-_OUT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-_OUT_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 
 
 def _scale_args(fmt: W4a4Format) -> tuple[TensorArg, TensorArg]:
@@ -43,17 +40,14 @@ def signature(fmt: W4a4Format, name: str) -> Signature:
         w_scales,
         TensorArg("weight_global", torch.float32, (1,), optional=not nvfp4, align=4),
         TensorArg("bias", torch.float32, ("N",), optional=not fmt.bias, align=4),
-        # pairs of columns are stored with one 2-element vector store
-        TensorArg(
-            "out", _OUT[fmt.out], ("M", "N"), layout="strided", align=2 * _OUT_BYTES[fmt.out]
-        ),
+        out_arg(fmt.out),
         *(ScalarArg(n, "int32", dim=n) for n in ("M", "N", "K")),
         ScalarArg("ldc", "int32", dim="LDC"),
         kernel=name,
     )
 
 
-class W4a4Kernel:
+class W4a4Kernel(ActQuantGemmKernel):
     """`kernel(x=..., out=..., [act_scale=...], **packed)`: out[M, N] = quant4(x) @ W^T (+ bias).
 
     x is fp16 or bf16 with K a multiple of 64; it is quantized by the module's own 4-bit quantizer
@@ -62,34 +56,17 @@ class W4a4Kernel:
 
     def __init__(self, function: Any, spec: QuantSpec, config: W4a4Config) -> None:
         self.fmt = W4a4Format.from_spec(spec)
-        self.config = config
-        self.name = function.symbol
-        self.function = function
         self.quantizer = Act4Quantizer.from_module(self.fmt.act, function, function.symbol)
-        self.signature = signature(self.fmt, self.name)
-        self.launcher = Launcher(function, self.signature.ctypes)
-        function.reserve_smem(config.smem_bytes)
+        super().__init__(function, config, signature(self.fmt, function.symbol))
 
-    def __call__(self, **values: Any) -> None:
-        values = dict(values)
-        x, out = values.pop("x"), values["out"]
-        if x.dim() != 2 or out.dim() != 2 or out.stride(-1) != 1:
-            raise ValueError(
-                f"{self.name}: expected x [M, K] and out [M, N] with innermost stride 1, got x "
-                f"{tuple(x.shape)} and out {tuple(out.shape)} strides {tuple(out.stride())}"
-            )
-        q, scales, global_scale = self.quantizer(x, values.pop("act_scale", None))
-        values.update(a=q, a_scales=scales, a_global=global_scale)
-        k = x.shape[1]
-        dims = {"LDC": out.stride(0), "K": k, "KH": k // 2}
+    def _quantize(self, x: torch.Tensor, act_scale: torch.Tensor | None) -> dict[str, Any]:
+        q, scales, global_scale = self.quantizer(x, act_scale)
+        return {"a": q, "a_scales": scales, "a_global": global_scale}
+
+    def _k_dims(self, k: int) -> dict[str, int]:
+        dims = {"K": k, "KH": k // 2}
         if self.fmt.scaled:
             dims["KV"] = k // self.fmt.act.group
         elif self.fmt.w_grouped:
             dims["WG"] = -(-k // self.fmt.w_group)
-        _, params = self.signature.bind(values, dims, self.function.device_index)
-        m, n = out.shape
-        if m == 0:
-            return
-        cfg = self.config
-        grid = (-(-n // cfg.block_n), -(-m // cfg.block_m), 1)
-        self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)
+        return dims

@@ -10,12 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import Field, model_validator
-
 from humming_core.spec import QuantSpec
 
 from ..act_quant.act4 import Act4Format
-from ..base import KernelConfig
+from ..warp_tile import WarpTileConfig
 
 BLOCK_K = 256  # K elements per pipeline stage: 128 bytes of nibbles per row, as a W8A8 stage
 MMA_K = 64
@@ -28,43 +26,10 @@ CXX_OUT = {"fp16": "half", "bf16": "nv_bfloat16", "fp32": "float"}
 INT4_TENSOR_CORE_ARCHS = ("sm_80", "sm_86", "sm_87", "sm_89")
 
 
-def _pow2(v: int) -> bool:
-    return v > 0 and v & (v - 1) == 0
-
-
-class W4a4Config(KernelConfig):
+class W4a4Config(WarpTileConfig):
     """Block tile 16*m_frags*warps_m (M) x 8*n_frags*warps_n (N) x 256 (K) per stage."""
 
     family: Literal["w4a4"] = "w4a4"
-    arch: str
-    m_frags: int = Field(1, ge=1, le=4)
-    n_frags: int = Field(4, ge=2, le=8)
-    warps_m: int = Field(1, ge=1, le=8)
-    warps_n: int = Field(4, ge=1, le=8)
-    stages: int = Field(4, ge=2, le=8)
-
-    @model_validator(mode="after")
-    def _check(self) -> W4a4Config:
-        for name in ("m_frags", "n_frags", "warps_m", "warps_n"):
-            if not _pow2(getattr(self, name)):
-                raise ValueError(f"{name}={getattr(self, name)} must be a power of two")
-        if self.warps_m * self.warps_n > 8:
-            raise ValueError(
-                f"warps_m*warps_n={self.warps_m * self.warps_n} warps: at most 8 per CTA"
-            )
-        return self
-
-    @property
-    def block_m(self) -> int:
-        return 16 * self.m_frags * self.warps_m
-
-    @property
-    def block_n(self) -> int:
-        return 8 * self.n_frags * self.warps_n
-
-    @property
-    def threads(self) -> int:
-        return 32 * self.warps_m * self.warps_n
 
     @property
     def smem_bytes(self) -> int:

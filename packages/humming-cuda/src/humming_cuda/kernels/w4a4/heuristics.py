@@ -6,6 +6,7 @@ from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
 from ..act_quant.act4 import unsupported_reason as act_reason
+from ..warp_tile import staged_candidates, tile_for_m
 from .config import INT4_TENSOR_CORE_ARCHS, MMA_K, W4a4Config, W4a4Format, path_of
 
 FP4_KINDS = {"nvfp4": "nvf4", "mxfp4": "mxf4"}  # caps.mma keys of the block-scaled kinds
@@ -113,12 +114,7 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
     return Support.no(reason) if reason else Support.yes()
 
 
-def _base_tile(m: int, fmt: W4a4Format) -> dict[str, int]:
-    # Decode: one m16 row of fragments and 64 columns per CTA, so small layers still fill the GPU.
-    if m <= 16:
-        return {"m_frags": 1, "n_frags": 2, "warps_m": 1, "warps_n": 4}
-    if m <= 64:
-        return {"m_frags": 2, "n_frags": 4, "warps_m": 2, "warps_n": 2}
+def _large_tile(fmt: W4a4Format) -> dict[str, int]:
     # Promoting int4 kernels keep fp32 totals next to the s32 accumulators: 64x128 tiles, half the
     # columns per warp (128x128 spills on sm_80). fp4 kernels hold block-scale registers per
     # fragment: 128x128 tiles with half the rows per warp.
@@ -129,21 +125,10 @@ def _base_tile(m: int, fmt: W4a4Format) -> dict[str, int]:
     return {"m_frags": 4, "n_frags": 8, "warps_m": 2, "warps_n": 2}
 
 
-def _fit_stages(cfg: W4a4Config, caps: DeviceCaps) -> W4a4Config:
-    while cfg.stages > 2 and cfg.smem_bytes > caps.smem_per_block:
-        cfg = cfg.model_copy(update={"stages": cfg.stages - 1})
-    return cfg
-
-
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W4a4Config]:
     """Configs for this (spec, N, K, M), best first; empty when `supports` says no."""
     if not supports(spec, problem, caps):
         return []
     fmt = W4a4Format.from_spec(spec)
-    m = problem.m if problem.m is not None else 1
-    best = _fit_stages(W4a4Config(arch=caps.arch, **_base_tile(m, fmt)), caps)
-    out = [best]
-    shallow = _fit_stages(best.model_copy(update={"stages": 3}), caps)
-    if shallow != best:
-        out.append(shallow)
-    return [c for c in out if c.smem_bytes <= caps.smem_per_block]
+    tile = tile_for_m(problem.m, _large_tile(fmt))
+    return staged_candidates(W4a4Config(arch=caps.arch, **tile), caps)

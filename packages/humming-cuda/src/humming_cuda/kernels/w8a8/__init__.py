@@ -13,9 +13,10 @@ later work.
 
 from __future__ import annotations
 
-from humming_core.device import DeviceCaps, GemmProblem, KernelSource, Support
+from humming_core.device import DeviceCaps
 from humming_core.spec import QuantSpec
 
+from ..family import ModuleFamily
 from .bind import W8a8Kernel
 from .config import W8a8Config, W8a8Format
 from .heuristics import candidates, supports
@@ -23,7 +24,7 @@ from .layout import W8a8Layout
 from .render import render
 
 
-class W8a8Family:
+class W8a8Family(ModuleFamily):
     """`KernelFamily` implementation (see humming_cuda.kernels.base)."""
 
     # Its cuda conformance and bit-exactness tests (W8A8 int8/fp8, block128, W4A8, act quant)
@@ -32,25 +33,13 @@ class W8a8Family:
 
     name = "w8a8"
     config_type = W8a8Config
-
-    def supports(self, spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
-        return supports(spec, problem, caps)
-
-    def candidates(
-        self, spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps
-    ) -> list[W8a8Config]:
-        return candidates(spec, problem, caps)
+    kernel_type = W8a8Kernel
+    supports = staticmethod(supports)
+    candidates = staticmethod(candidates)
+    render = staticmethod(render)
 
     def weight_layout(self, spec: QuantSpec, config: W8a8Config, caps: DeviceCaps) -> W8a8Layout:
         return W8a8Layout(W8a8Format.from_spec(spec))
-
-    def render(
-        self, spec: QuantSpec, config: W8a8Config, caps: DeviceCaps, dialect: str = "nvidia"
-    ) -> KernelSource:
-        return render(spec, config, caps, dialect)
-
-    def bind(self, function, spec: QuantSpec, config: W8a8Config, caps: DeviceCaps) -> W8a8Kernel:
-        return W8a8Kernel(function, spec, config)
 
 
 FAMILY = W8a8Family()

@@ -9,13 +9,11 @@ import torch
 from humming_core.spec import QuantSpec
 
 from ...args import ScalarArg, Signature, TensorArg
-from ...launch import Launcher
 from ..act_quant import CODE_DTYPES, ActQuantizer
+from ..common_bind import ActQuantGemmKernel, out_arg
 from .config import W8a8Config, W8a8Format
 from .nibbles import slab_words
 
-_OUT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-_OUT_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 # WG: weight groups along K; KW: int32 words per row of the W4A8 layout
 _WS_SHAPE = {"tensor": (1,), "channel": ("N",), "block": ("NB", "KB"), "group": ("WG", "N")}
 
@@ -34,10 +32,7 @@ def signature(fmt: W8a8Format, name: str) -> Signature:
         TensorArg("weight_scale", torch.float32, _WS_SHAPE[fmt.weight_scale], align=4),
         TensorArg("zeros", torch.uint8, ("WG", "N"), optional=not fmt.zero, align=1),
         TensorArg("bias", torch.float32, ("N",), optional=not fmt.bias, align=4),
-        # pairs of columns are stored with one 2-element vector store
-        TensorArg(
-            "out", _OUT[fmt.out], ("M", "N"), layout="strided", align=2 * _OUT_BYTES[fmt.out]
-        ),
+        out_arg(fmt.out),
         *(ScalarArg(n, "int32", dim=n) for n in ("M", "N", "K")),
         ScalarArg("ldc", "int32", dim="LDC"),
         ScalarArg("ws_ld", "int32", dim="KB"),
@@ -45,7 +40,7 @@ def signature(fmt: W8a8Format, name: str) -> Signature:
     )
 
 
-class W8a8Kernel:
+class W8a8Kernel(ActQuantGemmKernel):
     """`kernel(x=..., out=..., [act_scale=...], **packed)`: out[M, N] = quant(x) @ W^T (+ bias).
 
     x is fp16 or bf16; it is quantized by the module's own quantizer entry into a fresh 8-bit
@@ -53,31 +48,15 @@ class W8a8Kernel:
 
     def __init__(self, function: Any, spec: QuantSpec, config: W8a8Config) -> None:
         self.fmt = W8a8Format.from_spec(spec)
-        self.config = config
-        self.name = function.symbol
-        self.function = function
         self.quantizer = ActQuantizer.from_module(self.fmt.act, function, function.symbol)
-        self.signature = signature(self.fmt, self.name)
-        self.launcher = Launcher(function, self.signature.ctypes)
-        function.reserve_smem(config.smem_bytes)
+        super().__init__(function, config, signature(self.fmt, function.symbol))
 
-    def __call__(self, **values: Any) -> None:
-        values = dict(values)
-        x, out = values.pop("x"), values["out"]
-        if x.dim() != 2 or out.dim() != 2 or out.stride(-1) != 1:
-            raise ValueError(
-                f"{self.name}: expected x [M, K] and out [M, N] with innermost stride 1, got x "
-                f"{tuple(x.shape)} and out {tuple(out.shape)} strides {tuple(out.stride())}"
-            )
-        values["a"], values["a_scales"] = self.quantizer(x, values.pop("act_scale", None))
-        k = x.shape[1]
-        dims = {"LDC": out.stride(0), "KB": -(-k // 128) if self.fmt.weight_scale == "block" else 0}
+    def _quantize(self, x: torch.Tensor, act_scale: torch.Tensor | None) -> dict[str, Any]:
+        a, a_scales = self.quantizer(x, act_scale)
+        return {"a": a, "a_scales": a_scales}
+
+    def _k_dims(self, k: int) -> dict[str, int]:
+        dims = {"KB": -(-k // 128) if self.fmt.weight_scale == "block" else 0}
         if self.fmt.weight_bits == 4:
             dims.update(KW=slab_words(k), WG=-(-k // self.fmt.group))
-        _, params = self.signature.bind(values, dims, self.function.device_index)
-        m, n = out.shape
-        if m == 0:
-            return
-        cfg = self.config
-        grid = (-(-n // cfg.block_n), -(-m // cfg.block_m), 1)
-        self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)
+        return dims

@@ -10,12 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import Field, model_validator
-
 from humming_core.spec import QuantSpec
 
 from ..act_quant import ActQuantFormat
-from ..base import KernelConfig
+from ..warp_tile import WarpTileConfig
 
 BLOCK_K = 128  # K depth of one pipeline stage, of an activation group and of a weight block
 WEIGHT_SCALE_CODES = {"tensor": 0, "channel": 1, "block": 2, "group": 3}
@@ -24,45 +22,12 @@ NIBBLE_TYPES = ("int4", "uint4", "e2m1")  # 4-bit weights, expanded to 8-bit cod
 CXX_OUT = {"fp16": "half", "bf16": "nv_bfloat16", "fp32": "float"}
 
 
-def _pow2(v: int) -> bool:
-    return v > 0 and v & (v - 1) == 0
-
-
-class W8a8Config(KernelConfig):
+class W8a8Config(WarpTileConfig):
     """Block tile 16*m_frags*warps_m (M) x 8*n_frags*warps_n (N) x 128 (K) per stage."""
 
     family: Literal["w8a8"] = "w8a8"
-    arch: str
-    m_frags: int = Field(1, ge=1, le=4)
-    n_frags: int = Field(4, ge=2, le=8)
-    warps_m: int = Field(1, ge=1, le=8)
-    warps_n: int = Field(4, ge=1, le=8)
-    stages: int = Field(4, ge=2, le=8)
     # 8: W8A8 weight tiles (128 bytes per row and stage); 4: W4A8 nibbles (64 bytes)
     weight_bits: Literal[4, 8] = 8
-
-    @model_validator(mode="after")
-    def _check(self) -> W8a8Config:
-        for name in ("m_frags", "n_frags", "warps_m", "warps_n"):
-            if not _pow2(getattr(self, name)):
-                raise ValueError(f"{name}={getattr(self, name)} must be a power of two")
-        if self.warps_m * self.warps_n > 8:
-            raise ValueError(
-                f"warps_m*warps_n={self.warps_m * self.warps_n} warps: at most 8 per CTA"
-            )
-        return self
-
-    @property
-    def block_m(self) -> int:
-        return 16 * self.m_frags * self.warps_m
-
-    @property
-    def block_n(self) -> int:
-        return 8 * self.n_frags * self.warps_n
-
-    @property
-    def threads(self) -> int:
-        return 32 * self.warps_m * self.warps_n
 
     @property
     def smem_bytes(self) -> int:

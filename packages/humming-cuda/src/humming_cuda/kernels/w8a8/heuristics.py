@@ -6,6 +6,7 @@ from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
 from ..act_quant import unsupported_reason
+from ..warp_tile import staged_candidates, tile_for_m
 from .config import BLOCK_K, NIBBLE_TYPES, W8a8Config, W8a8Format
 
 CODES = ("int8", "e4m3")
@@ -122,12 +123,7 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
     return Support.no(reason) if reason else Support.yes()
 
 
-def _base_tile(m: int, fmt: W8a8Format) -> dict[str, int]:
-    # Decode: one m16 row of fragments and 64 columns per CTA, so small layers still fill the GPU.
-    if m <= 16:
-        return {"m_frags": 1, "n_frags": 2, "warps_m": 1, "warps_n": 4}
-    if m <= 64:
-        return {"m_frags": 2, "n_frags": 4, "warps_m": 2, "warps_n": 2}
+def _large_tile(fmt: W8a8Format) -> dict[str, int]:
     # 128x128 tiles; promoting kernels keep fp32 totals next to the MMA accumulators, so their
     # warps take half the rows to stay within the register budget. W4A8 lanes also hold a slab of
     # packed weights per column (4 registers each): 64x128 tiles, half the columns per warp.
@@ -138,22 +134,10 @@ def _base_tile(m: int, fmt: W8a8Format) -> dict[str, int]:
     return {"m_frags": 4, "n_frags": 8, "warps_m": 2, "warps_n": 2}
 
 
-def _fit_stages(cfg: W8a8Config, caps: DeviceCaps) -> W8a8Config:
-    while cfg.stages > 2 and cfg.smem_bytes > caps.smem_per_block:
-        cfg = cfg.model_copy(update={"stages": cfg.stages - 1})
-    return cfg
-
-
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W8a8Config]:
     """Configs for this (spec, N, K, M), best first; empty when `supports` says no."""
     if not supports(spec, problem, caps):
         return []
     fmt = W8a8Format.from_spec(spec)
-    m = problem.m if problem.m is not None else 1
-    tile = _base_tile(m, fmt)
-    best = _fit_stages(W8a8Config(arch=caps.arch, weight_bits=fmt.weight_bits, **tile), caps)
-    out = [best]
-    shallow = _fit_stages(best.model_copy(update={"stages": 3}), caps)
-    if shallow != best:
-        out.append(shallow)
-    return [c for c in out if c.smem_bytes <= caps.smem_per_block]
+    tile = tile_for_m(problem.m, _large_tile(fmt))
+    return staged_candidates(W8a8Config(arch=caps.arch, weight_bits=fmt.weight_bits, **tile), caps)

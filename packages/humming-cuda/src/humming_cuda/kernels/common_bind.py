@@ -1,0 +1,68 @@
+"""The call path shared by the families that quantize x on the GPU before the GEMM (w8a8, w4a4).
+
+Both take `kernel(x=..., out=..., [act_scale=...], **packed)`: x [M, K] is quantized by the
+module's own quantizer entries, the codes and scales join the packed weights as the GEMM's
+arguments, and the GEMM launches one CTA per (block_n, block_m) tile of out. A family's kernel
+supplies its quantizer step and the K-derived dims of its signature.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import torch
+
+from ..args import Signature, TensorArg
+from ..launch import Launcher
+from .warp_tile import WarpTileConfig
+
+OUT_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+def out_arg(out: str) -> TensorArg:
+    """out [M, N] with row stride LDC, of the spec's output dtype `out`."""
+    dtype = OUT_DTYPES[out]
+    # pairs of columns are stored with one 2-element vector store
+    return TensorArg("out", dtype, ("M", "N"), layout="strided", align=2 * dtype.itemsize)
+
+
+class ActQuantGemmKernel(ABC):
+    """Checks x and out, quantizes x (`_quantize`), binds the arguments and launches the GEMM.
+
+    Subclasses set `fmt` and their quantizer, then call this __init__ with the signature, and
+    define `_quantize` and `_k_dims`."""
+
+    def __init__(self, function: Any, config: WarpTileConfig, signature: Signature) -> None:
+        self.config = config
+        self.name = function.symbol
+        self.function = function
+        self.signature = signature
+        self.launcher = Launcher(function, signature.ctypes)
+        function.reserve_smem(config.smem_bytes)
+
+    @abstractmethod
+    def _quantize(self, x: torch.Tensor, act_scale: torch.Tensor | None) -> dict[str, Any]:
+        """The quantized activations and their scales, by GEMM argument name."""
+
+    @abstractmethod
+    def _k_dims(self, k: int) -> dict[str, int]:
+        """The signature's dims that derive from K (scale groups, packed words)."""
+
+    def __call__(self, **values: Any) -> None:
+        values = dict(values)
+        x, out = values.pop("x"), values["out"]
+        if x.dim() != 2 or out.dim() != 2 or out.stride(-1) != 1:
+            raise ValueError(
+                f"{self.name}: expected x [M, K] and out [M, N] with innermost stride 1, got x "
+                f"{tuple(x.shape)} and out {tuple(out.shape)} strides {tuple(out.stride())}"
+            )
+        values.update(self._quantize(x, values.pop("act_scale", None)))
+        dims = {"LDC": out.stride(0), **self._k_dims(x.shape[1])}
+        _, params = self.signature.bind(values, dims, self.function.device_index)
+        m, n = out.shape
+        if m == 0:
+            return
+        cfg = self.config
+        grid = (-(-n // cfg.block_n), -(-m // cfg.block_m), 1)
+        self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)

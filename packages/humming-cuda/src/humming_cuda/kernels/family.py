@@ -1,0 +1,44 @@
+"""`ModuleFamily`: a `KernelFamily` whose steps are the functions of its package's modules.
+
+Every family package has the same shape (heuristics.supports / candidates, render.render, a kernel
+class built as `Kernel(function, spec, config)`), so its family class only names them, e.g.
+
+    class W8a8Family(ModuleFamily):
+        name = "w8a8"
+        config_type = W8a8Config
+        kernel_type = W8a8Kernel
+        supports = staticmethod(supports)  # the functions imported from .heuristics / .render
+        candidates = staticmethod(candidates)
+        render = staticmethod(render)
+
+        def weight_layout(self, spec, config, caps): ...
+
+`weight_layout` stays a method of each family: what a layout is built from differs per family.
+Class attributes (not instance ones) so that tests can patch `hardware_verified` on the type.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from humming_core.device import DeviceCaps, Kernel
+    from humming_core.spec import QuantSpec
+
+    from ..loader import LoadedFunction
+    from .base import KernelConfig
+
+
+class ModuleFamily:
+    """Base of the registered families (see humming_cuda.kernels.base.KernelFamily)."""
+
+    # False for a family only compile-tested: CudaDevice offers it only with
+    # HUMMING_UNVERIFIED_KERNELS=1.
+    hardware_verified: ClassVar[bool] = True
+    # Called as kernel_type(function, spec, config) to bind a loaded function.
+    kernel_type: ClassVar[type]
+
+    def bind(
+        self, function: LoadedFunction, spec: QuantSpec, config: KernelConfig, caps: DeviceCaps
+    ) -> Kernel:
+        return self.kernel_type(function, spec, config)
