@@ -10,9 +10,10 @@ import torch
 
 
 @pytest.fixture(autouse=True)
-def allow_unverified(monkeypatch):
-    """These tests are the hardware verification: they opt in to the unverified family."""
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+def verified_families_only(monkeypatch):
+    """w8a8 is hardware-verified: these tests must exercise it, not an unverified family that an
+    opt-in would let CudaDevice pick first (w8a8_wgmma at large M)."""
+    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
 
 
 pytestmark = [

@@ -81,11 +81,11 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def device():
-    """These tests are the hardware verification: they opt in to the unverified family."""
+    """moe_wna16 is hardware-verified: no opt-in to unverified families."""
     from humming_cuda.device import CudaDevice
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+        patch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
         yield CudaDevice()
 
 

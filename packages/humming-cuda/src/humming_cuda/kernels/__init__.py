@@ -14,6 +14,12 @@ from .wna16 import FAMILY as _WNA16  # noqa: E402  (families import .base, defin
 
 FAMILIES.append(_WNA16)
 
+# Before w8a8: with HUMMING_UNVERIFIED_KERNELS=1, fp8 problems with M >= 128 on sm_90a take the
+# wgmma kernels; everything else it refuses falls through to w8a8.
+from .w8a8_wgmma import FAMILY as _W8A8_WGMMA  # noqa: E402
+
+FAMILIES.append(_W8A8_WGMMA)
+
 from .w8a8 import FAMILY as _W8A8  # noqa: E402
 
 FAMILIES.append(_W8A8)
@@ -25,6 +31,10 @@ FAMILIES.append(_MOE_WNA16)
 from .w4a4 import FAMILY as _W4A4  # noqa: E402
 
 FAMILIES.append(_W4A4)
+
+from .moe_w8a8 import FAMILY as _MOE_W8A8  # noqa: E402
+
+FAMILIES.append(_MOE_W8A8)
 
 
 def family_named(name: str) -> KernelFamily:

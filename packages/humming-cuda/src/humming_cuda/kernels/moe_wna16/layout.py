@@ -27,11 +27,12 @@ from ..wna16.layout import Wna16Layout
 from .config import GLU_HALF_TILE
 
 
-def glu_order(n: int, glu_layout: str) -> torch.Tensor:
-    """Source row of every packed GLU column (n = gate + up rows); n marks a padding column."""
+def glu_order(n: int, glu_layout: str, half_tile: int = GLU_HALF_TILE) -> torch.Tensor:
+    """Source row of every packed GLU column (n = gate + up rows); n marks a padding column.
+    `half_tile`: gate (and up) columns per layout tile (the moe_w8a8 family pairs n8 blocks)."""
     half = n // 2
-    width = -(-half // GLU_HALF_TILE) * GLU_HALF_TILE
-    c = torch.arange(width).view(-1, GLU_HALF_TILE)  # output columns, one row per layout tile
+    width = -(-half // half_tile) * half_tile
+    c = torch.arange(width).view(-1, half_tile)  # output columns, one row per layout tile
     gate, up = (c, c + half) if glu_layout == "split" else (2 * c, 2 * c + 1)
     valid = c < half
     order = torch.cat([torch.where(valid, gate, n), torch.where(valid, up, n)], dim=1)
@@ -58,9 +59,11 @@ def expert_weight(cw: CanonicalWeight, e: int) -> CanonicalWeight:
     )
 
 
-def reorder_glu(cw: CanonicalWeight, glu_layout: str) -> CanonicalWeight:
+def reorder_glu(
+    cw: CanonicalWeight, glu_layout: str, half_tile: int = GLU_HALF_TILE
+) -> CanonicalWeight:
     """A dense weight's N axis in the packed GLU order (see the module docstring)."""
-    order = glu_order(cw.n, glu_layout)
+    order = glu_order(cw.n, glu_layout, half_tile)
     scales = cw.scales if cw.scales.shape[0] == 1 and cw.n > 1 else _rows(cw.scales, order)
     zeros = cw.zeros
     if zeros is not None and cw.spec.weight.zero_point == "int":

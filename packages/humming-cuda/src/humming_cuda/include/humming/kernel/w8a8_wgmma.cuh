@@ -1,0 +1,180 @@
+// W8A8-fp8 GEMM for sm_90a at large M: e4m3 activations x e4m3 weights with wgmma, TMA and a
+// warp-specialized mbarrier pipeline (humming_cuda.kernels.w8a8_wgmma).
+//
+// out[M, N] = epilogue(sum over 128-deep K blocks of (A_blk @ W_blk^T) * block factor), where A
+// [M, K] and W [N, K] are e4m3 codes, both K-major (what TMA and fp8 wgmma want).
+//
+// CTA: 3 warpgroups. Warpgroup 0 is the producer: one thread waits for a free stage, announces its
+// bytes on the stage's `full` mbarrier and issues two TMA tile loads (A 128x128, W 128x128, 128B
+// swizzle). Warpgroups 1 and 2 consume rows 0-63 and 64-127 of the tile: 4 wgmma m64n128k32 per
+// stage into fp32 accumulators, wait, release the stage (one arrival per warp on `empty`), then
+// promote the block's sum into fp32 totals. Promoting every 128 K bounds the error of the tensor
+// cores' reduced-precision fp8 accumulation to one block and applies group / block scales:
+//   factor(row, kb) = (A_GROUP ? a_scales[kb, row] : 1) * (BLOCK ? w_scales[n_blk, kb] : 1).
+// The epilogue applies per-token / static activation scales, per-channel / per-tensor weight
+// scales and bias (humming::Epilogue) and stores straight from registers (no write outside [M,N]).
+// M, N and K tails: TMA fills out-of-bounds rows and K columns with zeros, which add nothing.
+#pragma once
+#include "humming/arith/common.cuh"
+#include "humming/epilogue/epilogue.cuh"
+#include "humming/mma/wgmma.cuh"
+#include "humming/ptx/sm90_tma.cuh"
+
+namespace humming {
+
+// WEIGHT_SCALE: 0 per tensor, 1 per channel, 2 per 128x128 block (kernels.w8a8 WEIGHT_SCALE_CODES);
+// A_GROUP: activation scales per (row, 128-deep K group) instead of per row.
+template <int WEIGHT_SCALE, bool A_GROUP>
+struct WgmmaFp8Format {
+  static constexpr int W_SCALE = WEIGHT_SCALE;
+  static constexpr bool ACT_GROUP = A_GROUP;
+  static constexpr bool BLOCK = WEIGHT_SCALE == 2;
+  static constexpr int EPI_SCALE =
+      BLOCK ? kEpiScaleNone : (WEIGHT_SCALE == 1 ? kEpiScaleChannel : kEpiScaleTensor);
+};
+
+template <int STAGES_>
+struct WgmmaFp8Tile {
+  static constexpr int BM = 128, BN = 128, BK = 128, STAGES = STAGES_;
+  static constexpr int CONSUMERS = 2;  // warpgroups of 64 rows each
+  static constexpr int THREADS = 128 * (1 + CONSUMERS);
+  static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
+  // 1024 bytes of slack to align the ring to the 128B-swizzle atom, then the ring, then the
+  // full / empty barriers (mirrors W8a8WgmmaConfig.smem_bytes)
+  static constexpr int SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES;
+};
+
+template <class Fmt, class Tile, typename OutT, bool BIAS>
+struct W8a8WgmmaKernel {
+  static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, STAGES = Tile::STAGES;
+  static constexpr int ACC = 64;  // 64x128 fp32 per warpgroup / 128 threads
+
+  struct Args {
+    const float* a_scales;  // [G, M]: G = 1 (per token / static) or ceil(K / 128) (groups)
+    const float* w_scales;  // [1], [N] or [ceil(N/128), ws_ld]
+    const float* bias;      // [N]
+    OutT* out;              // [M, N], row stride ldc
+    int M, N, K, ldc, ws_ld;
+  };
+
+  struct Ring {
+    u32 data, full, empty;  // smem addresses: stage s holds A at data + s*STAGE_BYTES, then W
+    HM_DEVICE u32 a(int s) const { return data + s * Tile::STAGE_BYTES; }
+    HM_DEVICE u32 b(int s) const { return a(s) + Tile::A_BYTES; }
+    HM_DEVICE u32 full_bar(int s) const { return full + 8 * s; }
+    HM_DEVICE u32 empty_bar(int s) const { return empty + 8 * s; }
+  };
+
+  HM_DEVICE static void produce(const TmaDescriptor* ta, const TmaDescriptor* tb, const Ring& r,
+                                int iters, int m0, int n0) {
+    tma_prefetch_descriptor(ta);
+    tma_prefetch_descriptor(tb);
+    for (int it = 0; it < iters; ++it) {
+      const int s = it % STAGES;
+      mbar_wait(r.empty_bar(s), ((it / STAGES) & 1) ^ 1);
+      mbar_arrive_expect_tx(r.full_bar(s), Tile::STAGE_BYTES);
+      tma_load_2d(r.a(s), ta, it * BK, m0, r.full_bar(s));
+      tma_load_2d(r.b(s), tb, it * BK, n0, r.full_bar(s));
+    }
+  }
+
+  // The per-row factor of K block `kb` for this thread's two rows (see the header comment).
+  HM_DEVICE static void block_factors(const Args& a, int kb, int n0, int row0, float (&f)[2]) {
+    const float w = Fmt::BLOCK ? a.w_scales[(n0 / BN) * a.ws_ld + kb] : 1.f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 8 * h;
+      float s = w;
+      if constexpr (Fmt::ACT_GROUP) s *= row < a.M ? a.a_scales[kb * a.M + row] : 0.f;
+      f[h] = s;
+    }
+  }
+
+  HM_DEVICE static void consume(const Args& a, const Ring& r, int iters, int m0, int n0, int wg,
+                                float (&total)[ACC]) {
+    const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+    const int row0 = m0 + wg * 64 + warp * 16 + lane / 4;
+    float acc[ACC];
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
+    for (int it = 0; it < iters; ++it) {
+      const int s = it % STAGES;
+      mbar_wait(r.full_bar(s), (it / STAGES) & 1);
+      const u64 da = sw128_kmajor_desc(r.a(s) + wg * 64 * BK), db = sw128_kmajor_desc(r.b(s));
+      fence_registers(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < BK / 32; ++k) {
+        wgmma_m64n128k32_e4m3(acc, desc_advance(da, 32 * k), desc_advance(db, 32 * k), k > 0);
+      }
+      wgmma_commit();
+      float f[2];  // loaded while the tensor cores work
+      block_factors(a, it, n0, row0, f);
+      wgmma_wait<0>();
+      fence_registers(acc);
+      if (lane == 0) mbar_arrive(r.empty_bar(s));  // this warp no longer reads the stage
+#pragma unroll
+      for (int i = 0; i < ACC; ++i) total[i] += acc[i] * f[(i / 2) % 2];
+    }
+  }
+
+  HM_DEVICE static void store(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
+    const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+    const int row0 = m0 + wg * 64 + warp * 16 + lane / 4;
+    Epilogue<OutT, Fmt::EPI_SCALE, false, BIAS> epi{a.w_scales, nullptr, a.bias};
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = row0 + 8 * h;
+      if (m >= a.M) continue;
+      const float as = Fmt::ACT_GROUP ? 1.f : a.a_scales[m];
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const float* c = &total[4 * j + 2 * h];
+        epi.store_pair(a.out, a.ldc, a.M, a.N, m, n0 + 8 * j + 2 * (lane % 4), c[0] * as,
+                       c[1] * as, 1.f);
+      }
+    }
+  }
+
+  HM_DEVICE static void run(const TmaDescriptor& ta, const TmaDescriptor& tb, const Args& a) {
+    extern __shared__ uint4 smem_u4[];
+    const u32 base = (smem_addr(smem_u4) + 1023u) & ~1023u;  // the 128B swizzle atom alignment
+    const u32 bars = base + STAGES * Tile::STAGE_BYTES;
+    const Ring r{base, bars, bars + 8 * STAGES};
+    const int wg = threadIdx.x / 128;
+    const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM, iters = ceil_div(a.K, BK);
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        mbar_init(r.full_bar(s), 1);                    // the producer's expect_tx arrival
+        mbar_init(r.empty_bar(s), Tile::CONSUMERS * 4);  // one arrival per consumer warp
+      }
+      mbar_init_fence();
+    }
+    __syncthreads();
+    if (wg == 0) {
+      // No barrier follows: the rest of the producer warpgroup may exit.
+      if (threadIdx.x == 0) produce(&ta, &tb, r, iters, m0, n0);
+      return;
+    }
+    float total[ACC];
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) total[i] = 0.f;
+    consume(a, r, iters, m0, n0, wg - 1, total);
+    store(a, total, m0, n0, wg - 1);
+  }
+};
+
+}  // namespace humming
+
+// The C entry point every rendered W8A8-wgmma translation unit instantiates (parameters in the
+// order of humming_cuda.kernels.w8a8_wgmma.bind.signature; the tensor maps come first).
+#define HUMMING_W8A8_WGMMA_ENTRY(NAME, FMT, TILE, OUT, BIAS)                                    \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                          \
+      const __grid_constant__ humming::TmaDescriptor tmap_a,                                   \
+      const __grid_constant__ humming::TmaDescriptor tmap_w, const float* a_scales,            \
+      const float* w_scales, const float* bias, OUT* out, int M, int N, int K, int ldc,        \
+      int ws_ld) {                                                                              \
+    using Kern = humming::W8a8WgmmaKernel<FMT, TILE, OUT, BIAS>;                                \
+    Kern::run(tmap_a, tmap_w,                                                                   \
+              typename Kern::Args{a_scales, w_scales, bias, out, M, N, K, ldc, ws_ld});         \
+  }

@@ -1,0 +1,51 @@
+"""The W8A8-wgmma family: e4m3 activations (quantized on the GPU) x e4m3 weights on sm_90a at
+large M, with wgmma, TMA tensor maps and a warp-specialized mbarrier pipeline
+(include/humming/kernel/w8a8_wgmma.cuh).
+
+Specs: W8A8_FP8 (per-token activation scales, per-channel weight scales), FP8_BLOCK128 (1x128
+activation groups, 128x128 weight blocks, promoted per 128 K in fp32 registers), and the other
+e4m3 x e4m3 combinations of per-tensor / per-channel / block weight scales with per-token, static
+or group-128 activation scales; bf16 / fp16 / fp32 output, bias. M >= 128 only: smaller M is the
+mma.sync w8a8 family's. Weights use the w8a8 layout ([N, K] e4m3 row-major, what TMA reads), so
+a layer that switches family per M bucket packs its weights once.
+
+Compile-tested only (not run on a GPU yet): `hardware_verified = False`, so CudaDevice offers it
+only with HUMMING_UNVERIFIED_KERNELS=1.
+"""
+
+from __future__ import annotations
+
+from humming_core.device import DeviceCaps
+from humming_core.spec import QuantSpec
+
+from ..family import ModuleFamily
+from ..w8a8.config import W8a8Format
+from ..w8a8.layout import W8a8Layout
+from .bind import W8a8WgmmaKernel
+from .config import W8a8WgmmaConfig
+from .heuristics import candidates, supports
+from .render import render
+
+
+class W8a8WgmmaFamily(ModuleFamily):
+    """`KernelFamily` implementation (see humming_cuda.kernels.base)."""
+
+    # Written and compile-tested for sm_90a; its cuda conformance test has not run on an H200 yet.
+    hardware_verified = False
+
+    name = "w8a8_wgmma"
+    config_type = W8a8WgmmaConfig
+    kernel_type = W8a8WgmmaKernel
+    supports = staticmethod(supports)
+    candidates = staticmethod(candidates)
+    render = staticmethod(render)
+
+    def weight_layout(
+        self, spec: QuantSpec, config: W8a8WgmmaConfig, caps: DeviceCaps
+    ) -> W8a8Layout:
+        return W8a8Layout(W8a8Format.from_spec(spec))
+
+
+FAMILY = W8a8WgmmaFamily()
+
+__all__ = ["FAMILY", "W8a8WgmmaConfig", "W8a8WgmmaFamily", "W8a8WgmmaKernel"]

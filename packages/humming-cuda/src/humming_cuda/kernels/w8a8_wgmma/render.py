@@ -1,0 +1,44 @@
+"""Render a W8A8-wgmma translation unit: the activation quantizer entries plus one GEMM entry."""
+
+from __future__ import annotations
+
+import hashlib
+
+from humming_core.device import DeviceCaps, KernelSource
+from humming_core.spec import QuantSpec
+
+from ..w8a8.config import CXX_OUT, WEIGHT_SCALE_CODES, W8a8Format
+from .config import W8a8WgmmaConfig
+
+
+def template_arguments(fmt: W8a8Format, cfg: W8a8WgmmaConfig) -> tuple[str, str]:
+    """(WgmmaFp8Format<...>, WgmmaFp8Tile<...>) as C++ text."""
+    weight = (
+        f"humming::WgmmaFp8Format<{WEIGHT_SCALE_CODES[fmt.weight_scale]}, "
+        f"{str(fmt.act_group).lower()}>"
+    )
+    return weight, f"humming::WgmmaFp8Tile<{cfg.stages}>"
+
+
+def render(spec: QuantSpec, config: W8a8WgmmaConfig, caps: DeviceCaps) -> KernelSource:
+    """One module: quantizer entries (fp16 / bf16 x) and the GEMM entry, for sm_90a."""
+    if config.arch != caps.arch:
+        raise ValueError(
+            f"config.arch={config.arch!r} but rendering for {caps.arch!r}: choose candidates for "
+            "the target arch (config.arch must equal caps.arch)"
+        )
+    fmt = W8a8Format.from_spec(spec)
+    weight, tile = template_arguments(fmt, config)
+    key = f"{weight}|{tile}|{fmt.out}|{fmt.bias}|{fmt.act}"
+    name = f"humming_w8a8_wgmma_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+    code = (
+        '#include "humming/kernel/act_quant.cuh"\n'
+        '#include "humming/kernel/w8a8_wgmma.cuh"\n'
+        f"{fmt.act.entries(name)}"
+        f"using Fmt = {weight};\n"
+        f"using Tile = {tile};\n"
+        f"HUMMING_W8A8_WGMMA_ENTRY({name}, Fmt, Tile, {CXX_OUT[fmt.out]}, "
+        f"{str(fmt.bias).lower()})\n"
+    )
+    meta = {"family": "w8a8_wgmma", "config": config.model_dump(), "spec": spec.to_json()}
+    return KernelSource(name=name, code=code, arch=config.arch, meta=meta)

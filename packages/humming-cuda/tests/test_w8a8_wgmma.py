@@ -1,0 +1,205 @@
+"""CPU tests of the W8A8-wgmma family: which specs / arches / problems it takes and refuses (with
+reasons), its configs and their shared-memory budget, the rendered source, the shared w8a8 weight
+layout, the TMA tensor-map parameters, and its place in the registry (before w8a8, opt-in only)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from w8a8_cases import make_spec
+from w8a8_wgmma_cases import FP8_FORMATS
+
+from humming_core.device import GemmProblem
+from humming_core.spec import ActSpec, QuantSpec, ScaleSpec, WeightSpec, presets
+from humming_cuda.caps import caps_for_arch
+from humming_cuda.device import CudaDevice
+from humming_cuda.kernels import FAMILIES
+from humming_cuda.kernels.w8a8 import FAMILY as W8A8
+from humming_cuda.kernels.w8a8_wgmma import FAMILY, W8a8WgmmaConfig
+from humming_cuda.kernels.w8a8_wgmma.tma import TileMapParams, tile_map_params
+
+SM90 = caps_for_arch("sm_90a")
+LARGE = GemmProblem(n=4096, k=4096, m=1024)
+HEADER = (
+    Path(__file__).parents[1] / "src/humming_cuda/include/humming/kernel/w8a8_wgmma.cuh"
+).read_text()
+
+
+@pytest.mark.parametrize("name", ["W8A8_FP8", "FP8_BLOCK128"])
+def test_presets_are_supported_at_large_m_on_sm90a(name):
+    support = FAMILY.supports(presets.preset(name), LARGE, SM90)
+    assert support, support.reason
+    assert FAMILY.candidates(presets.preset(name), LARGE, SM90)
+
+
+@pytest.mark.parametrize("fmt", FP8_FORMATS)
+def test_fp8_scale_combinations_are_supported(fmt):
+    assert FAMILY.supports(make_spec(*fmt, bias=True, out="bf16"), LARGE, SM90)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_100a", "sm_120a"])
+def test_other_arches_are_refused_with_the_reason(arch):
+    support = FAMILY.supports(presets.W8A8_FP8, LARGE, caps_for_arch(arch))
+    assert not support
+    assert "sm_90a" in support.reason and "w8a8 family" in support.reason
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        (presets.W8A8_INT8, "e4m3 weights by e4m3 activations"),
+        (presets.W4A8_FP8, "e4m3 weights by e4m3 activations"),
+        (presets.FP8_CHANNEL, "e4m3 weights by e4m3 activations"),  # 16-bit activations
+        (
+            QuantSpec(
+                weight=WeightSpec(
+                    dtype="e4m3", scale=ScaleSpec(granularity="block", block=(64, 64))
+                ),
+                act=ActSpec(dtype="e4m3", quant="dynamic", granularity="group", group_size=128),
+            ),
+            "only 128x128 blocks",
+        ),
+        (
+            QuantSpec(
+                weight=WeightSpec(
+                    dtype="e4m3", scale=ScaleSpec(granularity="group", group_size=128)
+                ),
+                act=ActSpec(dtype="e4m3", quant="dynamic", granularity="token"),
+            ),
+            "granularity 'group'",
+        ),
+    ],
+)
+def test_other_specs_are_refused_with_the_reason(spec, words):
+    support = FAMILY.supports(spec, LARGE, SM90)
+    assert not support and words in support.reason
+
+
+@pytest.mark.parametrize(
+    ("problem", "words"),
+    [
+        (GemmProblem(n=4096, k=4096, m=64), "M >= 128"),
+        (GemmProblem(n=4096, k=4096, m=None), "M >= 128"),
+        (GemmProblem(n=4096, k=4104, m=256), "multiple of 16"),
+        (GemmProblem(n=4096, k=4096, m=256, num_experts=8, topk=2), "dense"),
+    ],
+)
+def test_small_m_and_bad_shapes_are_refused(problem, words):
+    support = FAMILY.supports(presets.W8A8_FP8, problem, SM90)
+    assert not support and words in support.reason
+    assert FAMILY.candidates(presets.W8A8_FP8, problem, SM90) == []
+
+
+def test_configs_fit_shared_memory_and_mirror_the_header():
+    configs = FAMILY.candidates(presets.FP8_BLOCK128, LARGE, SM90)
+    assert [c.stages for c in configs] == [6, 4]
+    for cfg in configs:
+        assert cfg.smem_bytes <= SM90.smem_per_block
+        assert (cfg.block_m, cfg.block_n, cfg.threads) == (128, 128, 384)
+    # the kernel's tile constants that the Python side computes with
+    assert "BM = 128, BN = 128, BK = 128" in HEADER
+    assert "SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES" in HEADER
+    assert W8a8WgmmaConfig(arch="sm_90a", stages=6).smem_bytes == 1024 + 6 * 32768 + 96
+    with pytest.raises(ValueError):
+        W8a8WgmmaConfig(arch="sm_90a", stages=1)
+
+
+def test_render_instantiates_one_entry_with_the_spec_arguments():
+    spec = presets.FP8_BLOCK128
+    cfg = FAMILY.candidates(spec, LARGE, SM90)[0]
+    source = FAMILY.render(spec, cfg, SM90)
+    assert source.arch == "sm_90a"
+    assert '#include "humming/kernel/w8a8_wgmma.cuh"' in source.code
+    assert "humming::WgmmaFp8Format<2, true>" in source.code  # block weights, grouped acts
+    assert f"humming::WgmmaFp8Tile<{cfg.stages}>" in source.code
+    assert re.search(
+        rf"HUMMING_W8A8_WGMMA_ENTRY\({source.name}, Fmt, Tile, \w+, false\)", source.code
+    )
+    channel = FAMILY.render(presets.W8A8_FP8, cfg, SM90)
+    assert "humming::WgmmaFp8Format<1, false>" in channel.code
+    assert channel.name != source.name
+    with pytest.raises(ValueError, match=r"config\.arch"):
+        FAMILY.render(spec, cfg, caps_for_arch("sm_89"))
+
+
+def test_weights_share_the_w8a8_layout():
+    spec = presets.W8A8_FP8
+    cfg = FAMILY.candidates(spec, LARGE, SM90)[0]
+    small = W8A8.candidates(spec, GemmProblem(n=4096, k=4096, m=16), SM90)[0]
+    ours = FAMILY.weight_layout(spec, cfg, SM90)
+    assert ours.identity == W8A8.weight_layout(spec, small, SM90).identity
+
+
+def test_tile_map_params_describe_k_major_128_boxes():
+    p = tile_map_params(rows=300, k=1040, row_stride=1040, what="a")
+    assert p == TileMapParams(global_dim=(1040, 300), global_strides=(1040,), box_dim=(128, 128))
+    assert p.box_bytes == 128 * 128  # the expect_tx count of one operand per stage
+    wide = tile_map_params(rows=8, k=64, row_stride=4096, what="a")
+    assert wide.global_strides == (4096,)
+
+
+@pytest.mark.parametrize(
+    ("rows", "k", "stride", "words"),
+    [(4, 40, 40, "multiple of 16"), (4, 64, 48, "at least K"), (0, 64, 64, "positive")],
+)
+def test_tile_map_params_refuse_what_tma_cannot_load(rows, k, stride, words):
+    with pytest.raises(ValueError, match=words):
+        tile_map_params(rows=rows, k=k, row_stride=stride, what="qweight")
+
+
+def test_registered_before_w8a8_and_offered_only_on_the_opt_in(monkeypatch):
+    names = [f.name for f in FAMILIES]
+    assert names.index("w8a8_wgmma") < names.index("w8a8")
+    assert FAMILY.hardware_verified is False
+    device = CudaDevice.for_arch("sm_90a")
+    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
+    assert device.candidates(presets.W8A8_FP8, LARGE)[0].family == "w8a8"
+    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+    assert device.candidates(presets.W8A8_FP8, LARGE)[0].family == "w8a8_wgmma"
+    small = GemmProblem(n=4096, k=4096, m=32)
+    assert device.candidates(presets.W8A8_FP8, small)[0].family == "w8a8"
+    assert device.candidates(presets.FP8_BLOCK128, LARGE)[0].family == "w8a8_wgmma"
+    assert CudaDevice.for_arch("sm_89").candidates(presets.W8A8_FP8, LARGE)[0].family == "w8a8"
+
+
+def test_encode_arguments_are_accepted_by_the_driver_binding():
+    """The binding rejects plain ints in the size arrays with a TypeError before it ever reaches
+    the driver; without a driver library the call then fails for that reason instead."""
+    driver = pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is not installed")
+    from humming_cuda.kernels.w8a8_wgmma.tma import encode_arguments
+
+    args = encode_arguments(0x7F0000000000, tile_map_params(300, 1040, 1040, "a"))
+    assert [int(v) for v in args[3]] == [1040, 300] and [int(v) for v in args[5]] == [128, 128]
+    assert args[8] == driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B
+    try:
+        driver.cuTensorMapEncodeTiled(*args)
+    except (TypeError, ValueError) as e:  # an argument the binding cannot convert
+        pytest.fail(f"cuTensorMapEncodeTiled rejected the arguments: {e}")
+    except Exception:  # no driver library here: the arguments were converted, then it failed
+        pass
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        encode_arguments(0x7F0000000008, tile_map_params(300, 1040, 1040, "a"))
+
+
+def test_tensor_maps_travel_as_128_byte_launch_parameters():
+    import ctypes
+
+    from humming_cuda.kernels.w8a8.config import W8a8Format
+    from humming_cuda.kernels.w8a8_wgmma.bind import signature
+    from humming_cuda.kernels.w8a8_wgmma.tma import TensorMapParam
+    from humming_cuda.launch import ParamBlock
+
+    sig = signature(W8a8Format.from_spec(presets.FP8_BLOCK128), "k")
+    # HUMMING_W8A8_WGMMA_ENTRY's parameters; a and qweight are replaced by their tensor maps
+    entry = ("a", "qweight", "a_scales", "weight_scale", "bias", "out", "M", "N", "K", "ldc")
+    assert sig.names == (*entry, "ws_ld")
+    assert ctypes.sizeof(TensorMapParam) == 128
+    block = ParamBlock((TensorMapParam, TensorMapParam, *sig.ctypes[2:]))
+    maps = TensorMapParam(*range(16)), TensorMapParam(*range(100, 116))
+    address = block.fill([*maps, 0x1000, 0x2000, 0, 0x3000, 300, 136, 1040, 136, 9])
+    pointers = (ctypes.c_void_p * 11).from_address(address)
+    assert ctypes.string_at(pointers[0], 128) == bytes(maps[0])
+    assert ctypes.string_at(pointers[1], 128) == bytes(maps[1])
+    assert ctypes.c_int32.from_address(pointers[10]).value == 9

@@ -1,0 +1,37 @@
+"""W8A8-wgmma test cases: the e4m3 formats of w8a8_cases at M >= 128 (the family's range), with
+M, N and K tails against its 128x128x128 tile. The error bound is w8a8_cases.error_bound: the
+kernel promotes every 128-deep K block into fp32 exactly as that bound assumes."""
+
+from __future__ import annotations
+
+from w8a8_cases import Case, make_spec
+
+# (code, act mode, weight scale): W8A8_FP8, FP8_BLOCK128, and the other e4m3 scale combinations
+FP8_FORMATS = (
+    ("e4m3", "token", "channel"),
+    ("e4m3", "group", "block"),
+    ("e4m3", "static", "tensor"),
+    ("e4m3", "group", "channel"),
+    ("e4m3", "token", "block"),
+)
+# (M, N, K): exact tiles, then M / N tails (partial CTA rows and columns, N blocks of scales) and
+# K tails (a partial last stage filled with zeros by TMA), and a K that wraps the 6-stage ring.
+SHAPES = (
+    (128, 256, 512),
+    (130, 200, 272),
+    (300, 136, 1040),
+    (257, 520, 144),
+    (1030, 384, 2048),
+)
+
+
+def wgmma_cases() -> list[Case]:
+    """Every format on every shape; output dtype, bias and input dtype rotate deterministically."""
+    outs = ("bf16", "fp16", "fp32")
+    cases = []
+    for i, fmt in enumerate(FP8_FORMATS):
+        for j, (m, n, k) in enumerate(SHAPES):
+            seed = 1000 + i * len(SHAPES) + j
+            spec = make_spec(*fmt, bias=seed % 2 == 1, out=outs[seed % 3])
+            cases.append(Case(spec, ("bf16", "fp16")[seed % 2], m, n, k, seed))
+    return cases
