@@ -26,10 +26,13 @@ POISON = -7777.0
 
 @pytest.fixture(scope="module")
 def device():
+    """wna16 is hardware-verified: no opt-in to unverified families (wna16_wgmma at large M)."""
     from humming_cuda.device import CudaDevice
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    return CudaDevice()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
+        yield CudaDevice()
 
 
 def _build(device, case: Case):

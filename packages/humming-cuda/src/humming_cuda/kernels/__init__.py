@@ -10,7 +10,13 @@ from .base import KernelConfig, KernelFamily, WeightLayout
 
 FAMILIES: list[KernelFamily] = []
 
-from .wna16 import FAMILY as _WNA16  # noqa: E402  (families import .base, defined above)
+# Before wna16: with HUMMING_UNVERIFIED_KERNELS=1, 4/8-bit integer WnA16 problems with M >= 128 on
+# sm_90a take the wgmma kernels; everything else it refuses falls through to wna16.
+from .wna16_wgmma import FAMILY as _WNA16_WGMMA  # noqa: E402  (families import .base, defined above)
+
+FAMILIES.append(_WNA16_WGMMA)
+
+from .wna16 import FAMILY as _WNA16  # noqa: E402
 
 FAMILIES.append(_WNA16)
 

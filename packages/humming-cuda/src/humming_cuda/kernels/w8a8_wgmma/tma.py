@@ -34,10 +34,12 @@ class TileMapParams:
     # (BLOCK_K, BOX_ROWS): 128 bytes inside a row, exactly the 128B swizzle span TMA allows
     box_dim: tuple[int, int]
     element_strides: tuple[int, int] = (1, 1)
+    # 1: e4m3 codes (this family); 2: fp16 / bf16 activations (the wna16_wgmma family)
+    element_bytes: int = 1
 
     @property
     def box_bytes(self) -> int:
-        return self.box_dim[0] * self.box_dim[1]
+        return self.box_dim[0] * self.box_dim[1] * self.element_bytes
 
 
 def tile_map_params(rows: int, k: int, row_stride: int, what: str) -> TileMapParams:
@@ -65,8 +67,11 @@ def encode_arguments(address: int, params: TileMapParams) -> tuple:
             "tensors (copy a sliced tensor with .contiguous() or .clone())"
         )
     u64, u32 = driver.cuuint64_t, driver.cuuint32_t
+    data_type = driver.CUtensorMapDataType
     return (
-        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        data_type.CU_TENSOR_MAP_DATA_TYPE_UINT8
+        if params.element_bytes == 1
+        else data_type.CU_TENSOR_MAP_DATA_TYPE_UINT16,
         len(params.global_dim),
         address,
         [u64(d) for d in params.global_dim],

@@ -1,0 +1,297 @@
+// WnA16 GEMM for sm_90a at large M: fp16 / bf16 activations x 1- to 8-bit integer weights with
+// wgmma, TMA and a warp-specialized pipeline (humming_cuda.kernels.wna16_wgmma).
+//
+// out[M, N] = epilogue(x @ W^T) with the wna16 family's weights, layout and numerics: W[n, k] =
+// (q - z) * s (integer or no zero points: z = 2^(b-1) for signed codes, else 0) or q * s - z (float
+// zero points), s the in-loop group scale, then the epilogue's per-channel / per-tensor fp32 scale,
+// global scale and bias (humming_cuda.kernels.wna16.layout: one packed copy serves both families).
+// x [M, K] is loaded by TMA (128B swizzle) as the K-major wgmma A operand; the consumer warps
+// dequantize the pre-shuffled codes themselves into a K-major 128B-swizzled B tile in shared
+// memory, which wgmma then reads.
+//
+// CTA: 3 warpgroups over a 128 (M) x 128 (N) tile, 64 K per step. Warpgroup 0 is the producer:
+// one thread streams x tiles through a `STAGES`-deep mbarrier ring. Warpgroups 1 and 2 (rows 0-63
+// and 64-127) share the dequantization of each step's 128 x 64 weights, 2 x 4 layout tiles of
+// 64 (N) x 16 (K): each consumer warp takes one tile, each lane its 32 codes, into one of two B
+// buffers. While the tensor cores run step i from buffer i%2, the consumers dequantize step i+1
+// into the other from registers loaded one step earlier (the loads get a whole step to land).
+// Dequantization is exact up to one rounding to the activation type: (2^23 + q) - (2^23 + z) is
+// exact in fp32, times the scale in fp32, rounded once.
+// Tails: TMA fills x's rows past M and columns past K with zeros; layout tiles past the padded N
+// (64) or K (16) are not read (their weights are zeros); stores are predicated to [M, N].
+#pragma once
+#include "humming/arith/common.cuh"
+#include "humming/datatype/act_types.cuh"
+#include "humming/epilogue/epilogue.cuh"
+#include "humming/memory/bitplanes.cuh"
+#include "humming/mma/wgmma_f16.cuh"
+#include "humming/ptx/sm90_tma.cuh"
+
+namespace humming {
+
+// BITS: code width (1-8); ZERO: 0 none (constant OFFSET: 2^(b-1) for signed codes, else 0), 1
+// integer zero points, 2 float zero points (act-type tensors like the scales); IN_LOOP: group
+// scales applied during dequantization; EPI_SCALE / GLOBAL: the fp32 epilogue's scales.
+template <int BITS_, int ZERO_, int OFFSET_, bool IN_LOOP_, int EPI_SCALE_, bool GLOBAL_>
+struct WgmmaWna16Format {
+  static constexpr int BITS = BITS_, ZERO = ZERO_, OFFSET = OFFSET_, EPI_SCALE = EPI_SCALE_;
+  static constexpr bool IN_LOOP = IN_LOOP_, GLOBAL = GLOBAL_;
+};
+
+template <int STAGES_>
+struct WgmmaWna16Tile {
+  static constexpr int BM = 128, BN = 128, BK = 64, STAGES = STAGES_;
+  static constexpr int CONSUMERS = 2;  // warpgroups of 64 rows each
+  static constexpr int THREADS = 128 * (1 + CONSUMERS);
+  static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, B_BUFFERS = 2;
+  // 1024 bytes of slack to align everything to the 128B-swizzle atom, the x ring, the B buffers,
+  // then the full / empty barriers (mirrors WgmmaWna16Config.smem_bytes)
+  static constexpr int SMEM_BYTES = 1024 + STAGES * A_BYTES + B_BUFFERS * B_BYTES + 16 * STAGES;
+  // layout tiles (64 N x 16 K) per step: one per consumer warp
+  static constexpr int TILES_N = BN / 64, TILES_K = BK / 16;
+  static_assert(TILES_N * TILES_K == 4 * CONSUMERS, "one layout tile per consumer warp");
+};
+
+// Orders this thread's generic-proxy smem writes (the dequantized B tile) before later
+// async-proxy reads of them (wgmma).
+HM_DEVICE void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// Barrier 1 over the consumer warpgroups only (barrier 0 is __syncthreads; the producer has left).
+template <int THREADS>
+HM_DEVICE void consumer_barrier() {
+  asm volatile("bar.sync 1, %0;" ::"n"(THREADS) : "memory");
+}
+
+HM_DEVICE void st_shared_u32(u32 addr, u32 v) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
+// Pair p of a lane's BITS layout words (humming/memory/bitplanes.cuh): its two codes in the low
+// and high 16-bit halves, planes K.. reassembled (a compile-time recursion over the planes, so
+// widths and offsets are constants).
+template <int BITS, int K = 0>
+HM_DEVICE u32 pair_codes(const u32 (&w)[BITS], int p) {
+  if constexpr (K == plane_count(BITS)) {
+    return 0u;
+  } else {
+    constexpr int width = plane_width(BITS, K), offset = plane_offset(BITS, K), per = 16 / width;
+    constexpr u32 mask = ((1u << width) - 1u) * 0x00010001u;
+    const u32 field = ((w[offset + p / per] >> ((p % per) * width)) & mask) << offset;
+    return field | pair_codes<BITS, K + 1>(w, p);
+  }
+}
+
+template <class Fmt, class Tile, typename ActT, typename OutT, bool BIAS>
+struct Wna16WgmmaKernel {
+  static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, STAGES = Tile::STAGES;
+  static constexpr int ACC = 64;  // 64x128 fp32 per warpgroup / 128 threads
+  static constexpr int BITS = Fmt::BITS;
+
+  struct Args {
+    const u32* qweight;        // [NT, KT, 32 * BITS] pre-shuffled layout tiles
+    const ActT* scales;        // [groups, n_pad], columns in lane order (IN_LOOP)
+    const ActT* zeros;         // [groups, n_pad] (ZERO != 0)
+    const float* channel;      // [n_pad] or [1] (EPI_SCALE)
+    const float* global;       // [1] (GLOBAL)
+    const float* bias;         // [N]
+    OutT* out;                 // [M, N], row stride ldc
+    int M, N, K, ldc, n_pad, k_tiles, group_shift;
+  };
+
+  // One step's words, scales and zero points of this thread's (layout tile, lane), loaded a step
+  // ahead; 8 scales / zero points: the lane's eight columns 8j + lane/4, j = 0..7.
+  struct Packed {
+    u32 w[BITS];
+    uint4 s, z;
+  };
+
+  struct Smem {
+    u32 a, b, full, empty;  // x ring, the two B buffers, the barriers
+    HM_DEVICE u32 a_stage(int s) const { return a + s * Tile::A_BYTES; }
+    HM_DEVICE u32 b_buf(int i) const { return b + (i % Tile::B_BUFFERS) * Tile::B_BYTES; }
+    HM_DEVICE u32 full_bar(int s) const { return full + 8 * s; }
+    HM_DEVICE u32 empty_bar(int s) const { return empty + 8 * s; }
+  };
+
+  HM_DEVICE static void produce(const TmaDescriptor* tx, const Smem& sm, int iters, int m0) {
+    tma_prefetch_descriptor(tx);
+    for (int it = 0; it < iters; ++it) {
+      const int s = it % STAGES;
+      mbar_wait(sm.empty_bar(s), ((it / STAGES) & 1) ^ 1);
+      mbar_arrive_expect_tx(sm.full_bar(s), Tile::A_BYTES);
+      tma_load_2d(sm.a_stage(s), tx, it * BK, m0, sm.full_bar(s));
+    }
+  }
+
+  // Consumer thread ct reads layout tile (n0/64 + tn, it*TILES_K + tk) of warp ct/32, lane ct%32.
+  // Tiles past the layout's padded N or K are not read: zero codes with zero scales.
+  HM_DEVICE static void load(const Args& a, int it, int n0, int ct, Packed& p) {
+    const int warp = ct / 32, lane = ct % 32;
+    const int nt = n0 / 64 + warp / Tile::TILES_K, kt = it * Tile::TILES_K + warp % Tile::TILES_K;
+    const bool valid = nt * 64 < a.n_pad && kt < a.k_tiles;
+    const u32* src = a.qweight + ((static_cast<long long>(nt) * a.k_tiles + kt) * 32 + lane) * BITS;
+    if constexpr (BITS % 4 == 0) {  // 16-byte aligned: the lane's words start at lane * BITS
+#pragma unroll
+      for (int i = 0; i < BITS; i += 4) {
+        const uint4 v =
+            valid ? __ldg(reinterpret_cast<const uint4*>(src + i)) : make_uint4(0u, 0u, 0u, 0u);
+        p.w[i] = v.x;
+        p.w[i + 1] = v.y;
+        p.w[i + 2] = v.z;
+        p.w[i + 3] = v.w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < BITS; ++i) p.w[i] = valid ? __ldg(src + i) : 0u;
+    }
+    p.s = p.z = make_uint4(0u, 0u, 0u, 0u);
+    if (!valid) return;
+    const long long at = static_cast<long long>((kt * 16) >> a.group_shift) * a.n_pad + nt * 64 +
+                         8 * (lane / 4);
+    if constexpr (Fmt::IN_LOOP) p.s = __ldg(reinterpret_cast<const uint4*>(a.scales + at));
+    if constexpr (Fmt::ZERO != 0) p.z = __ldg(reinterpret_cast<const uint4*>(a.zeros + at));
+  }
+
+  // Element j (0..7) of eight ActT values held in a uint4, as float.
+  HM_DEVICE static float act_at(const uint4& v, int j) {
+    const u32 word = j / 2 == 0 ? v.x : j / 2 == 1 ? v.y : j / 2 == 2 ? v.z : v.w;
+    const auto pair = from_u32<typename ActTraits<ActT>::T2>(word);
+    return j % 2 == 0 ? __low2float(pair) : __high2float(pair);
+  }
+
+  // Two codes -> the weights (see the header comment), rounded once to ActT, as one 32-bit pair.
+  HM_DEVICE static u32 weights(u32 pair, float s, float z) {
+    const float q0 = __uint_as_float(0x4B000000u | (pair & 0xFFFFu));
+    const float q1 = __uint_as_float(0x4B000000u | (pair >> 16));
+    float v0, v1;
+    if constexpr (Fmt::ZERO == 2) {
+      v0 = (q0 - 8388608.f) * s - z;
+      v1 = (q1 - 8388608.f) * s - z;
+    } else {
+      const float zero = 8388608.f + (Fmt::ZERO == 1 ? z : static_cast<float>(Fmt::OFFSET));
+      v0 = (q0 - zero) * s;
+      v1 = (q1 - zero) * s;
+    }
+    return as_u32(ActTraits<ActT>::from_floats(v0, v1));
+  }
+
+  // Write this thread's 32 weights of one step into B buffer `dst` at the 128B-swizzled K-major
+  // position wgmma expects: element (n, k) at n*128 + ((chunk ^ n%8) * 16) + 2*(k%8), chunk =
+  // k/8. Pair 2j+h is column 8j + g, K 8h + 2t (+1) of the tile (g = lane/4, t = lane%4).
+  HM_DEVICE static void dequant(const Packed& p, int ct, u32 dst) {
+    const int warp = ct / 32, lane = ct % 32, g = lane / 4, t = lane % 4;
+    const int row0 = 64 * (warp / Tile::TILES_K) + g, tk = warp % Tile::TILES_K;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float s = Fmt::IN_LOOP ? act_at(p.s, j) : 1.f;
+      const float z = Fmt::ZERO != 0 ? act_at(p.z, j) : 0.f;
+      const u32 row = dst + (row0 + 8 * j) * 128 + 4 * t;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int chunk = 2 * tk + h;
+        st_shared_u32(row + ((chunk ^ g) << 4), weights(pair_codes<BITS>(p.w, 2 * j + h), s, z));
+      }
+    }
+    fence_proxy_async_smem();
+  }
+
+  HM_DEVICE static void mma_step(const Smem& sm, int s, int buf, int wg, float (&acc)[ACC]) {
+    const u64 da = sw128_kmajor_desc(sm.a_stage(s) + wg * 64 * 128);
+    const u64 db = sw128_kmajor_desc(sm.b_buf(buf));
+    fence_registers(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < BK / 16; ++k) {
+      wgmma_m64n128k16<ActT>(acc, desc_advance(da, 32 * k), desc_advance(db, 32 * k), true);
+    }
+    wgmma_commit();
+  }
+
+  HM_DEVICE static void consume(const Args& a, const Smem& sm, int iters, int n0, int wg,
+                                float (&acc)[ACC]) {
+    const int ct = threadIdx.x - 128, lane = threadIdx.x % 32;
+    Packed p;
+    load(a, 0, n0, ct, p);
+    dequant(p, ct, sm.b_buf(0));
+    if (iters > 1) load(a, 1, n0, ct, p);
+    for (int it = 0; it < iters; ++it) {
+      // B buffer it%2 is complete, and every warpgroup has finished step it-1 (waited below), so
+      // the other buffer is free to overwrite.
+      consumer_barrier<128 * Tile::CONSUMERS>();
+      const int s = it % STAGES;
+      mbar_wait(sm.full_bar(s), (it / STAGES) & 1);
+      mma_step(sm, s, it, wg, acc);
+      if (it + 1 < iters) {
+        dequant(p, ct, sm.b_buf(it + 1));
+        if (it + 2 < iters) load(a, it + 2, n0, ct, p);
+      }
+      wgmma_wait<0>();
+      fence_registers(acc);
+      if (lane == 0) mbar_arrive(sm.empty_bar(s));  // this warp no longer reads the x stage
+    }
+  }
+
+  HM_DEVICE static void store(const Args& a, const float (&acc)[ACC], int m0, int n0, int wg) {
+    const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+    const int row0 = m0 + wg * 64 + warp * 16 + lane / 4;
+    const Epilogue<OutT, Fmt::EPI_SCALE, Fmt::GLOBAL, BIAS> epi{a.channel, a.global, a.bias};
+    const float global = Fmt::GLOBAL ? a.global[0] : 1.f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = row0 + 8 * h;
+      if (m >= a.M) continue;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const float* c = &acc[4 * j + 2 * h];
+        epi.store_pair(a.out, a.ldc, a.M, a.N, m, n0 + 8 * j + 2 * (lane % 4), c[0], c[1],
+                       global);
+      }
+    }
+  }
+
+  HM_DEVICE static void run(const TmaDescriptor& tx, const Args& a) {
+    extern __shared__ uint4 smem_u4[];
+    const u32 base = (smem_addr(smem_u4) + 1023u) & ~1023u;  // the 128B swizzle atom alignment
+    const u32 b = base + STAGES * Tile::A_BYTES;
+    const u32 bars = b + Tile::B_BUFFERS * Tile::B_BYTES;
+    const Smem sm{base, b, bars, bars + 8 * STAGES};
+    const int wg = threadIdx.x / 128;
+    const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM, iters = ceil_div(a.K, BK);
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        mbar_init(sm.full_bar(s), 1);                    // the producer's expect_tx arrival
+        mbar_init(sm.empty_bar(s), Tile::CONSUMERS * 4);  // one arrival per consumer warp
+      }
+      mbar_init_fence();
+    }
+    __syncthreads();
+    if (wg == 0) {
+      // The consumers synchronise on their own named barrier: the producer warpgroup may exit.
+      if (threadIdx.x == 0) produce(&tx, sm, iters, m0);
+      return;
+    }
+    float acc[ACC];
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
+    consume(a, sm, iters, n0, wg - 1, acc);
+    store(a, acc, m0, n0, wg - 1);
+  }
+};
+
+}  // namespace humming
+
+// The C entry point every rendered WnA16-wgmma translation unit instantiates (parameters in the
+// order of humming_cuda.kernels.wna16_wgmma.bind.signature; the tensor map of x comes first).
+#define HUMMING_WNA16_WGMMA_ENTRY(NAME, FMT, TILE, ACT, OUT, BIAS)                                \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                          \
+      const __grid_constant__ humming::TmaDescriptor tmap_x, const humming::u32* qweight,       \
+      const ACT* scales, const ACT* zeros, const float* channel_scale,                          \
+      const float* global_scale, const float* bias, OUT* out, int M, int N, int K, int ldc,     \
+      int n_pad, int k_tiles, int group_shift) {                                                \
+    using Kern = humming::Wna16WgmmaKernel<FMT, TILE, ACT, OUT, BIAS>;                          \
+    Kern::run(tmap_x, typename Kern::Args{qweight, scales, zeros, channel_scale, global_scale,  \
+                                          bias, out, M, N, K, ldc, n_pad, k_tiles,              \
+                                          group_shift});                                        \
+  }

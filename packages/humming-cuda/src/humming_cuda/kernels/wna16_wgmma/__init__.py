@@ -1,0 +1,50 @@
+"""The WnA16-wgmma family: fp16 / bf16 activations x 1- to 8-bit integer weights on sm_90a at
+large M, with wgmma, a TMA ring for the activations and in-kernel dequantization into the swizzled
+wgmma B tile (include/humming/kernel/wna16_wgmma.cuh).
+
+Specs: every integer spec of the wna16 family (int1-8 symmetric, uint1-8 with or without integer
+or float zero points; group, channel or tensor scales of any dtype the wna16 layout takes; global
+scale; fp16 / bf16 / fp32 output, bias). M >= 128 only: smaller M is the mma.sync wna16 family's.
+Weights use the wna16 layout (humming_cuda.kernels.wna16.layout) with the same identity, so a
+layer that switches family per M bucket packs its weights once.
+
+Compile-tested only (not run on a GPU yet): `hardware_verified = False`, so CudaDevice offers it
+only with HUMMING_UNVERIFIED_KERNELS=1.
+"""
+
+from __future__ import annotations
+
+from humming_core.device import DeviceCaps
+from humming_core.spec import QuantSpec
+
+from ..family import ModuleFamily
+from ..wna16.config import KernelFormat
+from ..wna16.layout import Wna16Layout
+from .bind import WgmmaWna16Kernel
+from .config import WgmmaWna16Config
+from .heuristics import candidates, supports
+from .render import render
+
+
+class WgmmaWna16Family(ModuleFamily):
+    """`KernelFamily` implementation (see humming_cuda.kernels.base)."""
+
+    # Written and compile-tested for sm_90a; its cuda conformance test has not run on an H200 yet.
+    hardware_verified = False
+
+    name = "wna16_wgmma"
+    config_type = WgmmaWna16Config
+    kernel_type = WgmmaWna16Kernel
+    supports = staticmethod(supports)
+    candidates = staticmethod(candidates)
+    render = staticmethod(render)
+
+    def weight_layout(
+        self, spec: QuantSpec, config: WgmmaWna16Config, caps: DeviceCaps
+    ) -> Wna16Layout:
+        return Wna16Layout(KernelFormat.from_spec(spec))
+
+
+FAMILY = WgmmaWna16Family()
+
+__all__ = ["FAMILY", "WgmmaWna16Config", "WgmmaWna16Family", "WgmmaWna16Kernel"]

@@ -1,0 +1,90 @@
+"""Bind a loaded WnA16-wgmma function: check the arguments (the wna16 layout's tensors), encode
+x's TMA tensor map (cached per pointer), launch one CTA of 384 threads per 128x128 tile of out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from humming_core.spec import QuantSpec
+
+from ...args import ScalarArg, Signature, TensorArg
+from ...launch import Launcher
+from ..common_bind import out_arg
+from ..wna16.config import LAYOUT_TILE_K, LAYOUT_TILE_N, KernelFormat
+from .config import WgmmaWna16Config
+from .tma import ActMapCache, TensorMapParam
+
+_ACT = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def signature(fmt: KernelFormat, name: str) -> Signature:
+    """Parameters in the order of HUMMING_WNA16_WGMMA_ENTRY. `x` is checked here but reaches the
+    kernel as the tensor map that replaces it; TMA needs 16-byte aligned, K-contiguous rows."""
+    act = _ACT[fmt.act]
+    in_loop = fmt.group > 0
+    return Signature(
+        TensorArg("x", act, ("M", "K"), layout="rows"),
+        TensorArg("qweight", torch.int32, ("NT", "KT", 32 * fmt.bits)),
+        TensorArg("scales", act, ("G", "NP"), optional=not in_loop),
+        TensorArg("zeros", act, ("G", "NP"), optional=not (in_loop and fmt.zero != "none")),
+        TensorArg(
+            "channel_scale", torch.float32, ("C",), optional=fmt.epi_scale == "none", align=4
+        ),
+        TensorArg("global_scale", torch.float32, (1,), optional=not fmt.epi_global, align=4),
+        TensorArg("bias", torch.float32, ("N",), optional=not fmt.bias, align=4),
+        out_arg(fmt.out),
+        *(ScalarArg(n, "int32", dim=n) for n in ("M", "N", "K")),
+        ScalarArg("ldc", "int32", dim="LDC"),
+        ScalarArg("n_pad", "int32", dim="NP"),
+        ScalarArg("k_tiles", "int32", dim="KT"),
+        ScalarArg("group_shift", "int32", dim="GS"),
+        kernel=name,
+    )
+
+
+class WgmmaWna16Kernel:
+    """`kernel(x=..., out=..., **packed)`: out[M, N] = x @ W^T (+ bias).
+
+    x is fp16 or bf16 [M, K] (K contiguous, 16-byte aligned rows); `packed` is the wna16 layout's
+    qweight / scales / zeros / channel_scale / global_scale / bias (whichever the format has)."""
+
+    def __init__(self, function: Any, spec: QuantSpec, config: WgmmaWna16Config) -> None:
+        self.fmt = KernelFormat.from_spec(spec)
+        self.config = config
+        self.name = function.symbol
+        self.function = function
+        self.signature = signature(self.fmt, function.symbol)
+        ctypes_list = (TensorMapParam, *self.signature.ctypes[1:])
+        self.launcher = Launcher(function, ctypes_list)
+        self.maps = ActMapCache()
+        function.reserve_smem(config.smem_bytes)
+
+    def _dims(self, x: torch.Tensor, out: torch.Tensor) -> dict[str, int]:
+        """The wna16 layout's padded sizes for this N and K: a packed tensor of another shape
+        then fails the signature's check by name."""
+        tiles_n = -(-out.shape[1] // LAYOUT_TILE_N)
+        return {
+            "LDC": out.stride(0),
+            "NT": tiles_n,
+            "NP": tiles_n * LAYOUT_TILE_N,
+            "KT": -(-x.shape[1] // LAYOUT_TILE_K),
+            "GS": self.fmt.group.bit_length() - 1 if self.fmt.group > 0 else 0,
+        }
+
+    def __call__(self, **values: Any) -> None:
+        x, out = values["x"], values["out"]
+        if x.dim() != 2 or out.dim() != 2 or out.stride(-1) != 1:
+            raise ValueError(
+                f"{self.name}: expected x [M, K] and out [M, N] with innermost stride 1, got x "
+                f"{tuple(x.shape)} and out {tuple(out.shape)} strides {tuple(out.stride())}"
+            )
+        _, params = self.signature.bind(values, self._dims(x, out), self.function.device_index)
+        m, n = out.shape
+        if m == 0:
+            return
+        params[0] = self.maps.get(x, "activations x")
+        cfg = self.config
+        grid = (-(-n // cfg.block_n), -(-m // cfg.block_m), 1)
+        self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)

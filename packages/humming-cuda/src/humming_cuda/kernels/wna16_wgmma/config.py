@@ -1,0 +1,53 @@
+"""WnA16-wgmma kernel configuration (the weight format is the wna16 family's KernelFormat).
+
+The CTA tile is fixed by the kernel's structure (include/humming/kernel/wna16_wgmma.cuh): two
+consumer warpgroups of 64 rows, one wgmma m64n128k16 column block, 64-deep K steps (128 bytes of
+16-bit activations: one 128B-swizzle row). Only the depth of the activation TMA ring varies.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..base import KernelConfig
+
+BLOCK_M = 128
+BLOCK_N = 128
+BLOCK_K = 64
+CONSUMERS = 2  # consumer warpgroups, 64 rows each
+B_BUFFERS = 2  # dequantized weight tiles: one read by wgmma while the next is written
+# The 128B swizzle atom alignment the tiles need, slack for aligning dynamic smem to it.
+ALIGN_SLACK = 1024
+
+
+class WgmmaWna16Config(KernelConfig):
+    """One producer and two consumer warpgroups; `stages` x tiles in flight."""
+
+    family: Literal["wna16_wgmma"] = "wna16_wgmma"
+    arch: str
+    stages: int = Field(4, ge=2, le=8)
+
+    @property
+    def block_m(self) -> int:
+        return BLOCK_M
+
+    @property
+    def block_n(self) -> int:
+        return BLOCK_N
+
+    @property
+    def threads(self) -> int:
+        return 128 * (1 + CONSUMERS)
+
+    @property
+    def a_bytes(self) -> int:
+        return BLOCK_M * BLOCK_K * 2
+
+    @property
+    def smem_bytes(self) -> int:
+        """Mirrors WgmmaWna16Tile::SMEM_BYTES: alignment slack, the x ring, the B buffers, a full
+        and an empty mbarrier (8 bytes each) per stage."""
+        b_bytes = BLOCK_N * BLOCK_K * 2
+        return ALIGN_SLACK + self.stages * self.a_bytes + B_BUFFERS * b_bytes + 16 * self.stages

@@ -1,0 +1,44 @@
+"""Render a WnA16-wgmma translation unit: one GEMM entry for sm_90a."""
+
+from __future__ import annotations
+
+import hashlib
+
+from humming_core.device import DeviceCaps, KernelSource
+from humming_core.spec import QuantSpec
+
+from ..wna16.config import CXX_TYPES, EPI_SCALE_CODES, ZERO_CODES, KernelFormat
+from .config import WgmmaWna16Config
+
+
+def template_arguments(fmt: KernelFormat, cfg: WgmmaWna16Config) -> tuple[str, str]:
+    """(WgmmaWna16Format<...>, WgmmaWna16Tile<...>) as C++ text."""
+    offset = 1 << (fmt.bits - 1) if fmt.kind == "int" else 0  # signed codes are offset-binary
+    weight = (
+        f"humming::WgmmaWna16Format<{fmt.bits}, {ZERO_CODES[fmt.zero]}, {offset}, "
+        f"{str(fmt.group > 0).lower()}, {EPI_SCALE_CODES[fmt.epi_scale]}, "
+        f"{str(fmt.epi_global).lower()}>"
+    )
+    return weight, f"humming::WgmmaWna16Tile<{cfg.stages}>"
+
+
+def render(spec: QuantSpec, config: WgmmaWna16Config, caps: DeviceCaps) -> KernelSource:
+    """One module with the GEMM entry; the group size is a launch argument, not in the source."""
+    if config.arch != caps.arch:
+        raise ValueError(
+            f"config.arch={config.arch!r} but rendering for {caps.arch!r}: choose candidates for "
+            "the target arch (config.arch must equal caps.arch)"
+        )
+    fmt = KernelFormat.from_spec(spec)
+    weight, tile = template_arguments(fmt, config)
+    act, out = CXX_TYPES[fmt.act], CXX_TYPES[fmt.out]
+    key = f"{weight}|{tile}|{act}|{out}|{fmt.bias}"
+    name = f"humming_wna16_wgmma_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+    code = (
+        '#include "humming/kernel/wna16_wgmma.cuh"\n'
+        f"using Fmt = {weight};\n"
+        f"using Tile = {tile};\n"
+        f"HUMMING_WNA16_WGMMA_ENTRY({name}, Fmt, Tile, {act}, {out}, {str(fmt.bias).lower()})\n"
+    )
+    meta = {"family": "wna16_wgmma", "config": config.model_dump(), "spec": spec.to_json()}
+    return KernelSource(name=name, code=code, arch=config.arch, meta=meta)

@@ -1,0 +1,259 @@
+"""CPU tests of the WnA16-wgmma family: which specs / arches / problems it takes and refuses (with
+reasons), its configs and their shared-memory budget, the rendered source, the shared wna16 weight
+layout (the kernel's reading of it, emulated lane by lane, reproduces the canonical weights), the
+activation tensor-map parameters, the launch signature, and its place in the registry (before
+wna16, opt-in only)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from wna16_cases import make_spec
+from wna16_wgmma_cases import INTEGER_FORMATS
+
+from humming_core.device import GemmProblem
+from humming_core.numerics import dequantize_weight, quantize_weight
+from humming_core.spec import QuantSpec, ScaleSpec, WeightSpec, presets
+from humming_cuda.caps import caps_for_arch
+from humming_cuda.device import CudaDevice
+from humming_cuda.kernels import FAMILIES
+from humming_cuda.kernels.wna16 import FAMILY as WNA16
+from humming_cuda.kernels.wna16.config import KernelFormat
+from humming_cuda.kernels.wna16.layout import plane_widths
+from humming_cuda.kernels.wna16_wgmma import FAMILY, WgmmaWna16Config
+from humming_cuda.kernels.wna16_wgmma.bind import signature
+from humming_cuda.kernels.wna16_wgmma.tma import act_map_params
+
+SM90 = caps_for_arch("sm_90a")
+LARGE = GemmProblem(n=4096, k=4096, m=1024)
+HEADER = (
+    Path(__file__).parents[1] / "src/humming_cuda/include/humming/kernel/wna16_wgmma.cuh"
+).read_text()
+
+
+@pytest.mark.parametrize(
+    "name", ["W4A16_G128", "W8A16", "GPTQ_INT4", "AWQ_INT4", "W3A16_G128", "GGUF_Q4_K", "MXINT4"]
+)
+def test_presets_are_supported_at_large_m_on_sm90a(name):
+    support = FAMILY.supports(presets.preset(name), LARGE, SM90)
+    assert support, support.reason
+    assert FAMILY.candidates(presets.preset(name), LARGE, SM90)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_100a", "sm_120a"])
+def test_other_arches_are_refused_with_the_reason(arch):
+    support = FAMILY.supports(presets.W4A16_G128, LARGE, caps_for_arch(arch))
+    assert not support
+    assert "sm_90a" in support.reason and "wna16 family" in support.reason
+
+
+def _weight(dtype: str, scale: ScaleSpec, zero: str = "none") -> QuantSpec:
+    return QuantSpec(
+        weight=WeightSpec(dtype=dtype, scale=scale, zero_point=zero), act={"dtype": "fp16"}
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        (presets.MXFP4, "dequantizes integer codes"),
+        (presets.E4M3_G128, "dequantizes integer codes"),
+        (presets.W8A8_INT8, "fp16 or bf16 activations"),
+        (_weight("int4", ScaleSpec(granularity="group", group_size=128), "int"), "use uint4"),
+        (_weight("uint8", ScaleSpec(granularity="block", block=(128, 128))), "'block'"),
+        (
+            QuantSpec(
+                weight=presets.W4A16_G128.weight,
+                act={"dtype": "fp16"},
+                epilogue={"activation": "silu"},
+            ),
+            "scales, bias and the output dtype only",
+        ),
+    ],
+)
+def test_other_specs_are_refused_with_the_reason(spec, words):
+    support = FAMILY.supports(spec, LARGE, SM90)
+    assert not support and words in support.reason
+
+
+@pytest.mark.parametrize(
+    ("problem", "words"),
+    [
+        (GemmProblem(n=4096, k=4096, m=64), "M >= 128"),
+        (GemmProblem(n=4096, k=4096, m=None), "M >= 128"),
+        (GemmProblem(n=4096, k=4100, m=256), "multiple of 8"),
+        (GemmProblem(n=4096, k=4096, m=256, num_experts=8, topk=2), "dense"),
+    ],
+)
+def test_small_m_and_bad_shapes_are_refused(problem, words):
+    support = FAMILY.supports(presets.W4A16_G128, problem, SM90)
+    assert not support and words in support.reason
+    assert FAMILY.candidates(presets.W4A16_G128, problem, SM90) == []
+
+
+def test_configs_fit_shared_memory_and_mirror_the_header():
+    configs = FAMILY.candidates(presets.GPTQ_INT4, LARGE, SM90)
+    assert [c.stages for c in configs] == [4, 6]
+    for cfg in configs:
+        assert cfg.smem_bytes <= SM90.smem_per_block
+        assert (cfg.block_m, cfg.block_n, cfg.threads) == (128, 128, 384)
+    assert "BM = 128, BN = 128, BK = 64" in HEADER
+    assert "A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, B_BUFFERS = 2" in HEADER
+    assert "SMEM_BYTES = 1024 + STAGES * A_BYTES + B_BUFFERS * B_BYTES + 16 * STAGES" in HEADER
+    assert WgmmaWna16Config(arch="sm_90a", stages=4).smem_bytes == 1024 + 4 * 16384 + 32768 + 64
+    with pytest.raises(ValueError):
+        WgmmaWna16Config(arch="sm_90a", stages=1)
+
+
+def test_render_instantiates_one_entry_with_the_spec_arguments():
+    cfg = FAMILY.candidates(presets.W4A16_G128, LARGE, SM90)[0]
+    source = FAMILY.render(presets.W4A16_G128, cfg, SM90)
+    assert source.arch == "sm_90a"
+    assert '#include "humming/kernel/wna16_wgmma.cuh"' in source.code
+    # int4: offset-binary codes, in-loop fp16 scales with their power-of-two shift in the epilogue
+    assert "humming::WgmmaWna16Format<4, 0, 8, true, 0, true>" in source.code
+    assert f"humming::WgmmaWna16Tile<{cfg.stages}>" in source.code
+    assert re.search(
+        rf"HUMMING_WNA16_WGMMA_ENTRY\({source.name}, Fmt, Tile, half, half, false\)", source.code
+    )
+    gptq = FAMILY.render(presets.GPTQ_INT4, cfg, SM90)
+    assert "humming::WgmmaWna16Format<4, 1, 0, true, 0, true>" in gptq.code
+    assert gptq.name != source.name
+    w8 = FAMILY.render(presets.W8A16, cfg, SM90)  # per-channel scales in the fp32 epilogue
+    assert "humming::WgmmaWna16Format<8, 0, 128, false, 1, false>" in w8.code
+    with pytest.raises(ValueError, match=r"config\.arch"):
+        FAMILY.render(presets.W4A16_G128, cfg, caps_for_arch("sm_89"))
+
+
+def _pair_codes(words: list[int], bits: int, pair: int) -> tuple[int, int]:
+    """pair_codes in wna16_wgmma.cuh: the two codes of `pair`, bit planes reassembled."""
+    lo = hi = offset = 0
+    for width in plane_widths(bits):
+        per = 16 // width
+        word = words[offset + pair // per] >> ((pair % per) * width)
+        lo |= (word & ((1 << width) - 1)) << offset
+        hi |= ((word >> 16) & ((1 << width) - 1)) << offset
+        offset += width
+    return lo, hi
+
+
+def _kernel_weights(packed: dict, fmt: KernelFormat, n: int, k: int) -> torch.Tensor:
+    """W [n, k] as the kernel's consumer lanes form it from the wna16 layout (load / dequant in
+    wna16_wgmma.cuh): lane 4g+t of a 64 x 16 tile, pair 2j+h -> column 8j+g, K 8h+2t (+1); its
+    eight scales / zero points at tile columns 8g..8g+7; one rounding to the activation type."""
+    words = (packed["qweight"].to(torch.int64) & 0xFFFFFFFF).tolist()
+    nt_count, kt_count = len(words), len(words[0])
+    act = {"fp16": torch.float16, "bf16": torch.bfloat16}[fmt.act]
+    shift = fmt.group.bit_length() - 1 if fmt.group > 0 else 0
+    codes = torch.zeros(nt_count * 64, kt_count * 16, dtype=torch.float64)
+    s = torch.ones_like(codes)
+    z = torch.full_like(codes, 1 << (fmt.bits - 1) if fmt.kind == "int" else 0)
+    for nt in range(nt_count):
+        for kt in range(kt_count):
+            row = ((kt * 16) >> shift) if fmt.group > 0 else 0
+            for lane in range(32):
+                g, t = divmod(lane, 4)
+                lane_words = words[nt][kt][lane * fmt.bits : (lane + 1) * fmt.bits]
+                for j in range(8):
+                    col = nt * 64 + 8 * j + g
+                    src = nt * 64 + 8 * g + j
+                    for h in range(2):
+                        ks = slice(kt * 16 + 8 * h + 2 * t, kt * 16 + 8 * h + 2 * t + 2)
+                        codes[col, ks] = torch.tensor(_pair_codes(lane_words, fmt.bits, 2 * j + h))
+                        if fmt.group > 0:
+                            s[col, ks] = packed["scales"][row, src].double()
+                        if fmt.zero != "none":
+                            z[col, ks] = packed["zeros"][row, src].double()
+    w = codes * s - z if fmt.zero == "float" else (codes - z) * s  # exact in float64 here
+    w = w.to(act).double()[:n, :k]
+    if fmt.epi_scale != "none":
+        w = w * packed["channel_scale"][:n].double().reshape(-1, 1)
+    if fmt.epi_global:
+        w = w * packed["global_scale"].double()
+    return w
+
+
+@pytest.mark.parametrize("fmt", INTEGER_FORMATS, ids=lambda f: f"{f[0]}-z{f[1]}-{f[2][-1]}")
+def test_kernel_reading_of_the_wna16_layout_gives_the_canonical_weights(fmt):
+    n, k = 72, 40  # N and K tails: the layout pads to 64 columns and 16-deep tiles
+    act = "bf16" if fmt[0] in ("int8", "uint8") else "fp16"
+    group = "channel" if fmt[1] == "int" and fmt[0] == "uint4" else 16
+    spec = make_spec(fmt, act, group, k, True, None, fmt[2][-1])
+    gen = torch.Generator().manual_seed(3)
+    cw = quantize_weight(torch.randn(n, k, generator=gen) * 0.05, spec, bias=torch.randn(n))
+    cfg = WgmmaWna16Config(arch="sm_90a")
+    layout = FAMILY.weight_layout(spec, cfg, SM90)
+    packed = layout.pack(cw, "cpu")
+    want = dequantize_weight(cw).double()
+    got = _kernel_weights(packed, KernelFormat.from_spec(spec), n, k)
+    # two roundings, as in the conformance bound: the layout's scale (fp32 / e8m0 -> activation
+    # type) and the dequantized weight
+    u = {"fp16": 2.0**-11, "bf16": 2.0**-8}[act]
+    tiny = 2.0**-24 * packed.get("global_scale", torch.ones(1)).item()  # fp16 subnormal spacing
+    assert ((got - want).abs() <= 2 * u * want.abs() + tiny).all()
+
+
+@pytest.mark.parametrize("spec", [presets.W4A16_G128, presets.GPTQ_INT4, presets.W8A16])
+def test_weights_share_the_wna16_layout_over_every_m_bucket(spec):
+    ours = FAMILY.weight_layout(spec, FAMILY.candidates(spec, LARGE, SM90)[0], SM90)
+    small = WNA16.candidates(spec, GemmProblem(n=4096, k=4096, m=16), SM90)[0]
+    assert ours.identity == WNA16.weight_layout(spec, small, SM90).identity
+
+
+def test_act_map_params_describe_k_major_128_byte_boxes():
+    p = act_map_params(rows=300, k=1040, row_stride=2 * 1048, what="x")
+    assert p.global_dim == (1040, 300) and p.global_strides == (2096,)
+    assert p.box_dim == (64, 128) and p.element_bytes == 2
+    assert p.box_bytes == 128 * 64 * 2  # the expect_tx count of one stage
+    with pytest.raises(ValueError, match="multiple of 16"):
+        act_map_params(rows=4, k=60, row_stride=120, what="x")
+    with pytest.raises(ValueError, match="at least"):
+        act_map_params(rows=4, k=64, row_stride=64, what="x")
+
+
+def test_signature_follows_the_entry_macro():
+    sig = signature(KernelFormat.from_spec(presets.GPTQ_INT4), "k")
+    entry = re.search(r"NAME\((.*?)\)\s*\{", HEADER, re.S).group(1)
+    params = [p.split()[-1].lstrip("*") for p in entry.replace("\\", " ").split(",")]
+    assert params[0] == "tmap_x" and tuple(params[1:]) == sig.names[1:]
+
+
+def test_registered_before_wna16_and_offered_only_on_the_opt_in(monkeypatch):
+    names = [f.name for f in FAMILIES]
+    assert names.index("wna16_wgmma") < names.index("wna16")
+    assert FAMILY.hardware_verified is False
+    device = CudaDevice.for_arch("sm_90a")
+    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
+    assert device.candidates(presets.W4A16_G128, LARGE)[0].family == "wna16"
+    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+    assert device.candidates(presets.W4A16_G128, LARGE)[0].family == "wna16_wgmma"
+    small = GemmProblem(n=4096, k=4096, m=32)
+    assert device.candidates(presets.W4A16_G128, small)[0].family == "wna16"
+    assert device.candidates(presets.MXFP4, LARGE)[0].family == "wna16"
+    assert CudaDevice.for_arch("sm_89").candidates(presets.W4A16_G128, LARGE)[0].family == "wna16"
+
+
+def test_signature_refuses_what_tma_cannot_load_before_the_device_check():
+    """x rows must be 16-byte aligned (TMA); packed tensors must have the wna16 layout's shapes.
+    Checked on CPU tensors: the shape and layout checks come before the device check."""
+    spec = presets.GPTQ_INT4
+    sig = signature(KernelFormat.from_spec(spec), "k")
+    cw = quantize_weight(torch.randn(200, 136) * 0.05, spec)
+    cfg = FAMILY.candidates(spec, LARGE, SM90)[0]
+    packed = FAMILY.weight_layout(spec, cfg, SM90).pack(cw, "cpu")
+    out = torch.empty(130, 200, dtype=torch.float16)
+    dims = {"LDC": 200, "NT": 4, "NP": 256, "KT": 9, "GS": 7}
+    wide = torch.zeros(130, 144, dtype=torch.float16)
+    with pytest.raises(ValueError, match="aligned to 16 bytes"):
+        sig.check({"x": wide[:, 4:140], "out": out, **packed}, dims)  # starts 8 bytes in
+    odd = torch.zeros(130, 140, dtype=torch.float16)[:, :136]  # 280-byte rows
+    with pytest.raises(ValueError, match="row stride"):
+        sig.check({"x": odd, "out": out, **packed}, dims)
+    x = torch.zeros(130, 136, dtype=torch.float16)
+    with pytest.raises(ValueError, match="qweight"):
+        sig.check({"x": x, "out": out, **packed}, {**dims, "KT": 10})
+    with pytest.raises(ValueError, match="CUDA device"):
+        sig.check({"x": x, "out": out, **packed}, dims)  # everything else is right

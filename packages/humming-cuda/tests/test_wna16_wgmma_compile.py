@@ -1,0 +1,66 @@
+"""Every WnA16-wgmma configuration the heuristics return compiles for sm_90a without spills, and
+its PTX really uses the Hopper paths (wgmma.mma_async on 16-bit operands, cp.async.bulk.tensor,
+mbarrier expect_tx): a fallback to ordinary loads or MMAs would still compile but not be this kernel.
+
+Units: every integer format of the wna16 matrix (activation type alternating) x every candidate
+over the M buckets >= 128 (group 128, bias, output = activation type), plus per-channel scales with
+an fp32 output and no bias on the first candidate. The group size is a launch argument, so one
+group per unit covers them all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from compile_units import Units
+from wna16_cases import make_spec
+from wna16_wgmma_cases import INTEGER_FORMATS
+
+from humming_core.device import GemmProblem
+from humming_core.ops.layer import M_BUCKETS
+
+pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
+from humming_cuda.kernels.wna16_wgmma import FAMILY
+
+N, K = 4096, 4096
+PTX_NEEDS = (
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32.",
+    "cp.async.bulk.tensor.2d",
+    "mbarrier.arrive.expect_tx",
+    "fence.proxy.async.shared::cta",
+    "wgmma.wait_group",
+)
+
+
+def _units() -> Units:
+    units = Units(FAMILY, "sm_90a")
+    for i, fmt in enumerate(INTEGER_FORMATS):
+        act = ("fp16", "bf16")[i % 2]
+        spec = make_spec(fmt, act, 128, K, True, None, fmt[2][0])
+        for m in (b for b in M_BUCKETS if b >= 128):
+            units.add_candidates(spec, GemmProblem(N, K, m=m, act_dtype=act))
+        fp32 = make_spec(fmt, act, "channel", K, False, "fp32", fmt[2][0])
+        units.add_first(fp32, GemmProblem(N, K, m=256, act_dtype=act))
+    return units
+
+
+@pytest.mark.compile
+def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = _units()
+    assert len(units) >= 2 * len(INTEGER_FORMATS)  # formats differing only in scale dtype share
+    for spec, cfg, artifact in units.compile(workers=4):
+        res = artifact.meta["resources"]
+        where = f"{spec.weight} {spec.act} {cfg}"
+        assert res["spill_stores"] == 0 and res["spill_loads"] == 0, f"spills: {where} {res}"
+        assert res["registers"] <= 65536 // cfg.threads, res
+        assert "serialized" not in artifact.meta["log"], artifact.meta["log"]
+    ptx_files = list(Path(tmp_path).glob("*/kernel.ptx"))
+    assert len(ptx_files) == len(units)
+    for ptx in ptx_files:
+        text = ptx.read_text()
+        for needed in PTX_NEEDS:
+            assert needed in text, f"{ptx.parent.name}: no {needed!r} in the PTX"
+        act = "bf16" if ".bf16.bf16" in text else "f16"
+        assert f"m64n128k16.f32.{act}.{act}" in text

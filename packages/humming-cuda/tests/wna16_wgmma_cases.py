@@ -1,0 +1,63 @@
+"""WnA16-wgmma test cases: integer formats the family takes, at M >= 128 (its range), with M, N
+and K tails against its 128x128x64 tile, plus the shared WnA16 conformance matrix filtered to what
+the family supports. Checked with humming_core.testing.conformance.error_bound (the kernel rounds
+each dequantized weight once to the activation type and accumulates in fp32, as wna16 does)."""
+
+from __future__ import annotations
+
+from wna16_cases import FORMATS, Case, conformance_cases, make_spec
+
+from humming_core.device import GemmProblem
+from humming_cuda.caps import caps_for_arch
+from humming_cuda.kernels.wna16_wgmma import FAMILY
+
+SM90 = caps_for_arch("sm_90a")
+# (weight dtype, zero point, scale dtypes, forced group, global scale): wna16_cases.FORMATS rows;
+# the 4- and 8-bit formats of issue 6 first, then other widths (bit planes), float zero points, MX
+INTEGER_FORMATS = tuple(f for f in FORMATS if f[0].startswith(("int", "uint")))
+WGMMA_FORMATS = (
+    ("int4", "none", ("fp16", "bf16", "fp32"), None, False),
+    ("uint4", "int", ("fp16", "bf16"), None, False),
+    ("uint4", "none", ("fp16", "bf16"), None, False),
+    ("int8", "none", ("fp16", "bf16", "fp32"), None, False),
+    ("uint8", "int", ("fp16", "bf16"), None, False),
+    ("int3", "none", ("fp16", "bf16", "fp32"), None, False),
+    ("uint2", "int", ("fp16", "bf16"), None, False),
+    ("uint6", "float", ("fp16", "bf16"), None, False),
+    ("int4", "none", ("e8m0",), 32, False),  # MXINT4
+)
+GROUPS = (128, 32, "channel", 64, 16)
+# (M, N, K): an exact tile, M / N tails (partial CTA rows and columns), K tails (a partial last
+# step zero-filled by TMA, groups past K), and a K that wraps both ring depths several times.
+SHAPES = (
+    (128, 256, 512),
+    (130, 200, 136),
+    (300, 136, 1040),
+    (257, 520, 200),
+    (1030, 384, 2048),
+)
+
+
+def wgmma_cases() -> list[Case]:
+    """Every format on every shape; group, act / scale / output dtype and bias rotate."""
+    outs = (None, "fp32", "bf16", "fp16")
+    cases = []
+    for i, fmt in enumerate(WGMMA_FORMATS):
+        for j, (m, n, k) in enumerate(SHAPES):
+            seed = 2000 + i * len(SHAPES) + j
+            act = ("fp16", "bf16")[seed % 2]
+            group = GROUPS[(i + j) % len(GROUPS)]
+            sdt = fmt[2][seed % len(fmt[2])]
+            spec = make_spec(fmt, act, group, k, seed % 3 == 0, outs[seed % 4], sdt)
+            cases.append(Case(spec, m, n, k, seed))
+    return cases
+
+
+def supported(case: Case) -> bool:
+    problem = GemmProblem(n=case.n, k=case.k, m=case.m, act_dtype=case.spec.act.dtype.name)
+    return bool(FAMILY.supports(case.spec, problem, SM90))
+
+
+def matrix_cases() -> list[Case]:
+    """The shared WnA16 conformance cases this family takes (M >= 128, integer 4/8-bit formats)."""
+    return [c for c in conformance_cases() if supported(c)]
