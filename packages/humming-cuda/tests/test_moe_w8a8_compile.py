@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from compile_units import Units
+from moe_cases import moe_spec
 
 from humming_core.device import GemmProblem
 from humming_core.spec import QuantSpec, WeightSpec, presets
@@ -34,12 +35,6 @@ MATRIX: tuple[tuple[QuantSpec, tuple[dict, ...]], ...] = (
     (presets.W4A8_INT8, (SILU, {})),
     (W4A8_UINT4, (SILU,)),
 )
-
-
-def moe_spec(base: QuantSpec, **epilogue) -> QuantSpec:
-    return base.model_copy(
-        update={"layout": "moe", "epilogue": base.epilogue.model_copy(update=epilogue)}
-    )
 
 
 def _units(arch: str) -> Units:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from compile_units import Units
+from moe_cases import moe_spec
 
 from humming_core.device import GemmProblem
 from humming_core.spec import presets
@@ -37,12 +38,6 @@ EPILOGUES = (
 # gpt-oss's clamped SwiGLU (with its expert biases), on the formats that carry it.
 OAI = {"glu": "swiglu_oai", "glu_layout": "interleaved", "bias": True}
 OAI_FORMATS = (presets.MXFP4, presets.W4A16_G128)
-
-
-def moe_spec(base, **epilogue):
-    return base.model_copy(
-        update={"layout": "moe", "epilogue": base.epilogue.model_copy(update=epilogue)}
-    )
 
 
 def _units(arch: str) -> Units:

@@ -10,12 +10,18 @@ parameters captured by value).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 import torch
 from w8a8_cases import Case, error_bound, static_scale
 from w8a8_wgmma_cases import SHAPES, wgmma_cases
+from wgmma_conformance import (
+    TORCH_DTYPES,
+    build_kernels,
+    guarded_call,
+    problem_of,
+    replay_in_graph,
+    sm90_device,
+)
 
 pytestmark = [
     pytest.mark.cuda,
@@ -25,8 +31,6 @@ pytestmark = [
 CASES = wgmma_cases()
 # the largest-K shape of each format (16 K blocks: both rings wrap) also runs the 4-stage config
 FOUR_STAGE = CASES[len(SHAPES) - 1 :: len(SHAPES)]
-POISON = -7777.0
-_TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
 
 @pytest.fixture(autouse=True)
@@ -36,35 +40,17 @@ def allow_unverified(monkeypatch):
 
 @pytest.fixture(scope="module")
 def device():
-    from humming_cuda.device import CudaDevice
-
-    dev = CudaDevice()
-    if dev.caps().arch != "sm_90a":
-        pytest.skip(f"the w8a8_wgmma family needs sm_90a, this GPU is {dev.caps().arch}")
-    return dev
-
-
-def _problem(case: Case):
-    from humming_core.device import GemmProblem
-
-    return GemmProblem(n=case.n, k=case.k, m=case.m, act_dtype=case.spec.act.dtype.name)
-
-
-def _build(device, case: Case, index: int):
-    """(config, kernel) for `case`: the family's candidate `index` (0 = the heuristic's choice)."""
-    from humming_cuda.kernels.w8a8_wgmma import FAMILY
-
-    config = FAMILY.candidates(case.spec, _problem(case), device.caps())[index]
-    return config, device.load(device.compile(device.render(case.spec, config)))
+    return sm90_device("w8a8_wgmma")
 
 
 @pytest.fixture(scope="module")
 def kernels(device):
     """Every case's kernel with the first candidate, and FOUR_STAGE's with the second (the 4-stage
     ring), compiled in parallel up front."""
+    from humming_cuda.kernels.w8a8_wgmma import FAMILY
+
     jobs = [(c, 0) for c in CASES] + [(c, 1) for c in FOUR_STAGE]
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        built = list(pool.map(lambda j: _build(device, *j), jobs))
+    built = build_kernels(device, FAMILY, jobs)
     return {(c.id, i): b for (c, i), b in zip(jobs, built, strict=True)}
 
 
@@ -72,7 +58,7 @@ def _inputs(case: Case):
     from humming_core.numerics import quantize_weight
 
     gen = torch.Generator().manual_seed(case.seed)
-    x = torch.randn(case.m, case.k, generator=gen).to(_TORCH[case.x_dtype])
+    x = torch.randn(case.m, case.k, generator=gen).to(TORCH_DTYPES[case.x_dtype])
     x[0, : min(case.k, 16)] *= 40.0  # an outlier row segment: token and group scales differ
     bias = torch.randn(case.n, generator=gen) * 0.1 if case.spec.epilogue.bias else None
     cw = quantize_weight(torch.randn(case.n, case.k, generator=gen) * 0.05, case.spec, bias=bias)
@@ -85,24 +71,8 @@ def _check(case: Case, device, config, kernel) -> None:
 
     x, cw, scale = _inputs(case)
     weights = device.weight_layout(case.spec, config).pack(cw, "cuda")
-    x_big = torch.full((case.m + 1, case.k + 16), float("nan"), dtype=x.dtype, device="cuda")
-    x_dev = x_big[: case.m, : case.k]
-    x_dev.copy_(x.cuda())
-    out_big = torch.full(
-        (case.m + 2, case.n + 6), POISON, dtype=_TORCH[case.spec.output_dtype], device="cuda"
-    )
-    before = out_big.clone()
-    out = out_big[1 : case.m + 1, 2 : case.n + 2]
     extra = {} if scale is None else {"act_scale": scale.cuda()}
-    kernel(x=x_dev, out=out, **extra, **weights)
-    torch.cuda.synchronize()
-
-    inside = torch.zeros_like(out_big, dtype=torch.bool)
-    inside[1 : case.m + 1, 2 : case.n + 2] = True
-    assert torch.equal(out_big[~inside].view(torch.uint8), before[~inside].view(torch.uint8)), (
-        "wrote outside [M, N]"
-    )
-    assert not torch.isnan(out).any(), "NaN in the output (read past K)"
+    out = guarded_call(kernel, x.cuda(), case.n, case.spec.output_dtype, 16, **extra, **weights)
     ref = reference_gemm(x, cw, act_scale_static=scale)
     err = (out.cpu().double() - ref.double()).abs()
     worst = (err / error_bound(x, cw, ref, scale)).max().item()
@@ -130,20 +100,14 @@ def test_device_routes_large_m_here_and_replays_in_a_graph(name, device):
     gen = torch.Generator().manual_seed(7)
     cw = quantize_weight(torch.randn(384, 512, generator=gen) * 0.05, spec)
     x = torch.randn(1030, 512, generator=gen).to(torch.bfloat16)
-    problem = _problem(Case(spec, "bf16", 1030, 384, 512, 0))
+    problem = problem_of(Case(spec, "bf16", 1030, 384, 512, 0))
     config = device.candidates(spec, problem)[0]
     assert config.family == "w8a8_wgmma"
     kernel = device.load(device.compile(device.render(spec, config)))
     weights = device.weight_layout(spec, config).pack(cw, "cuda")
     x_dev = x.cuda()
     out = torch.empty(1030, 384, dtype=torch.bfloat16, device="cuda")
-    kernel(x=x_dev, out=out, **weights)  # warm-up outside the capture: encodes the weight map
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        kernel(x=x_dev, out=out, **weights)
-    out.zero_()
-    graph.replay()
-    torch.cuda.synchronize()
+    replay_in_graph(kernel, x_dev, out, weights)
     ref = reference_gemm(x, cw)
     assert ((out.cpu().double() - ref.double()).abs() <= error_bound(x, cw, ref, None)).all()
 

@@ -10,10 +10,8 @@ group per unit covers them all.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from compile_units import Units
+from compile_units import Units, assert_fits_registers, dumped_ptx
 from wna16_cases import make_spec
 from wna16_wgmma_cases import INTEGER_FORMATS
 
@@ -51,16 +49,7 @@ def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
     units = _units()
     assert len(units) >= 2 * len(INTEGER_FORMATS)  # formats differing only in scale dtype share
     for spec, cfg, artifact in units.compile(workers=4):
-        res = artifact.meta["resources"]
-        where = f"{spec.weight} {spec.act} {cfg}"
-        assert res["spill_stores"] == 0 and res["spill_loads"] == 0, f"spills: {where} {res}"
-        assert res["registers"] <= 65536 // cfg.threads, res
-        assert "serialized" not in artifact.meta["log"], artifact.meta["log"]
-    ptx_files = list(Path(tmp_path).glob("*/kernel.ptx"))
-    assert len(ptx_files) == len(units)
-    for ptx in ptx_files:
-        text = ptx.read_text()
-        for needed in PTX_NEEDS:
-            assert needed in text, f"{ptx.parent.name}: no {needed!r} in the PTX"
+        assert_fits_registers(artifact, cfg.threads, f"{spec.weight} {spec.act} {cfg}")
+    for text in dumped_ptx(tmp_path, units, PTX_NEEDS):
         act = "bf16" if ".bf16.bf16" in text else "f16"
         assert f"m64n128k16.f32.{act}.{act}" in text

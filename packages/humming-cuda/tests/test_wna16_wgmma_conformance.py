@@ -10,10 +10,15 @@ a CUDA graph.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 import torch
+from wgmma_conformance import (
+    TORCH_DTYPES,
+    build_kernels,
+    guarded_call,
+    replay_in_graph,
+    sm90_device,
+)
 from wna16_cases import Case, random_weight
 from wna16_wgmma_cases import SHAPES, matrix_cases, wgmma_cases
 
@@ -27,8 +32,6 @@ pytestmark = [
 CASES = wgmma_cases() + matrix_cases()
 # the largest-K shape of each own format also runs the second (6-stage) config
 DEEP = wgmma_cases()[len(SHAPES) - 1 :: len(SHAPES)]
-POISON = -7777.0
-_TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
 
 @pytest.fixture(autouse=True)
@@ -38,63 +41,31 @@ def allow_unverified(monkeypatch):
 
 @pytest.fixture(scope="module")
 def device():
-    from humming_cuda.device import CudaDevice
-
     torch.backends.cuda.matmul.allow_tf32 = False
-    dev = CudaDevice()
-    if dev.caps().arch != "sm_90a":
-        pytest.skip(f"the wna16_wgmma family needs sm_90a, this GPU is {dev.caps().arch}")
-    return dev
-
-
-def _problem(case: Case):
-    from humming_core.device import GemmProblem
-
-    return GemmProblem(n=case.n, k=case.k, m=case.m, act_dtype=case.spec.act.dtype.name)
-
-
-def _build(device, case: Case, index: int):
-    """(config, kernel) for `case`: the family's candidate `index` (0 = the heuristic's choice)."""
-    from humming_cuda.kernels.wna16_wgmma import FAMILY
-
-    config = FAMILY.candidates(case.spec, _problem(case), device.caps())[index]
-    return config, device.load(device.compile(device.render(case.spec, config)))
+    return sm90_device("wna16_wgmma")
 
 
 @pytest.fixture(scope="module")
 def kernels(device):
     """Every case's kernel (first candidate), and DEEP's with the second, compiled in parallel."""
+    from humming_cuda.kernels.wna16_wgmma import FAMILY
+
     jobs = [(c, 0) for c in CASES] + [(c, 1) for c in DEEP]
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        built = list(pool.map(lambda j: _build(device, *j), jobs))
+    built = build_kernels(device, FAMILY, jobs)
     return {(c.id, c.seed, i): b for (c, i), b in zip(jobs, built, strict=True)}
 
 
 def _check(case: Case, device, config, kernel) -> None:
     from humming_core.numerics import quantize_weight, reference_gemm
 
-    act = _TORCH[case.spec.act.dtype.name]
+    act = TORCH_DTYPES[case.spec.act.dtype.name]
     gen = torch.Generator(device="cuda").manual_seed(case.seed)
     bias = torch.randn(case.n, device="cuda", generator=gen) if case.spec.epilogue.bias else None
     cw = quantize_weight(random_weight(case, "cuda"), case.spec, bias=bias)
     weights = device.weight_layout(case.spec, config).pack(cw, "cuda")
 
-    x_big = torch.full((case.m + 1, case.k + 8), float("nan"), dtype=act, device="cuda")
-    x = x_big[: case.m, : case.k]
-    x.copy_(torch.randn(case.m, case.k, device="cuda", generator=gen).to(act))
-    out_dtype = _TORCH[case.spec.output_dtype]
-    out_big = torch.full((case.m + 2, case.n + 6), POISON, dtype=out_dtype, device="cuda")
-    before = out_big.clone()
-    out = out_big[1 : case.m + 1, 2 : case.n + 2]
-    kernel(x=x, out=out, **weights)
-    torch.cuda.synchronize()
-
-    inside = torch.zeros_like(out_big, dtype=torch.bool)
-    inside[1 : case.m + 1, 2 : case.n + 2] = True
-    assert torch.equal(out_big[~inside].view(torch.uint8), before[~inside].view(torch.uint8)), (
-        "wrote outside [M, N]"
-    )
-    assert not torch.isnan(out).any(), "NaN in the output (read past K, or a bad dequant)"
+    x = torch.randn(case.m, case.k, device="cuda", generator=gen).to(act)
+    out = guarded_call(kernel, x, case.n, case.spec.output_dtype, 8, **weights)
     ref = reference_gemm(x, cw)
     err = (out.double() - ref.double()).abs()
     worst = (err / error_bound(x, cw, ref)).max().item()
@@ -129,13 +100,7 @@ def test_device_routes_large_m_here_and_replays_in_a_graph(device):
     weights = device.weight_layout(spec, config).pack(cw, "cuda")
     x = torch.randn(1030, 512, generator=gen).to(torch.float16).cuda()
     out = torch.empty(1030, 384, dtype=torch.float16, device="cuda")
-    kernel(x=x, out=out, **weights)  # warm-up outside the capture: encodes the tensor map
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        kernel(x=x, out=out, **weights)
-    out.zero_()
-    graph.replay()
-    torch.cuda.synchronize()
+    replay_in_graph(kernel, x, out, weights)
     ref = reference_gemm(x, cw)
     assert ((out.double() - ref.double()).abs() <= error_bound(x, cw, ref)).all()
 

@@ -27,6 +27,16 @@ def out_arg(out: str) -> TensorArg:
     return TensorArg("out", dtype, ("M", "N"), layout="strided", align=2 * dtype.itemsize)
 
 
+def check_x_out(name: str, x: torch.Tensor, out: torch.Tensor) -> None:
+    """x [M, K] and out [M, N] are matrices and out's rows are contiguous (the epilogue stores
+    column pairs)."""
+    if x.dim() != 2 or out.dim() != 2 or out.stride(-1) != 1:
+        raise ValueError(
+            f"{name}: expected x [M, K] and out [M, N] with innermost stride 1, got x "
+            f"{tuple(x.shape)} and out {tuple(out.shape)} strides {tuple(out.stride())}"
+        )
+
+
 class ActQuantGemmKernel(ABC):
     """Checks x and out, quantizes x (`_quantize`), binds the arguments and launches the GEMM.
 
@@ -52,11 +62,7 @@ class ActQuantGemmKernel(ABC):
     def __call__(self, **values: Any) -> None:
         values = dict(values)
         x, out = values.pop("x"), values["out"]
-        if x.dim() != 2 or out.dim() != 2 or out.stride(-1) != 1:
-            raise ValueError(
-                f"{self.name}: expected x [M, K] and out [M, N] with innermost stride 1, got x "
-                f"{tuple(x.shape)} and out {tuple(out.shape)} strides {tuple(out.stride())}"
-            )
+        check_x_out(self.name, x, out)
         values.update(self._quantize(x, values.pop("act_scale", None)))
         dims = {"LDC": out.stride(0), **self._k_dims(x.shape[1])}
         _, params = self.signature.bind(values, dims, self.function.device_index)

@@ -42,3 +42,13 @@ class ModuleFamily:
         self, function: LoadedFunction, spec: QuantSpec, config: KernelConfig, caps: DeviceCaps
     ) -> Kernel:
         return self.kernel_type(function, spec, config)
+
+
+def check_config_arch(config: KernelConfig, caps: DeviceCaps) -> None:
+    """A config chosen for one arch must not be rendered for another (its tile and pipeline were
+    sized for that arch's shared memory and instructions)."""
+    if config.arch != caps.arch:
+        raise ValueError(
+            f"config.arch={config.arch!r} but rendering for {caps.arch!r}: choose candidates for "
+            "the target arch (config.arch must equal caps.arch)"
+        )

@@ -12,11 +12,11 @@ from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Launcher
 from ..act_quant import CODE_DTYPES, ActQuantizer
 from ..common_bind import OUT_DTYPES
+from ..moe_bind import check_routing, flatten_topk_weights, launch_blocks
 from ..w8a8.config import W8a8Format
 from ..w8a8.nibbles import slab_words
 from .config import MoeW8a8Config
 
-_MAX_GRID_Y = 65535  # CUDA grid limit on y (one row of CTAs per alignment block)
 # NP: packed columns per expert (the GLU order pads); WG: weight groups; KW: int32 words per row
 _WS_SHAPE = {"tensor": ("E", 1), "channel": ("E", "NP"), "group": ("E", "WG", "NP")}
 _SCALARS = (
@@ -78,22 +78,12 @@ class MoeW8a8Kernel:
         function.reserve_smem(config.smem_bytes)
 
     def _check_call(self, values: dict[str, Any]) -> None:
-        cfg, x, out = self.config, values["x"], values["out"]
-        if values["block_size"] != cfg.block_m:
-            raise ValueError(
-                f"{self.name}: block_size={values['block_size']} but this kernel's config has "
-                f"block_m={cfg.block_m}: align the routing (moe_align) with block_size={cfg.block_m}"
-            )
+        x, out = values["x"], values["out"]
+        check_routing(self.name, self.config.block_m, values)
         if x.dim() != 2 or out.dim() != 2 or out.stride(-1) != 1:
             raise ValueError(
                 f"{self.name}: expected x [M, K] and out [M*top_k, n_out] with innermost stride 1, "
                 f"got x {tuple(x.shape)} and out {tuple(out.shape)} strides {tuple(out.stride())}"
-            )
-        blocks = -(-values["sorted_token_ids"].numel() // cfg.block_m)
-        if values["expert_ids"].numel() < blocks:
-            raise ValueError(
-                f"{self.name}: expert_ids has {values['expert_ids'].numel()} entries, expected one "
-                f"per block of {cfg.block_m} sorted ids ({blocks})"
             )
 
     def _dims(self, x: torch.Tensor, out: torch.Tensor, qweight: torch.Tensor, top_k: int):
@@ -114,23 +104,9 @@ class MoeW8a8Kernel:
         self._check_call(values)
         x, out, top_k = values.pop("x"), values["out"], values.pop("top_k")
         values.pop("block_size")
-        tw = values.get("topk_weights")
-        if tw is not None:
-            values["topk_weights"] = tw.reshape(-1).float().contiguous()
+        flatten_topk_weights(values)
         dims = self._dims(x, out, values["qweight"], top_k)
         a, a_scales = self.quantizer(x, None)
         values.update(a=a, a_scales=a_scales)
         dims, params = self.signature.bind(values, dims, self.function.device_index)
-        out.zero_()  # rows no block routes stay zero (reference_moe_gemm)
-        if out.shape[0] == 0:
-            return
-        cfg = self.config
-        grid = (-(-dims["NP"] // cfg.block_n), -(-dims["LEN"] // cfg.block_m), 1)
-        if grid[1] == 0:
-            return
-        if grid[1] > _MAX_GRID_Y:
-            raise ValueError(
-                f"{self.name}: {grid[1]} alignment blocks of {cfg.block_m} sorted ids exceed the "
-                f"launch limit of {_MAX_GRID_Y}: split the batch into smaller calls"
-            )
-        self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)
+        launch_blocks(self, out, dims["NP"], dims["LEN"], lambda: params, self.config.smem_bytes)

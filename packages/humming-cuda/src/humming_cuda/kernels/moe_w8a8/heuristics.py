@@ -6,7 +6,7 @@ from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
 from ..moe_wna16.config import GLUS
-from ..moe_wna16.heuristics import block_m_for
+from ..moe_wna16.heuristics import block_m_for, dense_spec, moe_shape_reason
 from ..w8a8.config import W8a8Format
 from ..w8a8.heuristics import INT8_EXACT_K, _arch_reason, _spec_reason
 from ..warp_tile import staged_candidates
@@ -41,17 +41,15 @@ def _moe_reason(spec: QuantSpec) -> str:
             "block weight scales: the moe_w8a8 family takes per-tensor, per-channel (8-bit) or "
             "group (4-bit) weight scales"
         )
-    # Weight, scale and activation types are the dense family's rules: ask it about the same
-    # weights with a plain dense epilogue (the MoE epilogue was checked above).
-    plain = ep.model_copy(update={"activation": "none", "glu": "none", "topk_weight": False})
-    return _spec_reason(spec.model_copy(update={"layout": "dense", "epilogue": plain}))
+    # Weight, scale and activation types are the dense family's rules (the MoE epilogue was checked
+    # above).
+    return _spec_reason(dense_spec(spec))
 
 
 def _problem_reason(spec: QuantSpec, problem: GemmProblem) -> str:
-    if problem.num_experts < 1:
-        return f"num_experts={problem.num_experts}: a MoE layer needs at least one expert"
-    if problem.n < 1 or problem.k < 1 or (problem.m is not None and problem.m < 0):
-        return f"shape N={problem.n} K={problem.k} M={problem.m}: sizes must be positive"
+    reason = moe_shape_reason(problem)
+    if reason:
+        return reason
     if problem.k % 16:
         return (
             f"K={problem.k}: 8-bit rows are quantized and loaded in 16-byte chunks, so K must be a "

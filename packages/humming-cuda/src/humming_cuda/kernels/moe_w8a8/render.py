@@ -7,25 +7,18 @@ import hashlib
 from humming_core.device import DeviceCaps, KernelSource
 from humming_core.spec import QuantSpec
 
+from ..family import check_config_arch
 from ..moe_wna16.config import epilogue_policy
 from ..w8a8.config import CXX_OUT, W8a8Format
-from ..w8a8.render import template_arguments
+from ..w8a8.render import check_weight_bits, template_arguments
 from .config import MoeW8a8Config
 
 
 def render(spec: QuantSpec, config: MoeW8a8Config, caps: DeviceCaps) -> KernelSource:
     """One MoE W8A8 module for `spec` (layout 'moe') and `config` on `caps.arch`."""
-    if config.arch != caps.arch:
-        raise ValueError(
-            f"config.arch={config.arch!r} but rendering for {caps.arch!r}: choose candidates for "
-            "the target arch (config.arch must equal caps.arch)"
-        )
+    check_config_arch(config, caps)
     fmt = W8a8Format.from_spec(spec)
-    if config.weight_bits != fmt.weight_bits:
-        raise ValueError(
-            f"config.weight_bits={config.weight_bits} but the spec's {fmt.weight} weights have "
-            f"{fmt.weight_bits} bits: choose candidates for this spec"
-        )
+    check_weight_bits(config, fmt)
     weight, tile = template_arguments(fmt, config)
     policy = epilogue_policy(spec)
     key = f"moe|{weight}|{tile}|{fmt.out}|{fmt.bias}|{fmt.act}|{policy}"

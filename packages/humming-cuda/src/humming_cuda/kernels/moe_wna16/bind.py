@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import torch
@@ -10,12 +11,12 @@ from humming_core.spec import QuantSpec
 
 from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Launcher
+from ..moe_bind import check_routing, flatten_topk_weights, launch_blocks
+from ..wna16.bind import layout_args
 from ..wna16.config import KernelFormat
 from .config import MoeWna16Config, smem_bytes
 
-_ACT = {"fp16": torch.float16, "bf16": torch.bfloat16}
 _OUT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-_MAX_GRID_Y = 65535  # CUDA grid limit on y (one row of CTAs per alignment block)
 _SCALARS = (
     ("N", "N"),
     ("n_out", "NOUT"),
@@ -34,19 +35,9 @@ _SCALARS = (
 
 def signature(fmt: KernelFormat, name: str) -> Signature:
     """Parameters in the order of HUMMING_MOE_WNA16_ENTRY (include/humming/kernel/moe_wna16.cuh)."""
-    act = _ACT[fmt.act]
-    in_loop = fmt.group > 0
     i32 = torch.int32
     return Signature(
-        TensorArg("x", act, ("M", "K"), layout="rows"),
-        TensorArg("qweight", i32, ("E", "NT", "KT", 32 * fmt.bits)),
-        TensorArg("scales", act, ("E", "G", "NP"), optional=not in_loop),
-        TensorArg("zeros", act, ("E", "G", "NP"), optional=not (in_loop and fmt.zero != "none")),
-        TensorArg(
-            "channel_scale", torch.float32, ("E", "C"), optional=fmt.epi_scale == "none", align=4
-        ),
-        TensorArg("global_scale", torch.float32, ("E",), optional=not fmt.epi_global, align=4),
-        TensorArg("bias", torch.float32, ("E", "N"), optional=not fmt.bias, align=4),
+        *layout_args(fmt, experts=("E",)),
         TensorArg("topk_weights", torch.float32, ("NUMEL",), optional=True, align=4),
         TensorArg("sorted_token_ids", i32, ("LEN",), align=4),
         TensorArg("expert_ids", i32, ("BLOCKS",), align=4),
@@ -76,22 +67,12 @@ class MoeWna16Kernel:
         function.reserve_smem(self.smem)
 
     def _check_call(self, values: dict[str, Any]) -> None:
-        cfg, out = self.config, values["out"]
-        if values["block_size"] != cfg.block_m:
-            raise ValueError(
-                f"{self.name}: block_size={values['block_size']} but this kernel's config has "
-                f"block_m={cfg.block_m}: align the routing (moe_align) with block_size={cfg.block_m}"
-            )
+        out = values["out"]
+        check_routing(self.name, self.config.block_m, values)
         if out.dim() != 2 or out.stride(-1) != 1:
             raise ValueError(
                 f"{self.name}: argument 'out': expected a 2-D tensor with innermost stride 1, got "
                 f"shape {tuple(out.shape)} strides {tuple(out.stride())}"
-            )
-        blocks = -(-values["sorted_token_ids"].numel() // cfg.block_m)
-        if values["expert_ids"].numel() < blocks:
-            raise ValueError(
-                f"{self.name}: expert_ids has {values['expert_ids'].numel()} entries, expected one "
-                f"per block of {cfg.block_m} sorted ids ({blocks})"
             )
 
     def _dims(self, values: dict[str, Any]) -> dict[str, int]:
@@ -121,23 +102,9 @@ class MoeWna16Kernel:
     def __call__(self, **values: Any) -> None:
         values = dict(values)
         self._check_call(values)
-        tw = values.get("topk_weights")
-        if tw is not None:
-            values["topk_weights"] = tw.reshape(-1).float().contiguous()
+        flatten_topk_weights(values)
         dims = self._dims(values)
         launch = {k: v for k, v in values.items() if k not in ("top_k", "block_size")}
         dims = self.signature.check(launch, dims, self.function.device_index)
-        out = values["out"]
-        out.zero_()  # rows no block routes stay zero (reference_moe_gemm)
-        if out.shape[0] == 0:
-            return
-        cfg = self.config
-        grid = (-(-dims["N"] // cfg.block_n), -(-dims["LEN"] // cfg.block_m), 1)
-        if grid[1] == 0:
-            return
-        if grid[1] > _MAX_GRID_Y:
-            raise ValueError(
-                f"{self.name}: {grid[1]} alignment blocks of {cfg.block_m} sorted ids exceed the "
-                f"launch limit of {_MAX_GRID_Y}: split the batch into smaller calls"
-            )
-        self.launcher(grid, (cfg.threads, 1, 1), self.signature.pack(launch, dims), self.smem)
+        params = partial(self.signature.pack, launch, dims)
+        launch_blocks(self, values["out"], dims["N"], dims["LEN"], params, self.smem)

@@ -34,17 +34,33 @@ def _moe_reason(spec: QuantSpec) -> str:
     ep = spec.epilogue
     if ep.glu != "none" and ep.glu not in GLUS:
         return f"glu={ep.glu!r}: the moe_wna16 epilogue supports the GLUs {', '.join(GLUS)}"
-    # The weight, scale and activation rules are the dense family's: ask it about the same weights
-    # with a plain dense epilogue (the MoE epilogue was checked above).
-    plain = ep.model_copy(update={"activation": "none", "glu": "none", "topk_weight": False})
-    return _spec_reason(spec.model_copy(update={"layout": "dense", "epilogue": plain}))
+    # The weight, scale and activation rules are the dense family's (the MoE epilogue was checked
+    # above).
+    return _spec_reason(dense_spec(spec))
 
 
-def _problem_reason(spec: QuantSpec, problem: GemmProblem) -> str:
+def dense_spec(spec: QuantSpec) -> QuantSpec:
+    """The same weights as a dense spec with a plain epilogue: what the dense family of the same
+    formats is asked about (weight, scale and activation rules)."""
+    plain = spec.epilogue.model_copy(
+        update={"activation": "none", "glu": "none", "topk_weight": False}
+    )
+    return spec.model_copy(update={"layout": "dense", "epilogue": plain})
+
+
+def moe_shape_reason(problem: GemmProblem) -> str:
+    """Why `problem` is no MoE GEMM shape (no experts, empty sizes), or ''."""
     if problem.num_experts < 1:
         return f"num_experts={problem.num_experts}: a MoE layer needs at least one expert"
     if problem.n < 1 or problem.k < 1 or (problem.m is not None and problem.m < 0):
         return f"shape N={problem.n} K={problem.k} M={problem.m}: sizes must be positive"
+    return ""
+
+
+def _problem_reason(spec: QuantSpec, problem: GemmProblem) -> str:
+    reason = moe_shape_reason(problem)
+    if reason:
+        return reason
     if problem.k % 8:
         return (
             f"K={problem.k}: the kernels gather activation rows in 16-byte chunks, so K must be a "

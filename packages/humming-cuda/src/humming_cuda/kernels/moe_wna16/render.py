@@ -7,6 +7,7 @@ import hashlib
 from humming_core.device import DeviceCaps, KernelSource
 from humming_core.spec import QuantSpec
 
+from ..family import check_config_arch
 from ..wna16.config import KernelFormat
 from ..wna16.render import template_arguments
 from .config import MoeWna16Config, epilogue_policy
@@ -14,11 +15,7 @@ from .config import MoeWna16Config, epilogue_policy
 
 def render(spec: QuantSpec, config: MoeWna16Config, caps: DeviceCaps) -> KernelSource:
     """One MoE WnA16 kernel for `spec` (layout 'moe') and `config` on `caps.arch`."""
-    if config.arch != caps.arch:
-        raise ValueError(
-            f"config.arch={config.arch!r} but rendering for {caps.arch!r}: choose candidates for "
-            "the target arch (config.arch must equal caps.arch)"
-        )
+    check_config_arch(config, caps)
     fmt = KernelFormat.from_spec(spec)
     act, weight, tile, epi = template_arguments(fmt, config)
     policy = epilogue_policy(spec)

@@ -7,6 +7,7 @@ import hashlib
 from humming_core.device import DeviceCaps, KernelSource
 from humming_core.spec import QuantSpec
 
+from ..family import check_config_arch
 from .config import CXX_OUT, PATH_CODES, W4a4Config, W4a4Format
 
 
@@ -24,11 +25,7 @@ def template_arguments(fmt: W4a4Format, cfg: W4a4Config) -> tuple[str, str]:
 
 
 def render(spec: QuantSpec, config: W4a4Config, caps: DeviceCaps) -> KernelSource:
-    if config.arch != caps.arch:
-        raise ValueError(
-            f"config.arch={config.arch!r} but rendering for {caps.arch!r}: choose candidates for "
-            "the target arch (config.arch must equal caps.arch)"
-        )
+    check_config_arch(config, caps)
     fmt = W4a4Format.from_spec(spec)
     weight, tile = template_arguments(fmt, config)
     key = f"{weight}|{tile}|{fmt.out}|{fmt.bias}|{fmt.act}"

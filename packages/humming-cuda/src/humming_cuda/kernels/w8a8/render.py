@@ -7,6 +7,7 @@ import hashlib
 from humming_core.device import DeviceCaps, KernelSource
 from humming_core.spec import QuantSpec
 
+from ..family import check_config_arch
 from ..wna16.render import DIALECT_DEFINES, DIALECTS
 from .config import CODE_CODES, CXX_OUT, WEIGHT_SCALE_CODES, W8a8Config, W8a8Format
 from .nibbles import nibble_table, table_words
@@ -48,6 +49,15 @@ def _check_dialect(fmt: W8a8Format, dialect: str) -> None:
         )
 
 
+def check_weight_bits(config: W8a8Config, fmt: W8a8Format) -> None:
+    """The config's tile was chosen for the spec's weight width (4- and 8-bit weights differ)."""
+    if config.weight_bits != fmt.weight_bits:
+        raise ValueError(
+            f"config.weight_bits={config.weight_bits} but the spec's {fmt.weight} weights have "
+            f"{fmt.weight_bits} bits: choose candidates for this spec"
+        )
+
+
 def render(
     spec: QuantSpec, config: W8a8Config, caps: DeviceCaps, dialect: str = "nvidia"
 ) -> KernelSource:
@@ -55,17 +65,9 @@ def render(
     forms; "nvidia" renders no dialect define, so its source (and cubin) is byte-identical to the
     H200-verified kernels. "ppu" and "ppu_emulation" (int8 activations only) need weights stored in
     the PPU row order (humming_ppu's layout)."""
-    if config.arch != caps.arch:
-        raise ValueError(
-            f"config.arch={config.arch!r} but rendering for {caps.arch!r}: choose candidates for "
-            "the target arch (config.arch must equal caps.arch)"
-        )
+    check_config_arch(config, caps)
     fmt = W8a8Format.from_spec(spec)
-    if config.weight_bits != fmt.weight_bits:
-        raise ValueError(
-            f"config.weight_bits={config.weight_bits} but the spec's {fmt.weight} weights have "
-            f"{fmt.weight_bits} bits: choose candidates for this spec"
-        )
+    check_weight_bits(config, fmt)
     _check_dialect(fmt, dialect)
     weight, tile = template_arguments(fmt, config)
     key = f"{weight}|{tile}|{fmt.out}|{fmt.bias}|{fmt.act}"

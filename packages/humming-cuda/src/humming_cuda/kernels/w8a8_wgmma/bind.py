@@ -12,7 +12,7 @@ from humming_core.spec import QuantSpec
 from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Launcher
 from ..act_quant import ActQuantizer
-from ..common_bind import out_arg
+from ..common_bind import check_x_out, out_arg
 from ..w8a8.config import W8a8Format
 from .config import BLOCK_K, W8a8WgmmaConfig
 from .tma import TensorMapCache, TensorMapParam
@@ -59,11 +59,7 @@ class W8a8WgmmaKernel:
     def __call__(self, **values: Any) -> None:
         values = dict(values)
         x, out = values.pop("x"), values["out"]
-        if x.dim() != 2 or out.dim() != 2 or out.stride(-1) != 1:
-            raise ValueError(
-                f"{self.name}: expected x [M, K] and out [M, N] with innermost stride 1, got x "
-                f"{tuple(x.shape)} and out {tuple(out.shape)} strides {tuple(out.stride())}"
-            )
+        check_x_out(self.name, x, out)
         values["a"], values["a_scales"] = self.quantizer(x, values.pop("act_scale", None))
         k = x.shape[1]
         dims = {

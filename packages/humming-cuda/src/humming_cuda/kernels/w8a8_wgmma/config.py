@@ -11,34 +11,18 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..base import KernelConfig
+from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, WgmmaTileConfig
 
-BLOCK_M = 128
-BLOCK_N = 128
 BLOCK_K = 128
-CONSUMERS = 2  # consumer warpgroups, 64 rows each
-# The 128B swizzle atom alignment the ring needs, slack for aligning dynamic smem to it.
-ALIGN_SLACK = 1024
+
+__all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "W8a8WgmmaConfig"]
 
 
-class W8a8WgmmaConfig(KernelConfig):
+class W8a8WgmmaConfig(WgmmaTileConfig):
     """One producer and two consumer warpgroups over a `stages`-deep ring of A and W tiles."""
 
     family: Literal["w8a8_wgmma"] = "w8a8_wgmma"
-    arch: str
     stages: int = Field(6, ge=2, le=8)
-
-    @property
-    def block_m(self) -> int:
-        return BLOCK_M
-
-    @property
-    def block_n(self) -> int:
-        return BLOCK_N
-
-    @property
-    def threads(self) -> int:
-        return 128 * (1 + CONSUMERS)
 
     @property
     def stage_bytes(self) -> int:
@@ -46,6 +30,5 @@ class W8a8WgmmaConfig(KernelConfig):
 
     @property
     def smem_bytes(self) -> int:
-        """Mirrors WgmmaFp8Tile::SMEM_BYTES: alignment slack, the ring, a full and an empty
-        mbarrier (8 bytes each) per stage."""
-        return ALIGN_SLACK + self.stages * self.stage_bytes + 16 * self.stages
+        """Mirrors WgmmaFp8Tile::SMEM_BYTES: alignment slack, the ring, its mbarriers."""
+        return ALIGN_SLACK + self.stages * self.stage_bytes + self.barrier_bytes

@@ -10,10 +10,10 @@ from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
 from ..act_quant import unsupported_reason
-from .config import BLOCK_K, BLOCK_M, W8a8WgmmaConfig
+from ..wgmma_tile import arch_reason, fitting_configs, problem_reason
+from .config import BLOCK_K, W8a8WgmmaConfig
 
 WGMMA_FORM = "wgmma.m64nNk32"
-FEATURES = ("wgmma", "tma", "mbarrier")
 WEIGHT_SCALES = ("tensor", "channel", "block")
 STAGE_CHOICES = (6, 4)  # deepest ring first: K loop latency hiding; 4 as the lighter alternative
 
@@ -46,42 +46,15 @@ def _spec_reason(spec: QuantSpec) -> str:
     return ""
 
 
-def _arch_reason(caps: DeviceCaps) -> str:
-    missing = [f for f in FEATURES if not caps.has(f)]
-    if missing or WGMMA_FORM not in caps.mma.get("e4m3", []):
-        return (
-            f"{caps.arch} lacks {', '.join(missing) or WGMMA_FORM + ' for e4m3'}: the w8a8_wgmma "
-            "family needs sm_90a (Hopper wgmma + TMA); other arches use the w8a8 family"
-        )
-    return ""
-
-
-def _problem_reason(problem: GemmProblem) -> str:
-    if problem.num_experts != 1 or problem.topk != 1:
-        return "num_experts/topk != 1: the w8a8_wgmma family computes dense GEMMs"
-    if problem.m is None or problem.m < BLOCK_M:
-        return (
-            f"M={problem.m}: the w8a8_wgmma family serves M >= {BLOCK_M} (one 128-row tile); "
-            "smaller or unknown M uses the mma.sync w8a8 family"
-        )
-    if problem.n < 1 or problem.k < 1:
-        return f"shape N={problem.n} K={problem.k}: sizes must be positive"
-    if problem.k % 16:
-        return (
-            f"K={problem.k}: TMA needs 16-byte row strides, so K must be a multiple of 16; pad K "
-            "with zero weights"
-        )
-    return ""
-
-
 def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
-    reason = _spec_reason(spec) or _arch_reason(caps) or _problem_reason(problem)
+    reason = (
+        _spec_reason(spec)
+        or arch_reason(caps, "w8a8_wgmma", WGMMA_FORM, "e4m3", fallback="w8a8")
+        or problem_reason(problem, "w8a8_wgmma", fallback="w8a8", act_bytes=1)
+    )
     return Support.no(reason) if reason else Support.yes()
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W8a8WgmmaConfig]:
     """Configs for this problem, best first (ring depths that fit the arch's shared memory)."""
-    if not supports(spec, problem, caps):
-        return []
-    configs = [W8a8WgmmaConfig(arch=caps.arch, stages=s) for s in STAGE_CHOICES]
-    return [c for c in configs if c.smem_bytes <= caps.smem_per_block]
+    return fitting_configs(supports, W8a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)

@@ -7,6 +7,7 @@ import hashlib
 from humming_core.device import DeviceCaps, KernelSource
 from humming_core.spec import QuantSpec
 
+from ..family import check_config_arch
 from ..w8a8.config import CXX_OUT, WEIGHT_SCALE_CODES, W8a8Format
 from .config import W8a8WgmmaConfig
 
@@ -22,11 +23,7 @@ def template_arguments(fmt: W8a8Format, cfg: W8a8WgmmaConfig) -> tuple[str, str]
 
 def render(spec: QuantSpec, config: W8a8WgmmaConfig, caps: DeviceCaps) -> KernelSource:
     """One module: quantizer entries (fp16 / bf16 x) and the GEMM entry, for sm_90a."""
-    if config.arch != caps.arch:
-        raise ValueError(
-            f"config.arch={config.arch!r} but rendering for {caps.arch!r}: choose candidates for "
-            "the target arch (config.arch must equal caps.arch)"
-        )
+    check_config_arch(config, caps)
     fmt = W8a8Format.from_spec(spec)
     weight, tile = template_arguments(fmt, config)
     key = f"{weight}|{tile}|{fmt.out}|{fmt.bias}|{fmt.act}"

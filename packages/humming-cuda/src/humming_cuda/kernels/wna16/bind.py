@@ -17,20 +17,30 @@ _ACT = {"fp16": torch.float16, "bf16": torch.bfloat16}
 _OUT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
 
-def signature(fmt: KernelFormat, name: str) -> Signature:
-    """Parameters in the order of HUMMING_WNA16_ENTRY (include/humming/kernel/wna16.cuh)."""
+def layout_args(fmt: KernelFormat, experts: tuple[str, ...] = ()) -> tuple[TensorArg, ...]:
+    """x and the wna16 layout's tensors, in the order every WnA16 entry takes them first
+    (HUMMING_WNA16_ENTRY, HUMMING_WNA16_WGMMA_ENTRY, HUMMING_MOE_WNA16_ENTRY). `experts` is ("E",)
+    for the MoE layout, whose tensors stack one such set per expert."""
     act = _ACT[fmt.act]
     in_loop = fmt.group > 0
-    return Signature(
+    f32 = torch.float32
+    return (
         TensorArg("x", act, ("M", "K"), layout="rows"),
-        TensorArg("qweight", torch.int32, ("NT", "KT", 32 * fmt.bits)),
-        TensorArg("scales", act, ("G", "NP"), optional=not in_loop),
-        TensorArg("zeros", act, ("G", "NP"), optional=not (in_loop and fmt.zero != "none")),
+        TensorArg("qweight", torch.int32, (*experts, "NT", "KT", 32 * fmt.bits)),
+        TensorArg("scales", act, (*experts, "G", "NP"), optional=not in_loop),
         TensorArg(
-            "channel_scale", torch.float32, ("C",), optional=fmt.epi_scale == "none", align=4
+            "zeros", act, (*experts, "G", "NP"), optional=not (in_loop and fmt.zero != "none")
         ),
-        TensorArg("global_scale", torch.float32, (1,), optional=not fmt.epi_global, align=4),
-        TensorArg("bias", torch.float32, ("N",), optional=not fmt.bias, align=4),
+        TensorArg("channel_scale", f32, (*experts, "C"), optional=fmt.epi_scale == "none", align=4),
+        TensorArg("global_scale", f32, experts or (1,), optional=not fmt.epi_global, align=4),
+        TensorArg("bias", f32, (*experts, "N"), optional=not fmt.bias, align=4),
+    )
+
+
+def signature(fmt: KernelFormat, name: str) -> Signature:
+    """Parameters in the order of HUMMING_WNA16_ENTRY (include/humming/kernel/wna16.cuh)."""
+    return Signature(
+        *layout_args(fmt),
         TensorArg("out", _OUT[fmt.out], ("M", "N"), layout="strided", align=4),
         TensorArg("workspace", torch.float32, ("WS",), optional=True),
         TensorArg("counters", torch.int32, ("CT",), optional=True),

@@ -9,31 +9,20 @@ import torch
 
 from humming_core.spec import QuantSpec
 
-from ...args import ScalarArg, Signature, TensorArg
+from ...args import ScalarArg, Signature
 from ...launch import Launcher
 from ..common_bind import out_arg
+from ..wna16.bind import layout_args
 from ..wna16.config import LAYOUT_TILE_K, LAYOUT_TILE_N, KernelFormat
 from .config import WgmmaWna16Config
 from .tma import ActMapCache, TensorMapParam
-
-_ACT = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def signature(fmt: KernelFormat, name: str) -> Signature:
     """Parameters in the order of HUMMING_WNA16_WGMMA_ENTRY. `x` is checked here but reaches the
     kernel as the tensor map that replaces it; TMA needs 16-byte aligned, K-contiguous rows."""
-    act = _ACT[fmt.act]
-    in_loop = fmt.group > 0
     return Signature(
-        TensorArg("x", act, ("M", "K"), layout="rows"),
-        TensorArg("qweight", torch.int32, ("NT", "KT", 32 * fmt.bits)),
-        TensorArg("scales", act, ("G", "NP"), optional=not in_loop),
-        TensorArg("zeros", act, ("G", "NP"), optional=not (in_loop and fmt.zero != "none")),
-        TensorArg(
-            "channel_scale", torch.float32, ("C",), optional=fmt.epi_scale == "none", align=4
-        ),
-        TensorArg("global_scale", torch.float32, (1,), optional=not fmt.epi_global, align=4),
-        TensorArg("bias", torch.float32, ("N",), optional=not fmt.bias, align=4),
+        *layout_args(fmt),
         out_arg(fmt.out),
         *(ScalarArg(n, "int32", dim=n) for n in ("M", "N", "K")),
         ScalarArg("ldc", "int32", dim="LDC"),

@@ -11,35 +11,19 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..base import KernelConfig
+from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, WgmmaTileConfig
 
-BLOCK_M = 128
-BLOCK_N = 128
 BLOCK_K = 64
-CONSUMERS = 2  # consumer warpgroups, 64 rows each
 B_BUFFERS = 2  # dequantized weight tiles: one read by wgmma while the next is written
-# The 128B swizzle atom alignment the tiles need, slack for aligning dynamic smem to it.
-ALIGN_SLACK = 1024
+
+__all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "WgmmaWna16Config"]
 
 
-class WgmmaWna16Config(KernelConfig):
+class WgmmaWna16Config(WgmmaTileConfig):
     """One producer and two consumer warpgroups; `stages` x tiles in flight."""
 
     family: Literal["wna16_wgmma"] = "wna16_wgmma"
-    arch: str
     stages: int = Field(4, ge=2, le=8)
-
-    @property
-    def block_m(self) -> int:
-        return BLOCK_M
-
-    @property
-    def block_n(self) -> int:
-        return BLOCK_N
-
-    @property
-    def threads(self) -> int:
-        return 128 * (1 + CONSUMERS)
 
     @property
     def a_bytes(self) -> int:
@@ -47,7 +31,7 @@ class WgmmaWna16Config(KernelConfig):
 
     @property
     def smem_bytes(self) -> int:
-        """Mirrors WgmmaWna16Tile::SMEM_BYTES: alignment slack, the x ring, the B buffers, a full
-        and an empty mbarrier (8 bytes each) per stage."""
+        """Mirrors WgmmaWna16Tile::SMEM_BYTES: alignment slack, the x ring, the B buffers, the
+        ring's mbarriers."""
         b_bytes = BLOCK_N * BLOCK_K * 2
-        return ALIGN_SLACK + self.stages * self.a_bytes + B_BUFFERS * b_bytes + 16 * self.stages
+        return ALIGN_SLACK + self.stages * self.a_bytes + B_BUFFERS * b_bytes + self.barrier_bytes

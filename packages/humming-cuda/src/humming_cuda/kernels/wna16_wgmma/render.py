@@ -7,6 +7,7 @@ import hashlib
 from humming_core.device import DeviceCaps, KernelSource
 from humming_core.spec import QuantSpec
 
+from ..family import check_config_arch
 from ..wna16.config import CXX_TYPES, EPI_SCALE_CODES, ZERO_CODES, KernelFormat
 from .config import WgmmaWna16Config
 
@@ -24,11 +25,7 @@ def template_arguments(fmt: KernelFormat, cfg: WgmmaWna16Config) -> tuple[str, s
 
 def render(spec: QuantSpec, config: WgmmaWna16Config, caps: DeviceCaps) -> KernelSource:
     """One module with the GEMM entry; the group size is a launch argument, not in the source."""
-    if config.arch != caps.arch:
-        raise ValueError(
-            f"config.arch={config.arch!r} but rendering for {caps.arch!r}: choose candidates for "
-            "the target arch (config.arch must equal caps.arch)"
-        )
+    check_config_arch(config, caps)
     fmt = KernelFormat.from_spec(spec)
     weight, tile = template_arguments(fmt, config)
     act, out = CXX_TYPES[fmt.act], CXX_TYPES[fmt.out]

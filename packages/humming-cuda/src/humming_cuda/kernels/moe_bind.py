@@ -1,0 +1,55 @@
+"""What the indexed MoE GEMM kernels (moe_wna16, moe_w8a8) share when called: the routing checks,
+the router weights' flat form, and the launch over alignment blocks (one CTA row per block of
+`block_m` sorted ids, rows no block routes left zero as reference_moe_gemm defines them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+MAX_GRID_Y = 65535  # CUDA grid limit on y (one row of CTAs per alignment block)
+
+
+def check_routing(name: str, block_m: int, values: dict[str, Any]) -> None:
+    """The routing was aligned for this kernel's block and has an expert per block."""
+    if values["block_size"] != block_m:
+        raise ValueError(
+            f"{name}: block_size={values['block_size']} but this kernel's config has "
+            f"block_m={block_m}: align the routing (moe_align) with block_size={block_m}"
+        )
+    blocks = -(-values["sorted_token_ids"].numel() // block_m)
+    if values["expert_ids"].numel() < blocks:
+        raise ValueError(
+            f"{name}: expert_ids has {values['expert_ids'].numel()} entries, expected one "
+            f"per block of {block_m} sorted ids ({blocks})"
+        )
+
+
+def flatten_topk_weights(values: dict[str, Any]) -> None:
+    """topk_weights [M, top_k] (any float dtype) as the kernels read them: fp32 [M * top_k]."""
+    tw = values.get("topk_weights")
+    if tw is not None:
+        values["topk_weights"] = tw.reshape(-1).float().contiguous()
+
+
+def launch_blocks(
+    kernel: Any, out: torch.Tensor, columns: int, num_ids: int, params: Callable[[], Any], smem: int
+) -> None:
+    """Zero `out`, then launch `kernel.launcher` over ceil(columns / block_n) x ceil(num_ids /
+    block_m) CTAs; `params` builds the parameter block only when there is something to launch."""
+    cfg = kernel.config
+    out.zero_()  # rows no block routes stay zero (reference_moe_gemm)
+    if out.shape[0] == 0:
+        return
+    grid = (-(-columns // cfg.block_n), -(-num_ids // cfg.block_m), 1)
+    if grid[1] == 0:
+        return
+    if grid[1] > MAX_GRID_Y:
+        raise ValueError(
+            f"{kernel.name}: {grid[1]} alignment blocks of {cfg.block_m} sorted ids exceed the "
+            f"launch limit of {MAX_GRID_Y}: split the batch into smaller calls"
+        )
+    kernel.launcher(grid, (cfg.threads, 1, 1), params(), smem)

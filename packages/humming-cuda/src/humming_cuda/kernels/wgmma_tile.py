@@ -1,0 +1,107 @@
+"""What the sm_90a wgmma families (w8a8_wgmma, wna16_wgmma) share: the warp-specialized 128x128
+CTA tile, the checks of arch and problem and the config choice.
+
+Both kernels are one TMA producer warpgroup plus two 64-row consumer warpgroups over one
+wgmma m64n128kK column block, and both serve M >= 128 only: a 128-row wgmma tile wastes most of
+its work at small M, where each family's mma.sync sibling (`fallback`) takes over. What differs
+(the K depth of a stage, the ring's bytes, the operand type, the spec checks) stays in each family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from humming_core.device import DeviceCaps, GemmProblem, Support
+from humming_core.spec import QuantSpec
+
+from .base import KernelConfig
+
+BLOCK_M = 128
+BLOCK_N = 128
+CONSUMERS = 2  # consumer warpgroups, 64 rows each
+FEATURES = ("wgmma", "tma", "mbarrier")
+# The 128B swizzle atom alignment the smem tiles need, slack for aligning dynamic smem to it.
+ALIGN_SLACK = 1024
+TMA_STRIDE_BYTES = 16  # TMA global row strides must be multiples of 16 bytes
+
+
+class WgmmaTileConfig(KernelConfig):
+    """One producer and two consumer warpgroups on a 128x128 tile over a `stages`-deep TMA ring;
+    subclasses set the family and the default depth."""
+
+    arch: str
+    stages: int
+
+    @property
+    def block_m(self) -> int:
+        return BLOCK_M
+
+    @property
+    def block_n(self) -> int:
+        return BLOCK_N
+
+    @property
+    def threads(self) -> int:
+        return 128 * (1 + CONSUMERS)
+
+    @property
+    def barrier_bytes(self) -> int:
+        """A full and an empty mbarrier (8 bytes each) per stage of the ring."""
+        return 16 * self.stages
+
+
+def arch_reason(caps: DeviceCaps, family: str, form: str, operand: str, fallback: str) -> str:
+    """Why `caps` cannot run the `family` kernel (its wgmma `form` on `operand`), or ''."""
+    missing = [f for f in FEATURES if not caps.has(f)]
+    if missing or form not in caps.mma.get(operand, []):
+        return (
+            f"{caps.arch} lacks {', '.join(missing) or form + ' for ' + operand}: the {family} "
+            f"family needs sm_90a (Hopper wgmma + TMA); other arches use the {fallback} family"
+        )
+    return ""
+
+
+def problem_reason(
+    problem: GemmProblem, family: str, fallback: str, act_bytes: int, rows: str = "row"
+) -> str:
+    """Why the dense large-M `family` kernel cannot compute `problem`, or ''.
+
+    `act_bytes` is the activation element size, which sets the K multiple TMA's row strides need;
+    `rows` names those rows in the message.
+    """
+    if problem.num_experts != 1 or problem.topk != 1:
+        return f"num_experts/topk != 1: the {family} family computes dense GEMMs"
+    if problem.m is None or problem.m < BLOCK_M:
+        return (
+            f"M={problem.m}: the {family} family serves M >= {BLOCK_M} (one 128-row tile); "
+            f"smaller or unknown M uses the mma.sync {fallback} family"
+        )
+    if problem.n < 1 or problem.k < 1:
+        return f"shape N={problem.n} K={problem.k}: sizes must be positive"
+    multiple = TMA_STRIDE_BYTES // act_bytes
+    if problem.k % multiple:
+        return (
+            f"K={problem.k}: TMA needs {TMA_STRIDE_BYTES}-byte {rows} strides, so K must be a "
+            f"multiple of {multiple}; pad K with zero weights"
+        )
+    return ""
+
+
+C = TypeVar("C", bound=WgmmaTileConfig)
+
+
+def fitting_configs(
+    supports: Callable[[QuantSpec, GemmProblem, DeviceCaps], Support],
+    config_type: Callable[..., C],
+    stage_choices: Sequence[int],
+    spec: QuantSpec,
+    problem: GemmProblem,
+    caps: DeviceCaps,
+) -> list[C]:
+    """One config per ring depth in `stage_choices` (best first) that fits the arch's shared
+    memory; none when `supports` refuses."""
+    if not supports(spec, problem, caps):
+        return []
+    configs = [config_type(arch=caps.arch, stages=s) for s in stage_choices]
+    return [c for c in configs if c.smem_bytes <= caps.smem_per_block]

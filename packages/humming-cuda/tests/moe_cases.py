@@ -1,0 +1,163 @@
+"""What the MoE GEMM conformance tests (test_moe_wna16_conformance.py, test_moe_w8a8_conformance.py)
+share: the case, the routing and expert map, the bound carried through the GLU epilogue and the
+checks of one routed GEMM's output. The families differ only in the accumulator bound of one
+expert (`ExpertBound`), their activations and which family a layer must pick.
+
+The GLU bound: for act(g) * u, |act'| <= GLU_SLOPE (silu, gelu, gelu_tanh) gives
+|d| <= GLU_SLOPE |u| dg + |act(g)| du. gpt-oss's swiglu_oai is (cu + 1) * h(cg) with
+cg = min(g, limit), cu = clamp(u, -limit, limit) and h(t) = t * sigmoid(alpha * t): the clamps are
+1-Lipschitz and h'(t) = silu'(alpha * t), whose maximum (1.0998) does not depend on the slope
+alpha > 0, so |d| <= GLU_SLOPE |cu + 1| dg + |h(cg)| du.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import torch
+
+POISON = -7777.0
+GLU_SLOPE = 1.13  # max |d act / d g| of silu, gelu and gelu_tanh (and of swiglu_oai's h)
+GLU_GATE = {"silu_mul": "silu", "gelu_mul": "gelu", "gelu_tanh_mul": "gelu_tanh"}
+SILU = (("glu", "silu_mul"),)
+# gpt-oss: interleaved gate/up, limit 7, alpha 1.702 (the spec's defaults).
+OAI = (("glu", "swiglu_oai"), ("glu_layout", "interleaved"))
+
+# (routed activation rows, one expert as a dense weight, its index) -> (accumulator, its bound)
+ExpertBound = Callable[[torch.Tensor, object, int], tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass(frozen=True)
+class Case:
+    experts: int
+    top_k: int
+    m: int
+    n: int
+    k: int
+    base: object
+    epilogue: tuple = ()
+    skew: bool = False
+    drop: bool = False  # an expert map marks a quarter of the experts non-local (-1)
+    bias: bool = False  # a per-expert bias [E, N] (gpt-oss's experts have one)
+
+    @property
+    def spec(self):
+        return moe_spec(self.base, **dict(self.epilogue))
+
+
+def moe_spec(base, **epilogue):
+    """`base` as an MoE spec, its epilogue updated with `epilogue`."""
+    return base.model_copy(
+        update={"layout": "moe", "epilogue": base.epilogue.model_copy(update=epilogue)}
+    )
+
+
+def routing(case: Case, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """(top-k weights fp32, top-k expert ids int32) of random, optionally skewed, router logits."""
+    logits = torch.randn(case.m, case.experts, generator=gen, device="cuda")
+    if case.skew:  # a few hot experts take most tokens
+        logits += 4.0 * (torch.arange(case.experts, device="cuda") < 3)
+    weights, ids = torch.softmax(logits, -1).topk(case.top_k, dim=-1)
+    return weights.float(), ids.to(torch.int32)
+
+
+def expert_map(case: Case) -> torch.Tensor | None:
+    if not case.drop:
+        return None
+    emap = torch.arange(case.experts, dtype=torch.int32, device="cuda")
+    emap[::4] = -1
+    return emap
+
+
+def dense_expert(cw, e: int, **epilogue):
+    """Expert e as a dense weight with a plain epilogue (plus `epilogue`'s fields): its
+    accumulator before the epilogue."""
+    from humming_cuda.kernels.moe_wna16.layout import expert_weight
+
+    plain = cw.spec.epilogue.model_copy(
+        update={"activation": "none", "glu": "none", "topk_weight": False, "bias": False} | epilogue
+    )
+    one = expert_weight(cw, e)
+    return replace(
+        one, spec=cw.spec.model_copy(update={"layout": "dense", "epilogue": plain}), bias=None
+    )
+
+
+def glu_bound(acc, d, epi) -> tuple[torch.Tensor, torch.Tensor]:
+    """(bound, reference) of a GLU output from its accumulator `acc` and that one's bound `d`."""
+    from humming_core.numerics.epilogue import apply_epilogue, split_glu
+
+    (g, u), (dg, du) = split_glu(acc, epi.glu_layout), split_glu(d, epi.glu_layout)
+    if epi.glu == "swiglu_oai":
+        limit = epi.swiglu_limit
+        g, u = g.clamp(max=limit), u.clamp(-limit, limit) + 1.0
+        act = g * torch.sigmoid(epi.swiglu_alpha * g)
+    else:
+        act = apply_epilogue(
+            g, epi.model_copy(update={"glu": "none", "activation": GLU_GATE[epi.glu]})
+        ).double()
+    return GLU_SLOPE * u.abs() * dg + act.abs() * du, act * u
+
+
+def routed_bound(x, cw, ids, experts, top_k, weights, expert_bound: ExpertBound, tiny: float):
+    """Per-element bound for the routed rows `ids` (expert `experts`): each expert's accumulator
+    bound carried through the epilogue, times |router weight|, plus the output rounding."""
+    from humming_core.testing.conformance import UNIT_ROUNDOFF
+
+    epi = cw.spec.epilogue
+    u_out = UNIT_ROUNDOFF[cw.spec.output_dtype]
+    width = cw.n // 2 if epi.glu != "none" else cw.n
+    out = torch.zeros(x.shape[0] * top_k, width, dtype=torch.float64, device=x.device)
+    for e in torch.unique(experts).tolist():
+        rows = ids[experts == e]
+        acc, d = expert_bound(x[rows // top_k], cw, e)
+        if epi.glu != "none":
+            d, ref = glu_bound(acc, d, epi)
+        else:
+            d, ref = d * (1.0 if epi.activation == "none" else GLU_SLOPE), acc
+        w = 1.0 if weights is None else weights.reshape(-1)[rows].double().abs().reshape(-1, 1)
+        out[rows] = (d + 2 * u_out * ref.abs()) * w + tiny
+    return out
+
+
+def check_moe_gemm(layer, block, case: Case, cw, x, router_weights, gen, bound_of) -> None:
+    """Run `layer` on x with `case`'s routing into a poisoned buffer and compare with
+    reference_moe_gemm: rows routed to no local expert must be zeros, the others within
+    `bound_of(ids, experts, top_k weights)`, and the rows after the output must keep their bits."""
+    from humming_core.numerics.moe import reference_moe_gemm
+    from humming_core.ops import moe_align
+
+    topk_w, topk_ids = routing(case, gen)
+    rows = case.m * case.top_k
+    align = moe_align(topk_ids, block, case.experts, expert_map(case), ignore_invalid_experts=True)
+    tw = topk_w if router_weights else None
+    buf = torch.full((rows + 3, layer.n_out), POISON, dtype=layer.out_dtype, device="cuda")
+    out = layer.run(x, *align, case.top_k, block, topk_weights=tw, out=buf[:rows])
+    ref = reference_moe_gemm(x, cw, *align, case.top_k, tw, block_size=block)
+    total = int(align[2][0])
+    ids = align[0][:total].long()
+    experts = align[1].long()[torch.arange(total, device="cuda") // block]
+    keep = (ids < rows) & (experts >= 0)
+    bound = bound_of(ids[keep], experts[keep], tw)
+    unrouted = (bound == 0).all(-1)  # routed only to dropped experts: the contract is exact zeros
+    assert (out[unrouted] == 0).all(), "rows routed to no local expert must be written as zeros"
+    err = (out.double() - ref.double()).abs()[~unrouted] / bound[~unrouted]
+    assert float(err.max()) <= 1.0, f"max error / bound = {float(err.max()):.3g}"
+    assert (buf[rows:] == POISON).all(), "the kernel wrote past the output rows"
+
+
+def fused_weights(case: Case, gen: torch.Generator):
+    """(w13, w2) canonical weights for fused_moe: w13 with `case`'s GLU epilogue, w2 plain."""
+    from humming_core.numerics.quant import quantize_weight
+
+    hidden, inter = case.k, case.n // 2
+    w13 = quantize_weight(
+        torch.randn(case.experts, 2 * inter, hidden, generator=gen, device="cuda") / hidden**0.5,
+        case.spec,
+    )
+    w2_spec = case.spec.model_copy(update={"epilogue": case.base.epilogue})
+    w2 = quantize_weight(
+        torch.randn(case.experts, hidden, inter, generator=gen, device="cuda") / inter**0.5, w2_spec
+    )
+    return w13, w2

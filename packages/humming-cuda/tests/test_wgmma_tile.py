@@ -1,0 +1,104 @@
+"""CPU tests of what the sm_90a wgmma families share (humming_cuda.kernels.wgmma_tile), run for
+each of them: the arch and problem refusals (with reasons naming the mma.sync family that takes
+over), the 128x128 tile and the shared-memory fit of the configs, the render-time arch check, and
+their place in the registry (before their fallback family, offered only on the opt-in).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from humming_core.device import GemmProblem
+from humming_core.spec import QuantSpec, presets
+from humming_cuda.caps import caps_for_arch
+from humming_cuda.device import CudaDevice
+from humming_cuda.kernels import FAMILIES
+from humming_cuda.kernels.w8a8_wgmma import FAMILY as W8A8_WGMMA
+from humming_cuda.kernels.wna16_wgmma import FAMILY as WNA16_WGMMA
+
+SM90 = caps_for_arch("sm_90a")
+LARGE = GemmProblem(n=4096, k=4096, m=1024)
+
+
+@dataclass(frozen=True)
+class Wgmma:
+    family: object
+    spec: QuantSpec
+    fallback: str  # the mma.sync family that takes what this one refuses
+    k_multiple: int  # 16 bytes of activations: what TMA's row strides need
+
+
+WGMMA = (
+    Wgmma(W8A8_WGMMA, presets.W8A8_FP8, "w8a8", 16),
+    Wgmma(WNA16_WGMMA, presets.W4A16_G128, "wna16", 8),
+)
+IDS = [w.family.name for w in WGMMA]
+
+
+@pytest.mark.parametrize("w", WGMMA, ids=IDS)
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_100a", "sm_120a"])
+def test_other_arches_are_refused_with_the_reason(w, arch):
+    support = w.family.supports(w.spec, LARGE, caps_for_arch(arch))
+    assert not support
+    assert "sm_90a" in support.reason and f"{w.fallback} family" in support.reason
+
+
+@pytest.mark.parametrize("w", WGMMA, ids=IDS)
+@pytest.mark.parametrize(
+    ("problem", "words"),
+    [
+        (GemmProblem(n=4096, k=4096, m=64), "M >= 128"),
+        (GemmProblem(n=4096, k=4096, m=None), "M >= 128"),
+        (GemmProblem(n=4096, k=4096 + 4, m=256), "multiple of"),
+        (GemmProblem(n=4096, k=0, m=256), "positive"),
+        (GemmProblem(n=4096, k=4096, m=256, num_experts=8, topk=2), "dense"),
+    ],
+)
+def test_small_m_and_bad_shapes_are_refused(w, problem, words):
+    support = w.family.supports(w.spec, problem, SM90)
+    assert not support and words in support.reason
+    if words == "multiple of":
+        assert f"multiple of {w.k_multiple}" in support.reason
+    assert w.family.candidates(w.spec, problem, SM90) == []
+
+
+@pytest.mark.parametrize("w", WGMMA, ids=IDS)
+def test_k_multiple_of_16_bytes_is_taken(w):
+    assert w.family.supports(w.spec, GemmProblem(n=4096, k=4096 + w.k_multiple, m=256), SM90)
+
+
+@pytest.mark.parametrize("w", WGMMA, ids=IDS)
+def test_configs_are_one_128x128_tile_that_fits_shared_memory(w):
+    configs = w.family.candidates(w.spec, LARGE, SM90)
+    assert len(configs) == 2
+    for cfg in configs:
+        assert cfg.smem_bytes <= SM90.smem_per_block
+        assert (cfg.block_m, cfg.block_n, cfg.threads) == (128, 128, 384)
+    with pytest.raises(ValueError):
+        w.family.config_type(arch="sm_90a", stages=1)
+    with pytest.raises(ValueError):
+        w.family.config_type(arch="sm_90a", stages=9)
+
+
+@pytest.mark.parametrize("w", WGMMA, ids=IDS)
+def test_render_refuses_a_config_of_another_arch(w):
+    cfg = w.family.candidates(w.spec, LARGE, SM90)[0]
+    with pytest.raises(ValueError, match=r"config\.arch"):
+        w.family.render(w.spec, cfg, caps_for_arch("sm_89"))
+
+
+@pytest.mark.parametrize("w", WGMMA, ids=IDS)
+def test_registered_before_the_fallback_and_offered_only_on_the_opt_in(w, monkeypatch):
+    names = [f.name for f in FAMILIES]
+    assert names.index(w.family.name) < names.index(w.fallback)
+    assert w.family.hardware_verified is False
+    device = CudaDevice.for_arch("sm_90a")
+    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
+    assert device.candidates(w.spec, LARGE)[0].family == w.fallback
+    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+    assert device.candidates(w.spec, LARGE)[0].family == w.family.name
+    small = GemmProblem(n=4096, k=4096, m=32)
+    assert device.candidates(w.spec, small)[0].family == w.fallback
+    assert CudaDevice.for_arch("sm_89").candidates(w.spec, LARGE)[0].family == w.fallback
