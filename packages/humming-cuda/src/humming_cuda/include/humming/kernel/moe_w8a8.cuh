@@ -167,23 +167,6 @@ struct MoeW8a8Kernel {
     }
   }
 
-  // Fills the block's row table; returns the expert, or -1 when the block has no work.
-  HM_DEVICE static int block_rows(const Args& a, int* src_rows, int* ids, int tid) {
-    const int total = min(a.num_post_padded[0], a.num_ids);
-    const int first = blockIdx.y * BM;
-    if (first >= total) return -1;
-    const int e = a.expert_ids[blockIdx.y];
-    if (e < 0 || e >= a.num_experts) return -1;
-    for (int r = tid; r < BM; r += THREADS) {
-      const int id = first + r < total ? a.sorted_ids[first + r] : -1;
-      const bool used = id >= 0 && id < a.numel;
-      ids[r] = used ? id : -1;
-      src_rows[r] = used ? id / a.top_k : -1;
-    }
-    __syncthreads();
-    return e;
-  }
-
   HM_DEVICE static void run(const Args& a) {
     extern __shared__ uint4 smem_u4[];
     char* smem = reinterpret_cast<char*>(smem_u4);
@@ -191,7 +174,7 @@ struct MoeW8a8Kernel {
     int* ids = src_rows + BM;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     // Uniform over the CTA (it reads the same block entries), so the early exit is safe.
-    const int e = block_rows(a, src_rows, ids, tid);
+    const int e = moe_block_rows<BM, THREADS>(a, src_rows, ids, tid);
     if (e < 0) return;
     const typename Dense::Args d = expert_args(a, e);
     const int wm = warp / Tile::WARPS_N, wn = warp % Tile::WARPS_N;
