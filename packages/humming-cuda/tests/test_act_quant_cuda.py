@@ -8,14 +8,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-
-@pytest.fixture(autouse=True)
-def verified_families_only(monkeypatch):
-    """w8a8 is hardware-verified: these tests must exercise it, not an unverified family that an
-    opt-in would let CudaDevice pick first (w8a8_wgmma at large M)."""
-    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
-
-
 pytestmark = [
     pytest.mark.cuda,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (torch.cuda)"),

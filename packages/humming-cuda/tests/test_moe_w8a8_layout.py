@@ -37,14 +37,11 @@ def moe_spec(base=presets.MXFP4_A8, **epilogue):
     )
 
 
-def test_family_is_unverified_and_offered_only_when_asked(monkeypatch):
-    assert FAMILY.hardware_verified is False and FAMILY in FAMILIES
+def test_family_is_verified_and_offered_by_default(monkeypatch):
+    assert FAMILY.hardware_verified is True and FAMILY in FAMILIES
     assert family_named("moe_w8a8") is FAMILY
     spec = moe_spec(glu="silu_mul")
     monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
-    support = CudaDevice.for_arch("sm_90a").check(spec, PROBLEM)
-    assert not support and "moe_w8a8: not yet verified on hardware" in support.reason
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
     assert CudaDevice.for_arch("sm_90a").candidates(spec, PROBLEM)[0].family == "moe_w8a8"
 
 
@@ -251,13 +248,10 @@ def test_reference_quantizes_each_token_before_the_gather(name):
             torch.testing.assert_close(out[t * top_k + j], want, rtol=1e-4, atol=1e-5)
 
 
-def test_bench_moe_suite_runs_mxfp4_a8_only_with_unverified_kernels(monkeypatch):
-    """`humming bench --suite moe` lists MXFP4_A8 under "skipped" until this family is verified."""
+def test_bench_moe_suite_runs_mxfp4_a8(monkeypatch):
+    """`humming bench --suite moe` measures MXFP4_A8 (this family) by default."""
     from humming_core.spec.presets import preset
     from humming_cuda.bench import moe
 
     monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
-    reason = moe.unsupported_reason(CudaDevice.for_arch("sm_90a"), preset("MXFP4_A8"))
-    assert reason and "moe_w8a8: not yet verified on hardware" in reason
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
     assert moe.unsupported_reason(CudaDevice.for_arch("sm_90a"), preset("MXFP4_A8")) is None

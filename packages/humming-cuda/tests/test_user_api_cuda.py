@@ -22,7 +22,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def cuda():
-    """The verified families only: no opt-in to unverified ones (wna16_wgmma at large M)."""
+    """The verified families only: no opt-in to unverified ones (w4a4)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
         yield get_device("cuda")

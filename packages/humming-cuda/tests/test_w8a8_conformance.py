@@ -14,14 +14,6 @@ import pytest
 import torch
 from w8a8_cases import Case, conformance_cases, error_bound, static_scale
 
-
-@pytest.fixture(autouse=True)
-def verified_families_only(monkeypatch):
-    """w8a8 is hardware-verified: these tests must exercise it, not an unverified family that an
-    opt-in would let CudaDevice pick first (w8a8_wgmma at large M)."""
-    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
-
-
 pytestmark = [
     pytest.mark.cuda,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (torch.cuda)"),
@@ -40,13 +32,16 @@ def device():
 
 
 def _build(device, case: Case):
+    """The w8a8 family's own kernel: on sm_90a the device routes fp8 at M >= 128 to w8a8_wgmma
+    (test_w8a8_wgmma_conformance.py), but these cases verify the mma.sync kernels at every M."""
     from humming_core.device import GemmProblem
+    from humming_cuda.kernels.w8a8 import FAMILY
 
     problem = GemmProblem(n=case.n, k=case.k, m=case.m, act_dtype=case.spec.act.dtype.name)
-    support = device.check(case.spec, problem)
+    support = FAMILY.supports(case.spec, problem, device.caps())
     if not support:
         return None, support.reason
-    config = device.candidates(case.spec, problem)[0]
+    config = FAMILY.candidates(case.spec, problem, device.caps())[0]
     return config, device.load(device.compile(device.render(case.spec, config)))
 
 

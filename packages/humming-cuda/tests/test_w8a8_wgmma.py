@@ -86,7 +86,7 @@ def test_render_instantiates_one_entry_with_the_spec_arguments():
     assert source.arch == "sm_90a"
     assert '#include "humming/kernel/w8a8_wgmma.cuh"' in source.code
     assert "humming::WgmmaFp8Format<2, true>" in source.code  # block weights, grouped acts
-    assert f"humming::WgmmaFp8Tile<{cfg.stages}>" in source.code
+    assert f"humming::WgmmaFp8Tile<{cfg.stages}, {cfg.group_m}>" in source.code
     assert re.search(
         rf"HUMMING_W8A8_WGMMA_ENTRY\({source.name}, Fmt, Tile, \w+, false\)", source.code
     )
@@ -120,9 +120,8 @@ def test_tile_map_params_refuse_what_tma_cannot_load(rows, k, stride, words):
         tile_map_params(rows=rows, k=k, row_stride=stride, what="qweight")
 
 
-def test_block_scales_are_routed_here_on_the_opt_in(monkeypatch):
+def test_block_scales_are_routed_here():
     """The rest of the routing is in test_wgmma_tile.py."""
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
     device = CudaDevice.for_arch("sm_90a")
     assert device.candidates(presets.FP8_BLOCK128, LARGE)[0].family == "w8a8_wgmma"
 

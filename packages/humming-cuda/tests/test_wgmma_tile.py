@@ -1,7 +1,7 @@
 """CPU tests of what the sm_90a wgmma families share (humming_cuda.kernels.wgmma_tile), run for
 each of them: the arch and problem refusals (with reasons naming the mma.sync family that takes
 over), the 128x128 tile and the shared-memory fit of the configs, the render-time arch check, and
-their place in the registry (before their fallback family, offered only on the opt-in).
+their place in the registry (before their fallback family) and which of the two a problem gets.
 """
 
 from __future__ import annotations
@@ -90,15 +90,39 @@ def test_render_refuses_a_config_of_another_arch(w):
 
 
 @pytest.mark.parametrize("w", WGMMA, ids=IDS)
-def test_registered_before_the_fallback_and_offered_only_on_the_opt_in(w, monkeypatch):
+def test_registered_before_the_fallback_and_routed_large_m_here(w, monkeypatch):
     names = [f.name for f in FAMILIES]
     assert names.index(w.family.name) < names.index(w.fallback)
-    assert w.family.hardware_verified is False
+    assert w.family.hardware_verified is True
     device = CudaDevice.for_arch("sm_90a")
     monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
-    assert device.candidates(w.spec, LARGE)[0].family == w.fallback
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
     assert device.candidates(w.spec, LARGE)[0].family == w.family.name
     small = GemmProblem(n=4096, k=4096, m=32)
     assert device.candidates(w.spec, small)[0].family == w.fallback
     assert CudaDevice.for_arch("sm_89").candidates(w.spec, LARGE)[0].family == w.fallback
+
+
+@pytest.mark.parametrize(
+    ("n", "m", "family"),
+    [
+        (384, 1024, "wna16"),
+        (4096, 128, "wna16"),
+        (12288, 128, "wna16_wgmma"),
+        (6144, 256, "wna16_wgmma"),
+    ],
+)
+def test_wna16_wgmma_leaves_grids_too_small_to_fill_the_gpu_to_split_k(n, m, family):
+    """Below 0.7 tiles of 128x128 per SM (92 on 132 SMs) the split-K wna16 kernels win: 24 and 32
+    tiles go there, 96 and 192 stay here. wna16_wgmma still supports those problems."""
+    problem = GemmProblem(n=n, k=4096, m=m)
+    assert WNA16_WGMMA.supports(presets.GPTQ_INT4, problem, SM90)
+    assert CudaDevice.for_arch("sm_90a").candidates(presets.GPTQ_INT4, problem)[0].family == family
+
+
+def test_w8a8_wgmma_takes_every_large_m_grid():
+    """The mma.sync w8a8 kernels are slower at M >= 128 even on a 48-tile grid (H200: 80 us there
+    against 24.5 us here for 6144x4096 at M=128), so w8a8_wgmma has no grid threshold."""
+    problem = GemmProblem(n=384, k=4096, m=128)
+    assert CudaDevice.for_arch("sm_90a").candidates(presets.W8A8_FP8, problem)[0].family == (
+        "w8a8_wgmma"
+    )

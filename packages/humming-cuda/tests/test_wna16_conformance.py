@@ -26,20 +26,20 @@ POISON = -7777.0
 
 @pytest.fixture(scope="module")
 def device():
-    """wna16 is hardware-verified: no opt-in to unverified families (wna16_wgmma at large M)."""
     from humming_cuda.device import CudaDevice
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
-        yield CudaDevice()
+    return CudaDevice()
 
 
 def _build(device, case: Case):
+    """The wna16 family's own kernel: these cases verify the mma.sync kernels at every M, also
+    where the device would route a large grid to wna16_wgmma (test_wna16_wgmma_conformance.py)."""
     from humming_core.device import GemmProblem
+    from humming_cuda.kernels.wna16 import FAMILY
 
     problem = GemmProblem(n=case.n, k=case.k, m=case.m, act_dtype=case.spec.act.dtype.name)
-    config = device.candidates(case.spec, problem)[0]
+    config = FAMILY.candidates(case.spec, problem, device.caps())[0]
     return config, device.load(device.compile(device.render(case.spec, config)))
 
 

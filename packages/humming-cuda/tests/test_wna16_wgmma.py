@@ -75,9 +75,9 @@ def test_configs_mirror_the_header():
     configs = FAMILY.candidates(presets.GPTQ_INT4, LARGE, SM90)
     assert [c.stages for c in configs] == [4, 6]
     assert "BM = 128, BN = 128, BK = 64" in HEADER
-    assert "A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, B_BUFFERS = 2" in HEADER
+    assert "A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, B_BUFFERS = 3" in HEADER
     assert "SMEM_BYTES = 1024 + STAGES * A_BYTES + B_BUFFERS * B_BYTES + 16 * STAGES" in HEADER
-    assert WgmmaWna16Config(arch="sm_90a", stages=4).smem_bytes == 1024 + 4 * 16384 + 32768 + 64
+    assert WgmmaWna16Config(arch="sm_90a", stages=4).smem_bytes == 1024 + 4 * 16384 + 3 * 16384 + 64
 
 
 def test_render_instantiates_one_entry_with_the_spec_arguments():
@@ -87,7 +87,7 @@ def test_render_instantiates_one_entry_with_the_spec_arguments():
     assert '#include "humming/kernel/wna16_wgmma.cuh"' in source.code
     # int4: offset-binary codes, in-loop fp16 scales with their power-of-two shift in the epilogue
     assert "humming::WgmmaWna16Format<4, 0, 8, true, 0, true>" in source.code
-    assert f"humming::WgmmaWna16Tile<{cfg.stages}>" in source.code
+    assert f"humming::WgmmaWna16Tile<{cfg.stages}, {cfg.group_m}>" in source.code
     assert re.search(
         rf"HUMMING_WNA16_WGMMA_ENTRY\({source.name}, Fmt, Tile, half, half, false\)", source.code
     )
@@ -191,9 +191,8 @@ def test_signature_follows_the_entry_macro():
     assert params[0] == "tmap_x" and tuple(params[1:]) == sig.names[1:]
 
 
-def test_float_weights_stay_with_wna16_on_the_opt_in(monkeypatch):
+def test_float_weights_stay_with_wna16():
     """The rest of the routing is in test_wgmma_tile.py."""
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
     device = CudaDevice.for_arch("sm_90a")
     assert device.candidates(presets.MXFP4, LARGE)[0].family == "wna16"
 
@@ -219,3 +218,11 @@ def test_signature_refuses_what_tma_cannot_load_before_the_device_check():
         sig.check({"x": x, "out": out, **packed}, {**dims, "KT": 10})
     with pytest.raises(ValueError, match="CUDA device"):
         sig.check({"x": x, "out": out, **packed}, dims)  # everything else is right
+
+
+@pytest.mark.parametrize(("n", "k", "group_m"), [(57344, 8192, 8), (6144, 4096, 1)])
+def test_tiles_are_grouped_only_when_the_weights_overflow_l2(n, k, group_m):
+    """235 MB of int4 weights leave L2 between waves (groups of 8 M tiles share them); 13 MB stay."""
+    problem = GemmProblem(n=n, k=k, m=4096)
+    configs = FAMILY.candidates(presets.W4A16_G128, problem, SM90)
+    assert configs and {c.group_m for c in configs} == {group_m}

@@ -15,7 +15,8 @@ FP8_FORMATS = (
     ("e4m3", "token", "block"),
 )
 # (M, N, K): exact tiles, then M / N tails (partial CTA rows and columns, N blocks of scales) and
-# K tails (a partial last stage filled with zeros by TMA), and a K that wraps the 6-stage ring.
+# K tails (a partial last stage filled with zeros by TMA), and a K that wraps the 6-stage ring; its
+# 9 x 3 tiles visit a full group of 8 M tiles and a short one of 1 (humming/memory/tile_order.cuh).
 SHAPES = (
     (128, 256, 512),
     (130, 200, 272),

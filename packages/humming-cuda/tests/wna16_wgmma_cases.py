@@ -28,7 +28,8 @@ WGMMA_FORMATS = (
 )
 GROUPS = (128, 32, "channel", 64, 16)
 # (M, N, K): an exact tile, M / N tails (partial CTA rows and columns), K tails (a partial last
-# step zero-filled by TMA, groups past K), and a K that wraps both ring depths several times.
+# step zero-filled by TMA, groups past K), and a K that wraps both ring depths several times; its
+# 9 x 3 tiles visit a full group of 8 M tiles and a short one of 1 (humming/memory/tile_order.cuh).
 SHAPES = (
     (128, 256, 512),
     (130, 200, 136),

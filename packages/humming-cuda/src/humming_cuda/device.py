@@ -70,6 +70,7 @@ class CudaDevice:
                 "no cuda kernel family is registered (humming_cuda.kernels.FAMILIES is empty)",
             )
         reasons = []
+        supporting = []
         allow_unverified = ENV.HUMMING_UNVERIFIED_KERNELS
         for family in FAMILIES:
             if not getattr(family, "hardware_verified", True) and not allow_unverified:
@@ -80,9 +81,16 @@ class CudaDevice:
                 )
                 continue
             support = family.supports(spec, problem, caps)
-            if support:
+            if not support:
+                reasons.append(f"{family.name}: {support.reason}")
+                continue
+            prefers = getattr(family, "prefers", None)
+            if prefers is None or prefers(spec, problem, caps):
                 return family, ""
-            reasons.append(f"{family.name}: {support.reason}")
+            supporting.append(family)
+        if supporting:
+            # Every family able to run it would rather leave it to another: the first still runs it.
+            return supporting[0], ""
         return None, f"no cuda kernel family supports this spec on {caps.arch}: " + "; ".join(
             reasons
         )

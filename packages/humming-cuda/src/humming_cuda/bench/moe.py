@@ -35,8 +35,7 @@ from .timing import graph_time_us, host_overhead_us
 
 E, TOPK, HIDDEN, WIDTH = 128, 8, 2048, 768  # Qwen3-30B-A3B: experts, top-k, hidden, expert width
 M_GRID = (1, 8, 32, 128, 512, 2048, 8192)
-# MXFP4 with fp8 activations runs on the moe_w8a8 family, which is offered only with
-# HUMMING_UNVERIFIED_KERNELS=1 until its conformance tests pass on hardware; without it the spec is
+# MXFP4 with fp8 activations runs on the moe_w8a8 family; a spec no family of the device runs is
 # reported under "skipped" with the device's reason.
 SPECS = ("W4A16_G128", "MXFP4", "MXFP4_A8")
 BASELINES = ("grouped_mm_bf16",)

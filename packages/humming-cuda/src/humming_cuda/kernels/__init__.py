@@ -10,8 +10,8 @@ from .base import KernelConfig, KernelFamily, WeightLayout
 
 FAMILIES: list[KernelFamily] = []
 
-# Before wna16: with HUMMING_UNVERIFIED_KERNELS=1, 4/8-bit integer WnA16 problems with M >= 128 on
-# sm_90a take the wgmma kernels; everything else it refuses falls through to wna16.
+# Before wna16: integer WnA16 problems with M >= 128 on sm_90a whose grid fills the GPU take the
+# wgmma kernels; everything else it refuses or leaves (`prefers`) falls through to wna16.
 from .wna16_wgmma import FAMILY as _WNA16_WGMMA  # noqa: E402  (families import .base, defined above)
 
 FAMILIES.append(_WNA16_WGMMA)
@@ -20,8 +20,8 @@ from .wna16 import FAMILY as _WNA16  # noqa: E402
 
 FAMILIES.append(_WNA16)
 
-# Before w8a8: with HUMMING_UNVERIFIED_KERNELS=1, fp8 problems with M >= 128 on sm_90a take the
-# wgmma kernels; everything else it refuses falls through to w8a8.
+# Before w8a8: fp8 problems with M >= 128 on sm_90a take the wgmma kernels; everything else it
+# refuses falls through to w8a8.
 from .w8a8_wgmma import FAMILY as _W8A8_WGMMA  # noqa: E402
 
 FAMILIES.append(_W8A8_WGMMA)

@@ -61,6 +61,9 @@ class KernelFamily(Protocol):
     - `supports` answers without compiling anything; its reason says what is missing and what the
       family does support.
     - `candidates` returns configs best first (the first one is the heuristic's choice).
+    - `prefers` (optional; ModuleFamily says yes) answers whether, among families that support a
+      problem, this one should win it: a later family that also supports it and prefers it is
+      chosen instead. It is a speed choice only, so a family never refuses work it could do.
     - `render` returns a small translation unit: includes of the family's headers plus one
       instantiation; `KernelSource.name` is the entry symbol (a C name, or a C++ name expression
       such as `ns::kernel<4, 128>` that the compiler resolves to its mangled name).

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from humming_core.device import DeviceCaps, Kernel
+    from humming_core.device import DeviceCaps, GemmProblem, Kernel
     from humming_core.spec import QuantSpec
 
     from ..loader import LoadedFunction
@@ -42,6 +42,11 @@ class ModuleFamily:
         self, function: LoadedFunction, spec: QuantSpec, config: KernelConfig, caps: DeviceCaps
     ) -> Kernel:
         return self.kernel_type(function, spec, config)
+
+    @staticmethod
+    def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
+        """Whether this family should take a problem it supports (see KernelFamily)."""
+        return True
 
 
 def check_config_arch(config: KernelConfig, caps: DeviceCaps) -> None:

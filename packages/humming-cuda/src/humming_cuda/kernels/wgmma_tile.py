@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from pydantic import Field
+
 from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
@@ -28,10 +30,14 @@ TMA_STRIDE_BYTES = 16  # TMA global row strides must be multiples of 16 bytes
 
 class WgmmaTileConfig(KernelConfig):
     """One producer and two consumer warpgroups on a 128x128 tile over a `stages`-deep TMA ring;
-    subclasses set the family and the default depth."""
+    subclasses set the family and the default depth. `group_m` M tiles are walked down before the
+    next N tile (humming/memory/tile_order.cuh), so a wave of CTAs shares its operands in L2."""
 
     arch: str
     stages: int
+    # H200, same run (benchmarks/wgmma_config_sweep.py, 2026-11-29): W8A8 fp8 8192x28672 at
+    # M=4096 took 2068 us in launch order (1), 1808 / 1786 / 1831 us in groups of 4 / 8 / 16
+    group_m: int = Field(8, ge=1, le=64)
 
     @property
     def block_m(self) -> int:
@@ -98,10 +104,11 @@ def fitting_configs(
     spec: QuantSpec,
     problem: GemmProblem,
     caps: DeviceCaps,
+    group_m: int = 8,
 ) -> list[C]:
     """One config per ring depth in `stage_choices` (best first) that fits the arch's shared
-    memory; none when `supports` refuses."""
+    memory, visiting tiles in groups of `group_m` M tiles; none when `supports` refuses."""
     if not supports(spec, problem, caps):
         return []
-    configs = [config_type(arch=caps.arch, stages=s) for s in stage_choices]
+    configs = [config_type(arch=caps.arch, stages=s, group_m=group_m) for s in stage_choices]
     return [c for c in configs if c.smem_bytes <= caps.smem_per_block]

@@ -25,8 +25,8 @@ from .render import render
 class MoeW8a8Family(ModuleFamily):
     """`KernelFamily` implementation (see humming_cuda.kernels.base)."""
 
-    # Compile-tested only; tests/test_moe_w8a8_conformance.py is its hardware verification.
-    hardware_verified = False
+    # tests/test_moe_w8a8_conformance.py passed on an H200 on 2026-11-29.
+    hardware_verified = True
 
     name = "moe_w8a8"
     config_type = MoeW8a8Config

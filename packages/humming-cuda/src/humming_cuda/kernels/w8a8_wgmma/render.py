@@ -18,7 +18,7 @@ def template_arguments(fmt: W8a8Format, cfg: W8a8WgmmaConfig) -> tuple[str, str]
         f"humming::WgmmaFp8Format<{WEIGHT_SCALE_CODES[fmt.weight_scale]}, "
         f"{str(fmt.act_group).lower()}>"
     )
-    return weight, f"humming::WgmmaFp8Tile<{cfg.stages}>"
+    return weight, f"humming::WgmmaFp8Tile<{cfg.stages}, {cfg.group_m}>"
 
 
 def render(spec: QuantSpec, config: W8a8WgmmaConfig, caps: DeviceCaps) -> KernelSource:

@@ -14,7 +14,9 @@ from pydantic import Field
 from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, WgmmaTileConfig
 
 BLOCK_K = 64
-B_BUFFERS = 2  # dequantized weight tiles: one read by wgmma while the next is written
+# dequantized weight tiles: one read by wgmma, the next being written, and the previous one, which
+# the still-running wgmma of the step before may read
+B_BUFFERS = 3
 
 __all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "WgmmaWna16Config"]
 

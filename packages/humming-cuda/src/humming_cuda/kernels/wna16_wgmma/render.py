@@ -20,7 +20,7 @@ def template_arguments(fmt: KernelFormat, cfg: WgmmaWna16Config) -> tuple[str, s
         f"{str(fmt.group > 0).lower()}, {EPI_SCALE_CODES[fmt.epi_scale]}, "
         f"{str(fmt.epi_global).lower()}>"
     )
-    return weight, f"humming::WgmmaWna16Tile<{cfg.stages}>"
+    return weight, f"humming::WgmmaWna16Tile<{cfg.stages}, {cfg.group_m}>"
 
 
 def render(spec: QuantSpec, config: WgmmaWna16Config, caps: DeviceCaps) -> KernelSource:

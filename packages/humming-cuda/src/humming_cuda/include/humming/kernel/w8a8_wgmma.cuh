@@ -17,6 +17,7 @@
 #pragma once
 #include "humming/arith/common.cuh"
 #include "humming/epilogue/epilogue.cuh"
+#include "humming/memory/tile_order.cuh"
 #include "humming/mma/wgmma.cuh"
 #include "humming/ptx/sm90_tma.cuh"
 
@@ -33,9 +34,10 @@ struct WgmmaFp8Format {
       BLOCK ? kEpiScaleNone : (WEIGHT_SCALE == 1 ? kEpiScaleChannel : kEpiScaleTensor);
 };
 
-template <int STAGES_>
+// GROUP_M: M tiles walked down before moving one N tile right (humming/memory/tile_order.cuh).
+template <int STAGES_, int GROUP_M_>
 struct WgmmaFp8Tile {
-  static constexpr int BM = 128, BN = 128, BK = 128, STAGES = STAGES_;
+  static constexpr int BM = 128, BN = 128, BK = 128, STAGES = STAGES_, GROUP_M = GROUP_M_;
   static constexpr int CONSUMERS = 2;  // warpgroups of 64 rows each
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
   static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
@@ -142,7 +144,8 @@ struct W8a8WgmmaKernel {
     const u32 bars = base + STAGES * Tile::STAGE_BYTES;
     const Ring r{base, bars, bars + 8 * STAGES};
     const int wg = threadIdx.x / 128;
-    const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM, iters = ceil_div(a.K, BK);
+    const TileCoord tile = grouped_tile<Tile::GROUP_M>();
+    const int n0 = tile.n * BN, m0 = tile.m * BM, iters = ceil_div(a.K, BK);
     if (threadIdx.x == 0) {
       for (int s = 0; s < STAGES; ++s) {
         mbar_init(r.full_bar(s), 1);                    // the producer's expect_tx arrival

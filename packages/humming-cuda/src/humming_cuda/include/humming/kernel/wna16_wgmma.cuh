@@ -12,18 +12,22 @@
 // CTA: 3 warpgroups over a 128 (M) x 128 (N) tile, 64 K per step. Warpgroup 0 is the producer:
 // one thread streams x tiles through a `STAGES`-deep mbarrier ring. Warpgroups 1 and 2 (rows 0-63
 // and 64-127) share the dequantization of each step's 128 x 64 weights, 2 x 4 layout tiles of
-// 64 (N) x 16 (K): each consumer warp takes one tile, each lane its 32 codes, into one of two B
-// buffers. While the tensor cores run step i from buffer i%2, the consumers dequantize step i+1
-// into the other from registers loaded one step earlier (the loads get a whole step to land).
-// Dequantization is exact up to one rounding to the activation type: (2^23 + q) - (2^23 + z) is
-// exact in fp32, times the scale in fp32, rounded once.
+// 64 (N) x 16 (K): each consumer warp takes one tile, each lane its 32 codes, into one of three B
+// buffers. While the tensor cores run step i from buffer i%3, the consumers dequantize step i+1
+// into the next from registers loaded one step earlier (the loads get a whole step to land), and
+// step i stays in flight across the next barrier (the third buffer is what step i-1 may still
+// read then), so the tensor cores never wait for a drained pipeline.
+// Dequantization is the wna16 kernel's (humming/datatype/dequant.cuh, magic-number half2 ops),
+// exact up to the one rounding of the scale multiply, so both families give identical weights.
 // Tails: TMA fills x's rows past M and columns past K with zeros; layout tiles past the padded N
 // (64) or K (16) are not read (their weights are zeros); stores are predicated to [M, N].
 #pragma once
 #include "humming/arith/common.cuh"
 #include "humming/datatype/act_types.cuh"
+#include "humming/datatype/dequant.cuh"
 #include "humming/epilogue/epilogue.cuh"
 #include "humming/memory/bitplanes.cuh"
+#include "humming/memory/tile_order.cuh"
 #include "humming/mma/wgmma_f16.cuh"
 #include "humming/ptx/sm90_tma.cuh"
 
@@ -38,12 +42,13 @@ struct WgmmaWna16Format {
   static constexpr bool IN_LOOP = IN_LOOP_, GLOBAL = GLOBAL_;
 };
 
-template <int STAGES_>
+// GROUP_M: M tiles walked down before moving one N tile right (humming/memory/tile_order.cuh).
+template <int STAGES_, int GROUP_M_>
 struct WgmmaWna16Tile {
-  static constexpr int BM = 128, BN = 128, BK = 64, STAGES = STAGES_;
+  static constexpr int BM = 128, BN = 128, BK = 64, STAGES = STAGES_, GROUP_M = GROUP_M_;
   static constexpr int CONSUMERS = 2;  // warpgroups of 64 rows each
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
-  static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, B_BUFFERS = 2;
+  static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, B_BUFFERS = 3;
   // 1024 bytes of slack to align everything to the 128B-swizzle atom, the x ring, the B buffers,
   // then the full / empty barriers (mirrors WgmmaWna16Config.smem_bytes)
   static constexpr int SMEM_BYTES = 1024 + STAGES * A_BYTES + B_BUFFERS * B_BYTES + 16 * STAGES;
@@ -88,6 +93,8 @@ struct Wna16WgmmaKernel {
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, STAGES = Tile::STAGES;
   static constexpr int ACC = 64;  // 64x128 fp32 per warpgroup / 128 threads
   static constexpr int BITS = Fmt::BITS;
+  using Dq = Dequant<ActT, Fmt::OFFSET ? kWeightInt : kWeightUint, BITS, 0, 0, Fmt::ZERO,
+                     Fmt::IN_LOOP>;
 
   struct Args {
     const u32* qweight;        // [NT, KT, 32 * BITS] pre-shuffled layout tiles
@@ -154,27 +161,11 @@ struct Wna16WgmmaKernel {
     if constexpr (Fmt::ZERO != 0) p.z = __ldg(reinterpret_cast<const uint4*>(a.zeros + at));
   }
 
-  // Element j (0..7) of eight ActT values held in a uint4, as float.
-  HM_DEVICE static float act_at(const uint4& v, int j) {
+  // Element j (0..7) of eight ActT values held in a uint4.
+  HM_DEVICE static ActT act_at(const uint4& v, int j) {
     const u32 word = j / 2 == 0 ? v.x : j / 2 == 1 ? v.y : j / 2 == 2 ? v.z : v.w;
     const auto pair = from_u32<typename ActTraits<ActT>::T2>(word);
-    return j % 2 == 0 ? __low2float(pair) : __high2float(pair);
-  }
-
-  // Two codes -> the weights (see the header comment), rounded once to ActT, as one 32-bit pair.
-  HM_DEVICE static u32 weights(u32 pair, float s, float z) {
-    const float q0 = __uint_as_float(0x4B000000u | (pair & 0xFFFFu));
-    const float q1 = __uint_as_float(0x4B000000u | (pair >> 16));
-    float v0, v1;
-    if constexpr (Fmt::ZERO == 2) {
-      v0 = (q0 - 8388608.f) * s - z;
-      v1 = (q1 - 8388608.f) * s - z;
-    } else {
-      const float zero = 8388608.f + (Fmt::ZERO == 1 ? z : static_cast<float>(Fmt::OFFSET));
-      v0 = (q0 - zero) * s;
-      v1 = (q1 - zero) * s;
-    }
-    return as_u32(ActTraits<ActT>::from_floats(v0, v1));
+    return j % 2 == 0 ? pair.x : pair.y;
   }
 
   // Write this thread's 32 weights of one step into B buffer `dst` at the 128B-swizzled K-major
@@ -185,13 +176,12 @@ struct Wna16WgmmaKernel {
     const int row0 = 64 * (warp / Tile::TILES_K) + g, tk = warp % Tile::TILES_K;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const float s = Fmt::IN_LOOP ? act_at(p.s, j) : 1.f;
-      const float z = Fmt::ZERO != 0 ? act_at(p.z, j) : 0.f;
+      const GroupParams<ActT> gp = Dq::prepare(act_at(p.s, j), act_at(p.z, j));
       const u32 row = dst + (row0 + 8 * j) * 128 + 4 * t;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int chunk = 2 * tk + h;
-        st_shared_u32(row + ((chunk ^ g) << 4), weights(pair_codes<BITS>(p.w, 2 * j + h), s, z));
+        st_shared_u32(row + ((chunk ^ g) << 4), Dq::apply(pair_codes<BITS>(p.w, 2 * j + h), gp));
       }
     }
     fence_proxy_async_smem();
@@ -217,8 +207,8 @@ struct Wna16WgmmaKernel {
     dequant(p, ct, sm.b_buf(0));
     if (iters > 1) load(a, 1, n0, ct, p);
     for (int it = 0; it < iters; ++it) {
-      // B buffer it%2 is complete, and every warpgroup has finished step it-1 (waited below), so
-      // the other buffer is free to overwrite.
+      // B buffer it%3 is complete, and every warpgroup has finished step it-2 (waited below), so
+      // buffer (it+1)%3, which step it-2 read last, is free to overwrite.
       consumer_barrier<128 * Tile::CONSUMERS>();
       const int s = it % STAGES;
       mbar_wait(sm.full_bar(s), (it / STAGES) & 1);
@@ -227,10 +217,11 @@ struct Wna16WgmmaKernel {
         dequant(p, ct, sm.b_buf(it + 1));
         if (it + 2 < iters) load(a, it + 2, n0, ct, p);
       }
-      wgmma_wait<0>();
-      fence_registers(acc);
-      if (lane == 0) mbar_arrive(sm.empty_bar(s));  // this warp no longer reads the x stage
+      wgmma_wait<1>();  // step it-1 is done; step it keeps the tensor cores busy meanwhile
+      if (it > 0 && lane == 0) mbar_arrive(sm.empty_bar((it - 1) % STAGES));  // x stage it-1
     }
+    wgmma_wait<0>();
+    fence_registers(acc);
   }
 
   HM_DEVICE static void store(const Args& a, const float (&acc)[ACC], int m0, int n0, int wg) {
@@ -258,7 +249,8 @@ struct Wna16WgmmaKernel {
     const u32 bars = b + Tile::B_BUFFERS * Tile::B_BYTES;
     const Smem sm{base, b, bars, bars + 8 * STAGES};
     const int wg = threadIdx.x / 128;
-    const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM, iters = ceil_div(a.K, BK);
+    const TileCoord tile = grouped_tile<Tile::GROUP_M>();
+    const int n0 = tile.n * BN, m0 = tile.m * BM, iters = ceil_div(a.K, BK);
     if (threadIdx.x == 0) {
       for (int s = 0; s < STAGES; ++s) {
         mbar_init(sm.full_bar(s), 1);                    // the producer's expect_tx arrival

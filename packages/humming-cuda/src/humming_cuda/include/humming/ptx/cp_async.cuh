@@ -18,12 +18,19 @@ HM_DEVICE u32 smem_addr(const void* p) {
 
 // Copies 16 bytes when `pred`, else writes 16 zero bytes: out-of-range tiles become zeros, which
 // every weight format decodes to a finite value, so padded lanes contribute exactly 0.
+// The zero fill is a plain shared store, not cp.async with src-size 0: ptxas turns the latter into an
+// ignore-source LDGSTS whose address it treats as dead (dropping our `pred ? p : base` select), yet
+// the H200 still checks that stale address and faults with CUDA_ERROR_ILLEGAL_INSTRUCTION on some
+// code shapes (benchmarks/notes/wna16_decode.md). The store is ordered like the copies: consumers
+// read the stage only after cp_async_wait and a barrier.
 HM_DEVICE void cp_async16(void* smem, const void* gmem, bool pred) {
 #if HM_HAS_CP_ASYNC
-  const int src_bytes = pred ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
-               "r"(src_bytes)
-               : "memory");
+  if (pred) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem)
+                 : "memory");
+  } else {
+    *reinterpret_cast<uint4*>(smem) = make_uint4(0, 0, 0, 0);
+  }
 #else
   uint4 v = make_uint4(0, 0, 0, 0);
   if (pred) v = *reinterpret_cast<const uint4*>(gmem);
@@ -36,11 +43,14 @@ HM_DEVICE void cp_async16(void* smem, const void* gmem, bool pred) {
 // The PPU has no evict-first hint: its dialects take the plain copy (and a zero policy below).
 HM_DEVICE void cp_async16_stream(void* smem, const void* gmem, bool pred, u64 policy) {
 #if HM_HAS_CP_ASYNC && !HM_PPU_LAYOUT
-  const int src_bytes = pred ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(
-                   smem_addr(smem)),
-               "l"(gmem), "r"(src_bytes), "l"(policy)
-               : "memory");
+  if (pred) {
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(
+                     smem_addr(smem)),
+                 "l"(gmem), "l"(policy)
+                 : "memory");
+  } else {
+    *reinterpret_cast<uint4*>(smem) = make_uint4(0, 0, 0, 0);
+  }
 #else
   (void)policy;
   cp_async16(smem, gmem, pred);

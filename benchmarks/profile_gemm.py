@@ -1,0 +1,43 @@
+"""One GEMM call per (spec, layer, M), for a profiler to look at (issue 6/7 tuning on the GPU host).
+
+    ncu --kernel-name regex:humming --launch-skip 2 --launch-count 1 --section SpeedOfLight \\
+        python3 benchmarks/profile_gemm.py W8A8_FP8:8192x28672:4096
+
+Each argument SPEC:NxK:M builds a PreparedGemm on full-size random weights (the bench's), then
+makes three calls: two warm-ups (the first also sets up tensor maps) and one to profile; a
+profiler's launch-skip / launch-count pick the third. Prints the family and config each call
+runs, so the profile can be matched to its kernel.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from humming_core.ops import PreparedGemm, bucket_of
+from humming_core.spec import preset
+from humming_cuda.bench.dense import _random_canonical
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("points", nargs="+", help="SPEC:NxK:M, e.g. W4A16_G128:57344x8192:4096")
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    for point in args.points:
+        name, layer, m = point.split(":")
+        n, k = (int(v) for v in layer.split("x"))
+        spec = preset(name)
+        gemm = PreparedGemm(_random_canonical(spec, n, k, device))
+        x = torch.randn(int(m), k, device=device).to(
+            torch.bfloat16 if spec.act.dtype.name == "bf16" else torch.float16
+        )
+        for _ in range(3):
+            gemm.run(x)
+        torch.cuda.synchronize()
+        print(point, gemm.configs[bucket_of(int(m))])
+
+
+if __name__ == "__main__":
+    main()

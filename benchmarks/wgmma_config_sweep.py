@@ -1,0 +1,72 @@
+"""Side-by-side GPU times of one spec's kernel under several configs (wgmma tuning, issue 6/7).
+
+    python3 benchmarks/wgmma_config_sweep.py --set group_m=1,8,16 --set stages=4,6 \\
+        W8A8_FP8:8192x28672:4096 W4A16_G128:57344x8192:1024 [--out sweep.json]
+
+For each point SPEC:NxK:M: the device's chosen config, then every combination of the `--set`
+values applied to it (fields of the config), each compiled and timed by CUDA-graph replay of 20
+calls on the same packed weights, x and output; cuBLAS fp16 (`x @ w.T`) in the same run as the
+reference ratio. The first combination that equals the chosen config is the baseline of the row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+
+import torch
+
+from humming_core.device import GemmProblem
+from humming_core.spec import preset
+from humming_cuda.bench.dense import _random_canonical
+from humming_cuda.bench.timing import graph_time_us
+from humming_cuda.device import CudaDevice
+
+_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+def sweep(device: CudaDevice, point: str, grid: dict[str, list[int]]) -> dict:
+    name, layer, m = point.split(":")
+    (n, k), m = (int(v) for v in layer.split("x")), int(m)
+    spec = preset(name)
+    act = spec.act.dtype.name if spec.act.dtype.name in _DTYPES else "fp16"
+    chosen = device.candidates(spec, GemmProblem(n=n, k=k, m=m, act_dtype=act))[0]
+    packed = device.weight_layout(spec, chosen).pack(
+        _random_canonical(spec, n, k, torch.device("cuda")), "cuda"
+    )
+    x = torch.randn(m, k, device="cuda").to(_DTYPES[act])
+    out = torch.empty(m, n, device="cuda", dtype=_DTYPES[spec.output_dtype])
+    w16 = torch.randn(n, k, device="cuda", dtype=torch.float16)
+    x16 = x.to(torch.float16)
+    row = {"point": point, "chosen": chosen.model_dump(mode="json"), "variants": []}
+    row["cublas_fp16_us"] = graph_time_us(lambda i: x16 @ w16.T, 20)
+    for values in itertools.product(*grid.values()):
+        cfg = chosen.model_copy(update=dict(zip(grid, values, strict=True)))
+        kernel = device.load(device.compile(device.render(spec, cfg)))
+        us = graph_time_us(lambda i, kernel=kernel: kernel(x=x, out=out, **packed), 20)
+        row["variants"].append({**dict(zip(grid, values, strict=True)), "us": us})
+        print(
+            f"{point:32s} {dict(zip(grid, values, strict=True))} {us:9.1f} us  "
+            f"x{row['cublas_fp16_us'] / us:.2f} cuBLAS fp16",
+            flush=True,
+        )
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("points", nargs="+", help="SPEC:NxK:M")
+    parser.add_argument("--set", action="append", default=[], help="field=v1,v2,...")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    grid = {f: [int(v) for v in vs.split(",")] for f, vs in (s.split("=") for s in args.set)}
+    device = CudaDevice()
+    rows = [sweep(device, p, grid) for p in args.points]
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
