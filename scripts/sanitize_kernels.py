@@ -4,7 +4,9 @@
     compute-sanitizer --tool racecheck python3 scripts/sanitize_kernels.py
 
 Covers split-K (M=1, long K), N/M/K tails, integer zero points, float zero points, MX scales and
-bf16; each result is checked against the reference so a silent corruption also fails.
+bf16, and the sm_90a wgmma kernels (wna16_wgmma on a grid large enough to be chosen, w8a8_wgmma
+with its activation quantizer); each result is checked against the reference so a silent
+corruption also fails.
 """
 
 from __future__ import annotations
@@ -24,13 +26,17 @@ CASES = [  # (preset, act dtype, M, N, K)
     ("MXFP4", "bf16", 33, 136, 512),
     ("W8A16", "bf16", 100, 72, 264),
     ("GGUF_Q4_K", "fp16", 17, 96, 256),
+    ("W4A16_G128", "fp16", 300, 3968, 256),
+    ("W8A8_FP8", "bf16", 200, 264, 384),
 ]
 
 
 def main() -> int:
     failures = 0
     for name, act, m, n, k in CASES:
-        spec = preset(name).replace(act={"dtype": act})
+        spec = preset(name)
+        if not spec.act.is_quantized:  # 8-bit activations are quantized from x's dtype, `act`
+            spec = spec.replace(act={"dtype": act})
         gen = torch.Generator().manual_seed(m * n + k)
         cw = quantize_weight(torch.randn(n, k, generator=gen) * 0.05, spec)
         x = torch.randn(m, k, generator=gen).to(

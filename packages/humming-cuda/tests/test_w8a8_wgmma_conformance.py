@@ -29,8 +29,8 @@ pytestmark = [
 ]
 
 CASES = wgmma_cases()
-# the largest-K shape of each format (16 K blocks: both rings wrap) also runs the 4-stage config
-FOUR_STAGE = CASES[len(SHAPES) - 1 :: len(SHAPES)]
+# the largest-K shape of each format (16 K blocks: both rings wrap) also runs the 6-stage config
+DEEP = CASES[len(SHAPES) - 1 :: len(SHAPES)]
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +40,11 @@ def device():
 
 @pytest.fixture(scope="module")
 def kernels(device):
-    """Every case's kernel with the first candidate, and FOUR_STAGE's with the second (the 4-stage
-    ring), compiled in parallel up front."""
+    """Every case's kernel with the first candidate, and DEEP's with the second (the 6-stage ring),
+    compiled in parallel up front."""
     from humming_cuda.kernels.w8a8_wgmma import FAMILY
 
-    jobs = [(c, 0) for c in CASES] + [(c, 1) for c in FOUR_STAGE]
+    jobs = [(c, 0) for c in CASES] + [(c, 1) for c in DEEP]
     built = build_kernels(device, FAMILY, jobs)
     return {(c.id, i): b for (c, i), b in zip(jobs, built, strict=True)}
 
@@ -79,10 +79,10 @@ def test_matches_reference(case: Case, device, kernels):
     _check(case, device, *kernels[(case.id, 0)])
 
 
-@pytest.mark.parametrize("case", FOUR_STAGE, ids=lambda c: c.id)
-def test_four_stage_ring_matches_reference(case: Case, device, kernels):
+@pytest.mark.parametrize("case", DEEP, ids=lambda c: c.id)
+def test_deeper_ring_matches_reference(case: Case, device, kernels):
     config, kernel = kernels[(case.id, 1)]
-    assert config.stages == 4
+    assert config.stages == 6
     _check(case, device, config, kernel)
 
 
@@ -108,7 +108,8 @@ def test_device_routes_large_m_here_and_replays_in_a_graph(name, device):
 
 
 def test_user_api_switches_families_per_m_on_one_packed_copy(device):
-    """PreparedGemm: small M runs the mma.sync w8a8 kernels, large M these, same packed weights."""
+    """PreparedGemm: decode M runs the mma.sync w8a8 kernels, M > 16 these (M=40 in a 128-row tile
+    that TMA fills with zero rows past M), same packed weights."""
     from humming_core.numerics import quantize_weight, reference_gemm
     from humming_core.ops import PreparedGemm
     from humming_core.spec import presets
@@ -117,7 +118,9 @@ def test_user_api_switches_families_per_m_on_one_packed_copy(device):
     gen = torch.Generator().manual_seed(3)
     cw = quantize_weight(torch.randn(256, 640, generator=gen) * 0.05, spec)
     layer = PreparedGemm(cw, device)
-    for m in (5, 200, 1030):
+    families = {b: c.family for b, c in layer.configs.items()}
+    assert families[16] == "w8a8" and families[32] == families[64] == "w8a8_wgmma", families
+    for m in (5, 40, 200, 1030):
         x = torch.randn(m, 640, generator=gen).to(torch.float16)
         out = layer.run(x.cuda())
         ref = reference_gemm(x, cw)

@@ -28,11 +28,12 @@ class Wgmma:
     spec: QuantSpec
     fallback: str  # the mma.sync family that takes what this one refuses
     k_multiple: int  # 16 bytes of activations: what TMA's row strides need
+    min_m: int  # the smallest M it takes
 
 
 WGMMA = (
-    Wgmma(W8A8_WGMMA, presets.W8A8_FP8, "w8a8", 16),
-    Wgmma(WNA16_WGMMA, presets.W4A16_G128, "wna16", 8),
+    Wgmma(W8A8_WGMMA, presets.W8A8_FP8, "w8a8", 16, 17),
+    Wgmma(WNA16_WGMMA, presets.W4A16_G128, "wna16", 8, 128),
 )
 IDS = [w.family.name for w in WGMMA]
 
@@ -49,16 +50,21 @@ def test_other_arches_are_refused_with_the_reason(w, arch):
 @pytest.mark.parametrize(
     ("problem", "words"),
     [
-        (GemmProblem(n=4096, k=4096, m=64), "M >= 128"),
-        (GemmProblem(n=4096, k=4096, m=None), "M >= 128"),
+        ("below min_m", "M >= "),
+        (GemmProblem(n=4096, k=4096, m=None), "M >= "),
         (GemmProblem(n=4096, k=4096 + 4, m=256), "multiple of"),
         (GemmProblem(n=4096, k=0, m=256), "positive"),
         (GemmProblem(n=4096, k=4096, m=256, num_experts=8, topk=2), "dense"),
     ],
 )
 def test_small_m_and_bad_shapes_are_refused(w, problem, words):
+    if problem == "below min_m":
+        problem = GemmProblem(n=4096, k=4096, m=w.min_m - 1)
     support = w.family.supports(w.spec, problem, SM90)
     assert not support and words in support.reason
+    if words == "M >= ":
+        assert f"M >= {w.min_m}" in support.reason
+        assert w.family.supports(w.spec, GemmProblem(n=4096, k=4096, m=w.min_m), SM90)
     if words == "multiple of":
         assert f"multiple of {w.k_multiple}" in support.reason
     assert w.family.candidates(w.spec, problem, SM90) == []
@@ -97,7 +103,7 @@ def test_registered_before_the_fallback_and_routed_large_m_here(w, monkeypatch):
     device = CudaDevice.for_arch("sm_90a")
     monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
     assert device.candidates(w.spec, LARGE)[0].family == w.family.name
-    small = GemmProblem(n=4096, k=4096, m=32)
+    small = GemmProblem(n=4096, k=4096, m=16)
     assert device.candidates(w.spec, small)[0].family == w.fallback
     assert CudaDevice.for_arch("sm_89").candidates(w.spec, LARGE)[0].family == w.fallback
 

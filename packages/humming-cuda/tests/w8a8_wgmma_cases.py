@@ -18,6 +18,7 @@ FP8_FORMATS = (
 # K tails (a partial last stage filled with zeros by TMA), and a K that wraps the 6-stage ring; its
 # 9 x 3 tiles visit a full group of 8 M tiles and a short one of 1 (humming/memory/tile_order.cuh).
 SHAPES = (
+    (40, 264, 384),  # M > 16 but below one tile: rows past M are TMA zeros, never stored
     (128, 256, 512),
     (130, 200, 272),
     (300, 136, 1040),

@@ -69,18 +69,24 @@ def arch_reason(caps: DeviceCaps, family: str, form: str, operand: str, fallback
 
 
 def problem_reason(
-    problem: GemmProblem, family: str, fallback: str, act_bytes: int, rows: str = "row"
+    problem: GemmProblem,
+    family: str,
+    fallback: str,
+    act_bytes: int,
+    rows: str = "row",
+    min_m: int = BLOCK_M,
 ) -> str:
     """Why the dense large-M `family` kernel cannot compute `problem`, or ''.
 
     `act_bytes` is the activation element size, which sets the K multiple TMA's row strides need;
-    `rows` names those rows in the message.
+    `rows` names those rows in the message; `min_m` is the smallest M the family takes (a tile of
+    128 rows computes fewer valid ones correctly: TMA zero-fills the rest).
     """
     if problem.num_experts != 1 or problem.topk != 1:
         return f"num_experts/topk != 1: the {family} family computes dense GEMMs"
-    if problem.m is None or problem.m < BLOCK_M:
+    if problem.m is None or problem.m < min_m:
         return (
-            f"M={problem.m}: the {family} family serves M >= {BLOCK_M} (one 128-row tile); "
+            f"M={problem.m}: the {family} family serves M >= {min_m} (128-row tiles); "
             f"smaller or unknown M uses the mma.sync {fallback} family"
         )
     if problem.n < 1 or problem.k < 1:

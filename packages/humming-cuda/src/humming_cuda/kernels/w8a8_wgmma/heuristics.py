@@ -1,7 +1,7 @@
-"""Which specs and problems the W8A8-wgmma family runs (fp8 on sm_90a, M >= 128), and its configs.
+"""Which specs and problems the W8A8-wgmma family runs (fp8 on sm_90a, M > 16), and its configs.
 
-Small M stays with the mma.sync W8A8 family: a 128-row wgmma tile wastes most of its work there,
-so `supports` refuses M below one tile (and an unknown M) with a reason, and CudaDevice moves on.
+Decode-size M (<= 16) stays with the mma.sync W8A8 family, whose 16-row tiles waste nothing there,
+so `supports` refuses it (and an unknown M) with a reason, and CudaDevice moves on.
 """
 
 from __future__ import annotations
@@ -15,7 +15,11 @@ from .config import BLOCK_K, W8a8WgmmaConfig
 
 WGMMA_FORM = "wgmma.m64nNk32"
 WEIGHT_SCALES = ("tensor", "channel", "block")
-STAGE_CHOICES = (6, 4)  # deepest ring first: K loop latency hiding; 4 as the lighter alternative
+# Above 16 rows a half-empty 128-row wgmma tile still beats the mma.sync w8a8 kernels: H200, same
+# run (act8.json, 2026-11-29), W8A8 fp8 57344x8192 took 314 us at M=32 there and 167 us at M=128
+# here; 8192x28672 220 vs 103 us. At M=16 they are even (160 vs 167 us).
+MIN_M = 17
+STAGE_CHOICES = (4, 6)  # H200 W8A8 8192x28672 M=4096, same run: 1757 us at 4 stages, 1982 at 6
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -50,7 +54,7 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
     reason = (
         _spec_reason(spec)
         or arch_reason(caps, "w8a8_wgmma", WGMMA_FORM, "e4m3", fallback="w8a8")
-        or problem_reason(problem, "w8a8_wgmma", fallback="w8a8", act_bytes=1)
+        or problem_reason(problem, "w8a8_wgmma", fallback="w8a8", act_bytes=1, min_m=MIN_M)
     )
     return Support.no(reason) if reason else Support.yes()
 
