@@ -27,7 +27,9 @@ from .gemm import prepare_act
 from .quant import dequantize_weight
 
 
-def _align_length(numel: int, block_size: int, num_experts: int, pad_sorted_ids: bool) -> int:
+def align_length(numel: int, block_size: int, num_experts: int, pad_sorted_ids: bool) -> int:
+    """Length of `moe_align`'s sorted ids for `numel` routed entries: room for every expert's run
+    padded to a block (see the module docstring)."""
     length = numel + num_experts * (block_size - 1)
     if pad_sorted_ids:
         length = -(-length // block_size) * block_size
@@ -68,7 +70,7 @@ def moe_align(
     device = topk_ids.device
     flat = topk_ids.reshape(-1).long()
     numel = flat.numel()
-    length = _align_length(numel, block_size, num_experts, pad_sorted_ids)
+    length = align_length(numel, block_size, num_experts, pad_sorted_ids)
     keys, valid = _routing_keys(flat, num_experts, expert_map, ignore_invalid_experts)
     tokens = torch.arange(numel, device=device)[valid]
     keys = keys[valid]

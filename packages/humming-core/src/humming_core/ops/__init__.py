@@ -1,6 +1,7 @@
 """The user API: quantized GEMM (dense and MoE) on the active device."""
 
 from .gemm import gemm, prepare
+from .grouped import grouped_gemm, grouped_rows
 from .layer import M_BUCKETS, PreparedGemm, PreparedLayer, bucket_of
 from .moe import ROUTING_ID_DTYPES, PreparedMoe, fused_moe, fused_moe_rows, moe_align, moe_gemm
 
@@ -14,6 +15,8 @@ __all__ = [
     "fused_moe",
     "fused_moe_rows",
     "gemm",
+    "grouped_gemm",
+    "grouped_rows",
     "moe_align",
     "moe_gemm",
     "prepare",

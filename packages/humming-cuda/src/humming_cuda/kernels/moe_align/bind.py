@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from humming_core.numerics.moe import _align_length
+from humming_core.numerics.moe import align_length
 
 from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Launcher
@@ -78,7 +78,7 @@ class MoeAlignKernel:
         flat = topk_ids.reshape(-1).contiguous()
         numel, device = flat.numel(), flat.device
         plan = plan_align(numel, num_experts)
-        length = _align_length(numel, block_size, num_experts, pad_sorted_ids)
+        length = align_length(numel, block_size, num_experts, pad_sorted_ids)
         if length > INT32_MAX:
             raise ValueError(f"moe_align: {length} sorted ids exceed int32 indexing")
         blocks = -(-length // block_size)
