@@ -1,5 +1,5 @@
 """Baselines measured beside Humming: cuBLAS fp16, tinygemm int4, cuBLASLt fp8, the bf16 grouped GEMM
-(MoE), the published peer.
+(MoE); the published peer is in peer.py.
 
 Each builder returns `fn(i)` over `copies` weight copies, or raises `Unavailable` with the reason
 (the row then omits that baseline instead of reporting zero).
@@ -112,16 +112,3 @@ def grouped_mm_bf16(x: torch.Tensor, routes: list, num_experts: int, width: int,
     except (RuntimeError, TypeError, AttributeError) as exc:
         raise Unavailable(f"torch._grouped_mm bf16 failed: {exc}") from None
     return fn
-
-
-def peer_unavailable_reason() -> str | None:
-    """Why the published humming-kernels package (import name `humming`) cannot be measured, or None.
-
-    It is not installed on the benchmark machine (it is not in the GPU image and there is no network),
-    so no adapter for its API exists yet; the peer column is omitted with this reason.
-    """
-    try:
-        import humming  # noqa: F401
-    except ImportError as exc:
-        return f"published humming-kernels not importable: {exc}"
-    return "published humming-kernels is importable but Humming has no adapter for its API yet"

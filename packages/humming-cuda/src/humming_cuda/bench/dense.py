@@ -17,15 +17,16 @@ import torch
 
 from humming_core.spec import QuantSpec, preset
 
-from . import baselines
+from . import baselines, peer
 from .timing import copies_for, graph_time_us, host_overhead_us
 
 LAYERS = ((6144, 4096), (4096, 14336), (57344, 8192), (8192, 28672))  # (N, K), KERNELS.md
 M_GRID = (1, 8, 16, 32, 64, 128, 256, 1024, 4096)
 SPECS = ("W4A16_G128", "W8A16", "W3A16_G128", "E4M3_G128", "MXFP4")
-BASELINES = ("cublas_fp16", "tinygemm_int4", "cublaslt_fp8")
+BASELINES = ("cublas_fp16", "tinygemm_int4", "cublaslt_fp8", "peer")
 ACT8_SPECS = ("W8A8_FP8", "W4A8_FP8", "FP8_BLOCK128")
-ACT8_BASELINES = ("cublaslt_fp8",)
+ACT8_BASELINES = ("cublaslt_fp8", "peer")
+SPEC_DEPENDENT = ("peer",)  # baselines whose time depends on the spec, not only on (N, K, M)
 HBM_BYTES_PER_S = 4.27e12  # measured device-to-device copy on an H200 (KERNELS.md)
 FP16_FLOPS = 989e12
 FP8_FLOPS = 1979e12  # fp8 / int8 dense tensor peak: the ceiling of 8-bit-activation GEMMs
@@ -112,6 +113,7 @@ def _builders(name: str, x: torch.Tensor, n: int, k: int, copies: int, l2: int) 
         "cublas_fp16": partial(baselines.cublas_fp16, x, n, copies_for(2 * n * k, l2)),
         "tinygemm_int4": partial(baselines.tinygemm_int4, x, n, copies),
         "cublaslt_fp8": partial(baselines.cublaslt_fp8, x, n, copies_for(n * k, l2)),
+        "peer": partial(peer.dense, name, x, n, k, copies),
     }
     if name != "W4A16_G128":
         builders.pop("tinygemm_int4")
@@ -171,15 +173,18 @@ def run(
 
 
 def measure_baselines(row, builders: dict, point: tuple, calls: int, measured: dict, omitted: dict):
-    """Time each baseline into `row.us`; a baseline does not depend on the spec, so each is measured
-    once per `point` (kept in `measured`); an unavailable one goes to `omitted` with its reason."""
+    """Time each baseline into `row.us`; most do not depend on the spec, so each is measured once per
+    `point` (kept in `measured`), SPEC_DEPENDENT ones once per spec and point; an unavailable one
+    goes to `omitted` with its reason (distinct reasons of one baseline are all kept)."""
     for base, build in builders.items():
-        key = (base, *point)
+        key = (base, row.spec, *point) if base in SPEC_DEPENDENT else (base, *point)
         if key not in measured:
             try:
                 measured[key] = graph_time_us(build(), calls)
             except baselines.Unavailable as exc:
-                omitted[base] = str(exc)
+                reasons = omitted.get(base, "").split("; ") if base in omitted else []
+                if str(exc) not in reasons:
+                    omitted[base] = "; ".join([*reasons, str(exc)])
                 measured[key] = None
         if measured[key] is not None:
             row.us[base] = measured[key]
@@ -192,9 +197,6 @@ def document(
     dev: torch.device | None = None,
 ) -> dict:
     """The results JSON: run facts, rows, baselines omitted (and specs skipped) with their reasons."""
-    peer_reason = baselines.peer_unavailable_reason()
-    if peer_reason:
-        omitted["peer"] = peer_reason
     dev = dev if dev is not None else torch.device("cuda")
     doc = {
         "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else str(dev),
