@@ -83,7 +83,10 @@ def family_kernels(device, n, k):
     return (
         spec,
         configs,
-    ), f"{configs[0].family} family, {SPEC} {n}x{k}, {len(configs)} distinct kernels"
+    ), (
+        f"{' + '.join(dict.fromkeys(c.family for c in configs))} families, {SPEC} {n}x{k}, "
+        f"{len(configs)} distinct kernels"
+    )
 
 
 def test_kernel_sources(arch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -223,3 +224,34 @@ def test_two_processes_racing_compile_once(tmp_path, cache_dir):
     assert len(log.read_text().splitlines()) == 1  # one compile, the other process loaded it
     outs = {(tmp_path / f"out{i}").read_bytes() for i in range(2)}
     assert outs == {RACED_CODE.encode()[::-1]}
+
+
+def _age(root, seconds):
+    """Set every file's mtime `seconds` in the past, as installed headers are."""
+    then = time.time() - seconds
+    for path in root.rglob("*"):
+        os.utime(path, (then, then))
+
+
+def test_header_tree_is_read_again_only_when_it_changes(headers, monkeypatch):
+    dev, src = FakeDevice(), source(headers=[headers])
+    _age(headers, 60)
+    key = cache_key(dev, src)
+    reads = []
+    real_read = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda p: reads.append(p) or real_read(p))
+    assert cache_key(dev, src) == key and reads == []  # unchanged tree: the memo answers
+    (headers / "humming" / "a.h").write_text("#pragma once\nconstexpr int A = 3;\n")
+    _age(headers, 30)  # another mtime, same size: the signature still tells
+    assert cache_key(dev, src) != key and len(reads) == 1
+
+
+def test_a_freshly_written_tree_is_always_read_again(headers, monkeypatch):
+    """Within the racy window a rewrite may keep size and mtime: the memo is not trusted then."""
+    dev, src = FakeDevice(), source(headers=[headers])
+    cache_key(dev, src)
+    reads = []
+    real_read = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda p: reads.append(p) or real_read(p))
+    cache_key(dev, src)
+    assert len(reads) == 1

@@ -53,6 +53,7 @@ def supported_archs() -> tuple[int, ...]:
     return tuple(archs)
 
 
+@functools.cache  # read from the installed metadata once: it enters every cache key
 def _package_version() -> str:
     try:
         return importlib.metadata.version("humming-cuda")

@@ -1,4 +1,5 @@
-"""Cache keys: what a compiled artifact depends on, hashed by content (never file times).
+"""Cache keys: what a compiled artifact depends on, hashed by content (file times only decide when
+a header tree is read again).
 
 key = sha256(device fingerprint, entry name, arch, options, full source text, and for each header
 root of the source the hash of every file under it, by relative path and contents). Hashing the
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +22,27 @@ KEY_VERSION = "humming-jit-1"  # bump when the key's composition changes
 _SKIP_DIRS = {"__pycache__", ".git"}
 
 
+# root -> (the files' stat signature, when the hash was taken, the contents' hash): a layer keys
+# several kernels on the same header tree, and reading and hashing every header for each took
+# most of a disk-cache load's host time. The key is still the contents' hash; the signature only
+# says when to read them again. As in git's "racy" check, a file changed within _RACY_NS of the
+# hash may have been rewritten since without a new mtime (coarse file-system clocks), so such a
+# tree is always read again.
+_TREE_MEMO: dict[str, tuple[tuple, int, str]] = {}
+_RACY_NS = 2_000_000_000
+
+
+def _tree_files(root: Path) -> list[Path]:
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+        for filename in sorted(filenames):
+            if filename.startswith(".") or filename.endswith((".pyc", ".pyo")):
+                continue
+            files.append(Path(dirpath) / filename)
+    return files
+
+
 def tree_hash(root: str | os.PathLike[str]) -> str:
     """sha256 over every file under `root`: relative path and contents, in sorted order."""
     root = Path(root)
@@ -28,16 +51,22 @@ def tree_hash(root: str | os.PathLike[str]) -> str:
             f"header root {str(root)!r} is not a directory: a KernelSource's `headers` must list "
             "the include roots its source uses"
         )
+    files = _tree_files(root)
+    stats = [f.stat() for f in files]
+    signature = tuple(
+        (str(f), st.st_size, st.st_mtime_ns, st.st_ino) for f, st in zip(files, stats, strict=True)
+    )
+    memo = _TREE_MEMO.get(str(root))
+    newest = max((st.st_mtime_ns for st in stats), default=0)
+    if memo is not None and memo[0] == signature and newest < memo[1] - _RACY_NS:
+        return memo[2]
+    hashed_at = time.time_ns()
     digest = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
-        for filename in sorted(filenames):
-            if filename.startswith(".") or filename.endswith((".pyc", ".pyo")):
-                continue
-            path = Path(dirpath) / filename
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes())
-            digest.update(b"\0")
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    _TREE_MEMO[str(root)] = (signature, hashed_at, digest.hexdigest())
     return digest.hexdigest()
 
 
