@@ -18,6 +18,7 @@ from humming_core.jit import (
     clear_memo,
     compile_count,
     get_or_build,
+    keys,
     on_compile,
 )
 from humming_core.jit.store import BINARY, META
@@ -226,6 +227,13 @@ def test_two_processes_racing_compile_once(tmp_path, cache_dir):
     assert outs == {RACED_CODE.encode()[::-1]}
 
 
+def _count_reads(monkeypatch) -> list:
+    """The files humming_core.jit.keys opens from now on."""
+    reads = []
+    monkeypatch.setattr(keys, "open", lambda p, *a: reads.append(p) or open(p, *a), raising=False)  # noqa: SIM115  (the caller closes it)
+    return reads
+
+
 def _age(root, seconds):
     """Set every file's mtime `seconds` in the past, as installed headers are."""
     then = time.time() - seconds
@@ -237,9 +245,7 @@ def test_header_tree_is_read_again_only_when_it_changes(headers, monkeypatch):
     dev, src = FakeDevice(), source(headers=[headers])
     _age(headers, 60)
     key = cache_key(dev, src)
-    reads = []
-    real_read = Path.read_bytes
-    monkeypatch.setattr(Path, "read_bytes", lambda p: reads.append(p) or real_read(p))
+    reads = _count_reads(monkeypatch)
     assert cache_key(dev, src) == key and reads == []  # unchanged tree: the memo answers
     (headers / "humming" / "a.h").write_text("#pragma once\nconstexpr int A = 3;\n")
     _age(headers, 30)  # another mtime, same size: the signature still tells
@@ -250,8 +256,6 @@ def test_a_freshly_written_tree_is_always_read_again(headers, monkeypatch):
     """Within the racy window a rewrite may keep size and mtime: the memo is not trusted then."""
     dev, src = FakeDevice(), source(headers=[headers])
     cache_key(dev, src)
-    reads = []
-    real_read = Path.read_bytes
-    monkeypatch.setattr(Path, "read_bytes", lambda p: reads.append(p) or real_read(p))
+    reads = _count_reads(monkeypatch)
     cache_key(dev, src)
     assert len(reads) == 1

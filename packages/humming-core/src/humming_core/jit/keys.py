@@ -32,41 +32,43 @@ _TREE_MEMO: dict[str, tuple[tuple, int, str]] = {}
 _RACY_NS = 2_000_000_000
 
 
-def _tree_files(root: Path) -> list[Path]:
+def _tree_files(root: str) -> list[str]:
+    """Every file under `root` (plain strings: Path objects cost more than the walk), sorted."""
     files = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
         for filename in sorted(filenames):
             if filename.startswith(".") or filename.endswith((".pyc", ".pyo")):
                 continue
-            files.append(Path(dirpath) / filename)
+            files.append(os.path.join(dirpath, filename))
     return files
 
 
 def tree_hash(root: str | os.PathLike[str]) -> str:
     """sha256 over every file under `root`: relative path and contents, in sorted order."""
-    root = Path(root)
-    if not root.is_dir():
+    root = str(Path(root))
+    if not os.path.isdir(root):
         raise FileNotFoundError(
-            f"header root {str(root)!r} is not a directory: a KernelSource's `headers` must list "
+            f"header root {root!r} is not a directory: a KernelSource's `headers` must list "
             "the include roots its source uses"
         )
     files = _tree_files(root)
-    stats = [f.stat() for f in files]
+    stats = [os.stat(f) for f in files]
     signature = tuple(
-        (str(f), st.st_size, st.st_mtime_ns, st.st_ino) for f, st in zip(files, stats, strict=True)
+        (f, st.st_size, st.st_mtime_ns, st.st_ino) for f, st in zip(files, stats, strict=True)
     )
-    memo = _TREE_MEMO.get(str(root))
+    memo = _TREE_MEMO.get(root)
     newest = max((st.st_mtime_ns for st in stats), default=0)
     if memo is not None and memo[0] == signature and newest < memo[1] - _RACY_NS:
         return memo[2]
     hashed_at = time.time_ns()
     digest = hashlib.sha256()
     for path in files:
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes())
+        digest.update(path[len(root) + 1 :].replace(os.sep, "/").encode() + b"\0")
+        with open(path, "rb") as f:
+            digest.update(f.read())
         digest.update(b"\0")
-    _TREE_MEMO[str(root)] = (signature, hashed_at, digest.hexdigest())
+    _TREE_MEMO[root] = (signature, hashed_at, digest.hexdigest())
     return digest.hexdigest()
 
 
