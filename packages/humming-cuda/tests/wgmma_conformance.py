@@ -1,7 +1,8 @@
 """What the sm_90a wgmma conformance tests (test_w8a8_wgmma_conformance.py,
-test_wna16_wgmma_conformance.py) share: the device fixture's arch check, the parallel build of
-every case's kernel, the guarded call (x padded with NaN columns after K, the output a view inside
-a poisoned buffer) and the CUDA graph replay.
+test_w4a8_wgmma_conformance.py, test_wna16_wgmma_conformance.py) share: the device fixture's arch
+check, the parallel build of every case's kernel, the guarded call (x padded with NaN columns after
+K, the output a view inside a poisoned buffer), the check of an 8-bit-activation case and the CUDA
+graph replay.
 """
 
 from __future__ import annotations
@@ -78,3 +79,79 @@ def replay_in_graph(kernel, x: torch.Tensor, out: torch.Tensor, weights: dict) -
     out.zero_()
     graph.replay()
     torch.cuda.synchronize()
+
+
+def act8_inputs(case):
+    """(x, canonical weight, static activation scale or None) of a w8a8_cases.Case."""
+    from w8a8_cases import static_scale
+
+    from humming_core.numerics import quantize_weight
+
+    gen = torch.Generator().manual_seed(case.seed)
+    x = torch.randn(case.m, case.k, generator=gen).to(TORCH_DTYPES[case.x_dtype])
+    x[0, : min(case.k, 16)] *= 40.0  # an outlier row segment: token and group scales differ
+    bias = torch.randn(case.n, generator=gen) * 0.1 if case.spec.epilogue.bias else None
+    cw = quantize_weight(torch.randn(case.n, case.k, generator=gen) * 0.05, case.spec, bias=bias)
+    scale = static_scale(x, case.spec.act.dtype.name) if case.spec.act.quant == "static" else None
+    return x, cw, scale
+
+
+def check_act8_case(case, device, config, kernel) -> None:
+    """One w8a8_cases.Case on `kernel` (built for `config`) within w8a8_cases.error_bound."""
+    from w8a8_cases import error_bound
+
+    from humming_core.numerics import reference_gemm
+
+    x, cw, scale = act8_inputs(case)
+    weights = device.weight_layout(case.spec, config).pack(cw, "cuda")
+    extra = {} if scale is None else {"act_scale": scale.cuda()}
+    out = guarded_call(kernel, x.cuda(), case.n, case.spec.output_dtype, 16, **extra, **weights)
+    ref = reference_gemm(x, cw, act_scale_static=scale)
+    err = (out.cpu().double() - ref.double()).abs()
+    worst = (err / error_bound(x, cw, ref, scale)).max().item()
+    assert worst <= 1.0, f"max err/bound {worst:.3f} (max err {err.max().item():.3g}, {config})"
+
+
+def check_routed_graph_replay(device, preset: str, family: str) -> None:
+    """The device routes an M=1030 problem of `preset` to `family`; that kernel, captured in a CUDA
+    graph, replays within w8a8_cases.error_bound."""
+    from w8a8_cases import Case, error_bound
+
+    from humming_core.numerics import quantize_weight, reference_gemm
+    from humming_core.spec import presets
+
+    spec = presets.preset(preset)
+    gen = torch.Generator().manual_seed(7)
+    cw = quantize_weight(torch.randn(384, 512, generator=gen) * 0.05, spec)
+    x = torch.randn(1030, 512, generator=gen).to(torch.bfloat16)
+    config = device.candidates(spec, problem_of(Case(spec, "bf16", 1030, 384, 512, 0)))[0]
+    assert config.family == family
+    kernel = device.load(device.compile(device.render(spec, config)))
+    weights = device.weight_layout(spec, config).pack(cw, "cuda")
+    out = torch.empty(1030, 384, dtype=torch.bfloat16, device="cuda")
+    replay_in_graph(kernel, x.cuda(), out, weights)
+    ref = reference_gemm(x, cw)
+    assert ((out.cpu().double() - ref.double()).abs() <= error_bound(x, cw, ref, None)).all()
+
+
+def check_user_api_switch(device, preset: str, family: str) -> None:
+    """PreparedGemm on one packed copy: M <= 16 runs the mma.sync w8a8 kernels, M = 32 and 64
+    `family`; M = 5, 40 (a 128-row tile with zero rows past M), 200 and 1030 match the reference."""
+    from w8a8_cases import error_bound
+
+    from humming_core.numerics import quantize_weight, reference_gemm
+    from humming_core.ops import PreparedGemm
+    from humming_core.spec import presets
+
+    spec = presets.preset(preset)
+    gen = torch.Generator().manual_seed(3)
+    cw = quantize_weight(torch.randn(256, 640, generator=gen) * 0.05, spec)
+    layer = PreparedGemm(cw, device)
+    families = {b: c.family for b, c in layer.configs.items()}
+    assert families[16] == "w8a8" and families[32] == families[64] == family, families
+    for m in (5, 40, 200, 1030):
+        x = torch.randn(m, 640, generator=gen).to(torch.float16)
+        out = layer.run(x.cuda())
+        ref = reference_gemm(x, cw)
+        bound = error_bound(x, cw, ref, None)
+        assert ((out.cpu().double() - ref.double()).abs() <= bound).all(), f"M={m}"

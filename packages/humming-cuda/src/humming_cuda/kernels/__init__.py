@@ -20,11 +20,16 @@ from .wna16 import FAMILY as _WNA16  # noqa: E402
 
 FAMILIES.append(_WNA16)
 
-# Before w8a8: fp8 problems with M >= 128 on sm_90a take the wgmma kernels; everything else it
-# refuses falls through to w8a8.
+# Before w8a8: fp8 problems with M > 16 on sm_90a take the wgmma kernels (e4m3 weights here, int4 /
+# E2M1 weights in w4a8_wgmma, offered only with HUMMING_UNVERIFIED_KERNELS=1 until it has run on
+# hardware); everything else they refuse falls through to w8a8.
 from .w8a8_wgmma import FAMILY as _W8A8_WGMMA  # noqa: E402
 
 FAMILIES.append(_W8A8_WGMMA)
+
+from .w4a8_wgmma import FAMILY as _W4A8_WGMMA  # noqa: E402
+
+FAMILIES.append(_W4A8_WGMMA)
 
 from .w8a8 import FAMILY as _W8A8  # noqa: E402
 

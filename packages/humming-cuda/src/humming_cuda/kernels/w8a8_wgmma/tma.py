@@ -1,7 +1,8 @@
-"""TMA tensor maps (CUtensorMap) for the W8A8-wgmma kernel, encoded on the host.
+"""TMA tensor maps (CUtensorMap) for the wgmma kernels, encoded on the host.
 
-Both operands are K-major byte matrices ([rows, K] e4m3 codes, K contiguous) loaded as 128 x 128
-boxes with the 128-byte swizzle the wgmma smem descriptors expect. `tile_map_params` computes the
+Operands are K-major byte matrices ([rows, K] e4m3 codes, K contiguous) loaded as 128 x 128 boxes
+with the 128-byte swizzle the wgmma smem descriptors expect; the W4A8 kernel's packed 4-bit slabs
+(64 bytes per row and 128 K) are loaded as 64 x 128 boxes without swizzle (its threads read them). `tile_map_params` computes the
 cuTensorMapEncodeTiled arguments in plain Python (checked on CPU); `TensorMapCache` encodes them
 through cuda.bindings.driver once per (pointer, rows, K, row stride): a map holds only the address,
 sizes and strides, so a cached map stays right for any tensor later found at the same address
@@ -36,6 +37,7 @@ class TileMapParams:
     element_strides: tuple[int, int] = (1, 1)
     # 1: e4m3 codes (this family); 2: fp16 / bf16 activations (the wna16_wgmma family)
     element_bytes: int = 1
+    swizzle_128b: bool = True  # False: plain rows (the W4A8 packed slabs)
 
     @property
     def box_bytes(self) -> int:
@@ -53,6 +55,27 @@ def tile_map_params(rows: int, k: int, row_stride: int, what: str) -> TileMapPar
         )
     return TileMapParams(
         global_dim=(k, rows), global_strides=(row_stride,), box_dim=(BLOCK_K, BOX_ROWS)
+    )
+
+
+PACKED_BOX_BYTES = BLOCK_K // 2  # one 128-deep slab of 4-bit codes per row
+
+
+def packed_map_params(rows: int, row_bytes: int, row_stride: int, what: str) -> TileMapParams:
+    """The tensor-map arguments for the W4A8 layout's [rows, row_bytes] slabs (one box = one slab
+    of 128 rows)."""
+    if rows < 1 or row_bytes < PACKED_BOX_BYTES or row_bytes % PACKED_BOX_BYTES:
+        raise ValueError(
+            f"{what}: shape ({rows} rows, {row_bytes} bytes) is not a W4A8 layout: rows of whole "
+            f"{PACKED_BOX_BYTES}-byte slabs"
+        )
+    if row_stride % TMA_ALIGN or row_stride < row_bytes:
+        raise ValueError(f"{what}: row stride {row_stride} bytes is not a TMA row stride")
+    return TileMapParams(
+        global_dim=(row_bytes, rows),
+        global_strides=(row_stride,),
+        box_dim=(PACKED_BOX_BYTES, BOX_ROWS),
+        swizzle_128b=False,
     )
 
 
@@ -79,7 +102,9 @@ def encode_arguments(address: int, params: TileMapParams) -> tuple:
         [u32(b) for b in params.box_dim],
         [u32(e) for e in params.element_strides],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B
+        if params.swizzle_128b
+        else driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         # out-of-bounds rows and K columns read as zeros: they add nothing to the sums
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
@@ -104,12 +129,15 @@ class TensorMapCache:
     def __init__(self) -> None:
         self._maps: dict[tuple[int, int, int, int], TensorMapParam] = {}
 
-    def get(self, t: torch.Tensor, what: str) -> TensorMapParam:
+    def get(self, t: torch.Tensor, what: str, packed: bool = False) -> TensorMapParam:
+        """The map of a [rows, K] operand, or of a W4A8 layout's slabs when `packed`."""
         rows, k = t.shape
-        key = (t.data_ptr(), rows, k, t.stride(0) * t.element_size())
+        row_bytes = k * t.element_size()
+        key = (t.data_ptr(), rows, row_bytes, t.stride(0) * t.element_size(), packed)
         tmap = self._maps.get(key)
         if tmap is None:
             if len(self._maps) >= _MAX_CACHED:
                 self._maps.clear()
-            tmap = self._maps[key] = encode(key[0], tile_map_params(rows, k, key[3], what))
+            make = packed_map_params if packed else tile_map_params
+            tmap = self._maps[key] = encode(key[0], make(rows, row_bytes, key[3], what))
         return tmap

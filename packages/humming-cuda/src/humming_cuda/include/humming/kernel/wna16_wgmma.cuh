@@ -57,22 +57,6 @@ struct WgmmaWna16Tile {
   static_assert(TILES_N * TILES_K == 4 * CONSUMERS, "one layout tile per consumer warp");
 };
 
-// Orders this thread's generic-proxy smem writes (the dequantized B tile) before later
-// async-proxy reads of them (wgmma).
-HM_DEVICE void fence_proxy_async_smem() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
-// Barrier 1 over the consumer warpgroups only (barrier 0 is __syncthreads; the producer has left).
-template <int THREADS>
-HM_DEVICE void consumer_barrier() {
-  asm volatile("bar.sync 1, %0;" ::"n"(THREADS) : "memory");
-}
-
-HM_DEVICE void st_shared_u32(u32 addr, u32 v) {
-  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
-}
-
 // Pair p of a lane's BITS layout words (humming/memory/bitplanes.cuh): its two codes in the low
 // and high 16-bit halves, planes K.. reassembled (a compile-time recursion over the planes, so
 // widths and offsets are constants).
@@ -209,7 +193,7 @@ struct Wna16WgmmaKernel {
     for (int it = 0; it < iters; ++it) {
       // B buffer it%3 is complete, and every warpgroup has finished step it-2 (waited below), so
       // buffer (it+1)%3, which step it-2 read last, is free to overwrite.
-      consumer_barrier<128 * Tile::CONSUMERS>();
+      named_barrier<128 * Tile::CONSUMERS>(1);
       const int s = it % STAGES;
       mbar_wait(sm.full_bar(s), (it / STAGES) & 1);
       mma_step(sm, s, it, wg, acc);

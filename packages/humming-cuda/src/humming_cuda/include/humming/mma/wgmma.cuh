@@ -30,6 +30,23 @@ HM_DEVICE void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
 
+// Orders this thread's generic-proxy smem writes (a B tile built by the consumers themselves)
+// before later async-proxy reads of them (wgmma).
+HM_DEVICE void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// Named barrier `id` over THREADS threads (id 0 is __syncthreads): consumer warpgroups
+// synchronise on their own while the producer warpgroup has left.
+template <int THREADS>
+HM_DEVICE void named_barrier(int id) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(THREADS) : "memory");
+}
+
+HM_DEVICE void st_shared_u32(u32 addr, u32 v) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
 // Pins accumulator registers at this point: without it the compiler could read them before the
 // wgmma_wait that makes them valid (the asm above names no registers).
 template <int R>

@@ -1,0 +1,220 @@
+// W4A8-fp8 GEMM for sm_90a above decode size: e4m3 activations x 4-bit weights (int4, E2M1) with
+// wgmma, TMA and a warp-specialized mbarrier pipeline (humming_cuda.kernels.w4a8_wgmma).
+//
+// out[M, N] = epilogue(sum over 128-deep K blocks of (A_blk @ W_blk^T) * column factor), where A
+// [M, K] holds e4m3 codes and W the w8a8 family's W4A8 layout (humming_cuda.kernels.w8a8.nibbles:
+// per row and 128-deep K slab 64 bytes, word 4t + ks = K elements 32ks + 4t + 0..3 and
+// 32ks + 16 + 4t + 0..3), so the mma.sync kernels at decode size and this one share one copy.
+//
+// CTA: 3 warpgroups over a 128 x 128 tile. Warpgroup 0 is the producer: one thread streams A
+// (128 x 128 bytes, 128B swizzle) and the packed W slab (128 rows x 64 bytes, no swizzle) of every
+// stage through a `STAGES`-deep mbarrier ring. Warpgroups 1 and 2 (rows 0-63 and 64-127) each
+// expand the slab through the 16-entry code table (humming/datatype/nibble8.cuh; every int4 and
+// E2M1 value is exact in e4m3) into their own 128B-swizzled K-major e4m3 tile, alternating two
+// buffers, synchronise on their own named barrier, then run 4 wgmma m64n128k32 and promote the
+// block's fp32 sum into the totals times its group's weight scale per column, as the W4A8
+// mma.sync kernels do. Per-token / static activation scales and bias are applied in the epilogue. Tails: TMA zero-fills A rows past M and K
+// columns past K (the layout pads K with the code of 0); columns past N are computed from zero
+// rows of W and never stored.
+#pragma once
+#include "humming/arith/common.cuh"
+#include "humming/datatype/nibble8.cuh"
+#include "humming/epilogue/epilogue.cuh"
+#include "humming/memory/tile_order.cuh"
+#include "humming/mma/wgmma.cuh"
+#include "humming/ptx/sm90_tma.cuh"
+
+namespace humming {
+
+// W_GROUP: K depth of a weight scale group (a multiple of 128); T0..T3: the code -> e4m3 table
+// (kernels.w8a8.nibbles).
+template <int W_GROUP_, u32 T0, u32 T1, u32 T2, u32 T3>
+struct WgmmaW4a8Format {
+  static constexpr int W_GROUP = W_GROUP_;
+  using Lut = NibbleLut<T0, T1, T2, T3>;
+  static_assert(W_GROUP > 0 && W_GROUP % 128 == 0, "weight groups are whole 128-deep K blocks");
+};
+
+// GROUP_M: M tiles walked down before moving one N tile right (humming/memory/tile_order.cuh).
+template <int STAGES_, int GROUP_M_>
+struct WgmmaW4a8Tile {
+  static constexpr int BM = 128, BN = 128, BK = 128, STAGES = STAGES_, GROUP_M = GROUP_M_;
+  static constexpr int CONSUMERS = 2;  // warpgroups of 64 rows each
+  static constexpr int THREADS = 128 * (1 + CONSUMERS);
+  static constexpr int A_BYTES = BM * BK, P_BYTES = BN * BK / 2, STAGE_BYTES = A_BYTES + P_BYTES;
+  static constexpr int X_BYTES = BN * BK, X_BUFFERS = 2;  // expanded W, per consumer warpgroup
+  // 1024 bytes of slack to align everything to the 128B-swizzle atom, the ring, the expanded
+  // tiles, then the full / empty barriers (mirrors W4a8WgmmaConfig.smem_bytes)
+  static constexpr int SMEM_BYTES =
+      1024 + STAGES * STAGE_BYTES + CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES;
+  static_assert(STAGE_BYTES % 1024 == 0, "every stage's A tile starts on a swizzle atom");
+};
+
+template <class Fmt, class Tile, typename OutT, bool BIAS>
+struct W4a8WgmmaKernel {
+  static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, STAGES = Tile::STAGES;
+  static constexpr int ACC = 64;  // 64x128 fp32 per warpgroup / 128 threads
+
+  struct Args {
+    const float* a_scales;  // [1, M] per token (or the static scale broadcast)
+    const float* w_scales;  // [ceil(K / W_GROUP), N]
+    const float* bias;      // [N]
+    OutT* out;              // [M, N], row stride ldc
+    int M, N, K, ldc;
+  };
+
+  struct Smem {
+    u32 data, x, full, empty;  // ring (A, then the packed slab), expanded tiles, barriers
+    HM_DEVICE u32 a(int s) const { return data + s * Tile::STAGE_BYTES; }
+    HM_DEVICE u32 packed(int s) const { return a(s) + Tile::A_BYTES; }
+    HM_DEVICE u32 expanded(int wg, int it) const {
+      return x + (wg * Tile::X_BUFFERS + it % Tile::X_BUFFERS) * Tile::X_BYTES;
+    }
+    HM_DEVICE u32 full_bar(int s) const { return full + 8 * s; }
+    HM_DEVICE u32 empty_bar(int s) const { return empty + 8 * s; }
+  };
+
+  HM_DEVICE static void produce(const TmaDescriptor* ta, const TmaDescriptor* tw, const Smem& sm,
+                                int iters, int m0, int n0) {
+    tma_prefetch_descriptor(ta);
+    tma_prefetch_descriptor(tw);
+    for (int it = 0; it < iters; ++it) {
+      const int s = it % STAGES;
+      mbar_wait(sm.empty_bar(s), ((it / STAGES) & 1) ^ 1);
+      mbar_arrive_expect_tx(sm.full_bar(s), Tile::STAGE_BYTES);
+      tma_load_2d(sm.a(s), ta, it * BK, m0, sm.full_bar(s));
+      tma_load_2d(sm.packed(s), tw, it * (BK / 2), n0, sm.full_bar(s));
+    }
+  }
+
+  // The warpgroup's 128 threads expand the stage's 128 x 64-byte slab into `dst`: thread (warp w,
+  // lane g*4 + t) takes chunk t (words 4t..4t+3) of rows 32i + 8w + g, so a warp reads 512
+  // contiguous bytes and its stores hit 32 distinct banks (chunk c of row n lands at chunk c ^ n%8).
+  HM_DEVICE static void expand(u32 src, u32 dst) {
+    const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32, chunk = lane % 4;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int n = 32 * i + 8 * warp + lane / 4;
+      u32 w[4];
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                   : "r"(src + n * 64 + chunk * 16));
+      const u32 row = dst + n * 128 + 4 * chunk;
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        u32 b0, b1;
+        Fmt::Lut::expand(w[ks], b0, b1);
+        st_shared_u32(row + (((2 * ks) ^ (n & 7)) << 4), b0);
+        st_shared_u32(row + (((2 * ks + 1) ^ (n & 7)) << 4), b1);
+      }
+    }
+    fence_proxy_async_smem();
+  }
+
+  // The weight scale of group `g` for this thread's accumulator column c of block j (column
+  // 8j + 2(lane%4) + c of the tile); 0 past N. Read at the promotion (L1 hits after the first
+  // warpgroup): holding all 32 in registers across the wgmma spilled.
+  HM_DEVICE static float column_scale(const Args& a, int g, int n0, int j, int c) {
+    const int n = n0 + 8 * j + 2 * (threadIdx.x % 4) + c;
+    return n < a.N ? __ldg(a.w_scales + static_cast<long long>(g) * a.N + n) : 0.f;
+  }
+
+  HM_DEVICE static void consume(const Args& a, const Smem& sm, int iters, int n0, int wg,
+                                float (&total)[ACC]) {
+    const int lane = threadIdx.x % 32;
+    float acc[ACC];
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
+    for (int it = 0; it < iters; ++it) {
+      const int s = it % STAGES;
+      mbar_wait(sm.full_bar(s), (it / STAGES) & 1);
+      const u32 xw = sm.expanded(wg, it);
+      // Its last reader, step it-2, finished before every warp of the group passed the barrier of
+      // step it-1, which comes after its wgmma_wait.
+      expand(sm.packed(s), xw);
+      named_barrier<128>(1 + wg);  // the warpgroup's tile is complete
+      const u64 da = sw128_kmajor_desc(sm.a(s) + wg * 64 * BK), db = sw128_kmajor_desc(xw);
+      fence_registers(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < BK / 32; ++k) {
+        wgmma_m64n128k32_e4m3(acc, desc_advance(da, 32 * k), desc_advance(db, 32 * k), k > 0);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      fence_registers(acc);
+      if (lane == 0) mbar_arrive(sm.empty_bar(s));  // this warp no longer reads the stage
+      const int g = it * BK / Fmt::W_GROUP;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          // acc[4j + 2h + c]: column 8j + 2(lane%4) + c, rows +0 / +8 (h)
+          const float ws = column_scale(a, g, n0, j, c);
+          total[4 * j + c] += acc[4 * j + c] * ws;
+          total[4 * j + 2 + c] += acc[4 * j + 2 + c] * ws;
+        }
+      }
+    }
+  }
+
+  HM_DEVICE static void store(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
+    const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+    const int row0 = m0 + wg * 64 + warp * 16 + lane / 4;
+    Epilogue<OutT, kEpiScaleNone, false, BIAS> epi{nullptr, nullptr, a.bias};
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = row0 + 8 * h;
+      if (m >= a.M) continue;
+      const float as = a.a_scales[m];
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const float* c = &total[4 * j + 2 * h];
+        epi.store_pair(a.out, a.ldc, a.M, a.N, m, n0 + 8 * j + 2 * (lane % 4), c[0] * as,
+                       c[1] * as, 1.f);
+      }
+    }
+  }
+
+  HM_DEVICE static void run(const TmaDescriptor& ta, const TmaDescriptor& tw, const Args& a) {
+    extern __shared__ uint4 smem_u4[];
+    const u32 base = (smem_addr(smem_u4) + 1023u) & ~1023u;  // the 128B swizzle atom alignment
+    const u32 x = base + STAGES * Tile::STAGE_BYTES;
+    const u32 bars = x + Tile::CONSUMERS * Tile::X_BUFFERS * Tile::X_BYTES;
+    const Smem sm{base, x, bars, bars + 8 * STAGES};
+    const int wg = threadIdx.x / 128;
+    const TileCoord tile = grouped_tile<Tile::GROUP_M>();
+    const int n0 = tile.n * BN, m0 = tile.m * BM, iters = ceil_div(a.K, BK);
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        mbar_init(sm.full_bar(s), 1);                    // the producer's expect_tx arrival
+        mbar_init(sm.empty_bar(s), Tile::CONSUMERS * 4);  // one arrival per consumer warp
+      }
+      mbar_init_fence();
+    }
+    __syncthreads();
+    if (wg == 0) {
+      // The consumers synchronise on their own named barriers: the producer warpgroup may exit.
+      if (threadIdx.x == 0) produce(&ta, &tw, sm, iters, m0, n0);
+      return;
+    }
+    float total[ACC];
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) total[i] = 0.f;
+    consume(a, sm, iters, n0, wg - 1, total);
+    store(a, total, m0, n0, wg - 1);
+  }
+};
+
+}  // namespace humming
+
+// The C entry point every rendered W4A8-wgmma translation unit instantiates (parameters in the
+// order of humming_cuda.kernels.w4a8_wgmma.bind.signature; the tensor maps come first).
+#define HUMMING_W4A8_WGMMA_ENTRY(NAME, FMT, TILE, OUT, BIAS)                                    \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                          \
+      const __grid_constant__ humming::TmaDescriptor tmap_a,                                   \
+      const __grid_constant__ humming::TmaDescriptor tmap_w, const float* a_scales,            \
+      const float* w_scales, const float* bias, OUT* out, int M, int N, int K, int ldc) {      \
+    using Kern = humming::W4a8WgmmaKernel<FMT, TILE, OUT, BIAS>;                                \
+    Kern::run(tmap_a, tmap_w, typename Kern::Args{a_scales, w_scales, bias, out, M, N, K, ldc}); \
+  }

@@ -1,0 +1,38 @@
+"""W4A8-wgmma kernel configuration: a fixed 128x128x128 CTA tile, a chosen pipeline depth.
+
+The tile is fixed by the kernel's structure (include/humming/kernel/w4a8_wgmma.cuh): two consumer
+warpgroups of 64 rows, one wgmma m64n128k32 column block, 128-deep stages (one slab of the W4A8
+layout). Each stage holds the A tile and the packed 4-bit slab; each consumer warpgroup expands the
+slab into one of its two e4m3 tiles.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, CONSUMERS, WgmmaTileConfig
+
+BLOCK_K = 128
+EXPANDED_BUFFERS = 2  # per consumer warpgroup: one read by wgmma while the next is written
+
+__all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "W4a8WgmmaConfig"]
+
+
+class W4a8WgmmaConfig(WgmmaTileConfig):
+    """One producer and two consumer warpgroups over a `stages`-deep ring of A tiles and slabs."""
+
+    family: Literal["w4a8_wgmma"] = "w4a8_wgmma"
+    stages: int = Field(4, ge=2, le=8)
+
+    @property
+    def stage_bytes(self) -> int:
+        return BLOCK_M * BLOCK_K + BLOCK_N * BLOCK_K // 2
+
+    @property
+    def smem_bytes(self) -> int:
+        """Mirrors WgmmaW4a8Tile::SMEM_BYTES: alignment slack, the ring, the expanded tiles, the
+        ring's mbarriers."""
+        expanded = CONSUMERS * EXPANDED_BUFFERS * BLOCK_N * BLOCK_K
+        return ALIGN_SLACK + self.stages * self.stage_bytes + expanded + self.barrier_bytes

@@ -1,0 +1,66 @@
+"""Which specs and problems the W4A8-wgmma family runs (4-bit weights x e4m3 activations on sm_90a,
+M > 16), and its configs.
+
+Decode-size M (<= 16) stays with the mma.sync W8A8 family (its W4A8 kernels read the same packed
+weights), so `supports` refuses it with a reason and CudaDevice moves on.
+"""
+
+from __future__ import annotations
+
+from humming_core.device import DeviceCaps, GemmProblem, Support
+from humming_core.spec import QuantSpec
+
+from ..act_quant import unsupported_reason
+from ..w8a8.config import W8a8Format
+from ..w8a8_wgmma.heuristics import MIN_M, WGMMA_FORM
+from ..wgmma_tile import arch_reason, fitting_configs, problem_reason
+from .config import BLOCK_K, W4a8WgmmaConfig
+
+WEIGHTS = ("int4", "e2m1")  # 4-bit codes whose every value is exact in e4m3
+STAGE_CHOICES = (4, 6)
+
+
+def _spec_reason(spec: QuantSpec) -> str:
+    w, act = spec.weight, spec.act
+    if not act.is_quantized or act.dtype.name != "e4m3" or w.dtype.name not in WEIGHTS:
+        return (
+            f"weights {w.dtype.name!r} x activations {act.dtype.name!r}: the w4a8_wgmma family "
+            f"multiplies {' / '.join(WEIGHTS)} weights by e4m3 activations (W4A8_FP8)"
+        )
+    reason = unsupported_reason(act)
+    if reason:
+        return reason
+    if act.granularity == "group":
+        return "the w4a8_wgmma family takes per-token or static activation scales"
+    if w.zero_point != "none" or w.global_scale:
+        return "the w4a8_wgmma family takes 4-bit weights without zero points or global scales"
+    fmt = W8a8Format.from_spec(spec)
+    if fmt.weight_scale != "group":
+        return (
+            f"weight scale granularity {fmt.weight_scale!r}: the w4a8_wgmma family takes group "
+            "scales (W4A8 checkpoints' form); other 4-bit scalings use the w8a8 family"
+        )
+    if fmt.group % BLOCK_K:
+        return (
+            f"weight group {fmt.group}: the w4a8_wgmma family applies group scales once per "
+            f"{BLOCK_K}-deep K block, so groups must be multiples of {BLOCK_K} (smaller groups, "
+            "e.g. MXFP4's 32, use the w8a8 family)"
+        )
+    e = spec.epilogue
+    if e.activation != "none" or e.glu != "none" or e.topk_weight or spec.layout != "dense":
+        return "the w4a8_wgmma family computes dense GEMMs with scales and bias only"
+    return ""
+
+
+def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
+    reason = (
+        _spec_reason(spec)
+        or arch_reason(caps, "w4a8_wgmma", WGMMA_FORM, "e4m3", fallback="w8a8")
+        or problem_reason(problem, "w4a8_wgmma", fallback="w8a8", act_bytes=1, min_m=MIN_M)
+    )
+    return Support.no(reason) if reason else Support.yes()
+
+
+def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W4a8WgmmaConfig]:
+    """Configs for this problem, best first (ring depths that fit the arch's shared memory)."""
+    return fitting_configs(supports, W4a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)

@@ -1,0 +1,98 @@
+"""CPU tests of the W4A8-wgmma family: which specs and problems it takes (and why not the rest),
+its configs against the header, the rendered source, the packed-slab tensor map, and its place in
+the registry (gated until its conformance test has run on an H200)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from humming_core.device import GemmProblem
+from humming_core.spec import presets
+from humming_cuda.caps import caps_for_arch
+from humming_cuda.device import CudaDevice
+from humming_cuda.kernels import FAMILIES
+from humming_cuda.kernels.w4a8_wgmma import FAMILY, W4a8WgmmaConfig
+from humming_cuda.kernels.w8a8.nibbles import nibble_table, table_words
+from humming_cuda.kernels.w8a8_wgmma.tma import packed_map_params
+
+SM90 = caps_for_arch("sm_90a")
+LARGE = GemmProblem(n=4096, k=4096, m=1024)
+HEADER = (
+    Path(__file__).parents[1] / "src/humming_cuda/include/humming/kernel/w4a8_wgmma.cuh"
+).read_text()
+
+
+def test_w4a8_fp8_is_taken():
+    assert FAMILY.supports(presets.W4A8_FP8, LARGE, SM90)
+    assert FAMILY.supports(presets.W4A8_FP8, GemmProblem(n=4096, k=4096, m=17), SM90)
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem", "words"),
+    [
+        (presets.MXFP4_A8, LARGE, "multiples of 128"),
+        (presets.W4A8_INT8, LARGE, "e4m3 activations"),
+        (presets.W8A8_FP8, LARGE, "e4m3 activations"),
+        (presets.W4A8_FP8, GemmProblem(n=4096, k=4096, m=16), "M >= 17"),
+        (presets.W4A8_FP8, GemmProblem(n=4096, k=4104, m=256), "multiple of 16"),
+        (presets.W4A8_FP8.replace(epilogue={"glu": "silu_mul"}), LARGE, "dense GEMMs"),
+    ],
+)
+def test_the_rest_is_refused_with_the_reason(spec, problem, words):
+    support = FAMILY.supports(spec, problem, SM90)
+    assert not support and words in support.reason
+    assert FAMILY.candidates(spec, problem, SM90) == []
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_100a", "sm_120a"])
+def test_other_arches_are_refused(arch):
+    support = FAMILY.supports(presets.W4A8_FP8, LARGE, caps_for_arch(arch))
+    assert not support and "sm_90a" in support.reason and "w8a8 family" in support.reason
+
+
+def test_configs_mirror_the_header():
+    configs = FAMILY.candidates(presets.W4A8_FP8, LARGE, SM90)
+    assert [c.stages for c in configs] == [4, 6]
+    assert all(c.smem_bytes <= SM90.smem_per_block for c in configs)
+    assert "A_BYTES = BM * BK, P_BYTES = BN * BK / 2, STAGE_BYTES = A_BYTES + P_BYTES" in HEADER
+    assert "X_BYTES = BN * BK, X_BUFFERS = 2" in HEADER
+    assert "1024 + STAGES * STAGE_BYTES + CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES" in HEADER
+    assert W4a8WgmmaConfig(arch="sm_90a", stages=4).smem_bytes == (
+        1024 + 4 * (16384 + 8192) + 2 * 2 * 16384 + 64
+    )
+
+
+def test_render_bakes_the_code_table_and_the_group():
+    cfg = FAMILY.candidates(presets.W4A8_FP8, LARGE, SM90)[0]
+    source = FAMILY.render(presets.W4A8_FP8, cfg, SM90)
+    words = ", ".join(f"0x{w:08x}u" for w in table_words(nibble_table("int4", "e4m3", False)))
+    assert f"humming::WgmmaW4a8Format<128, {words}>" in source.code
+    assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}>" in source.code
+    assert re.search(
+        rf"HUMMING_W4A8_WGMMA_ENTRY\({source.name}, Fmt, Tile, nv_bfloat16, false\)", source.code
+    )
+
+
+def test_packed_slabs_map_as_unswizzled_64_byte_boxes():
+    p = packed_map_params(rows=300, row_bytes=3 * 64, row_stride=3 * 64, what="qweight")
+    assert p.global_dim == (192, 300) and p.box_dim == (64, 128) and not p.swizzle_128b
+    with pytest.raises(ValueError, match="whole 64-byte slabs"):
+        packed_map_params(rows=300, row_bytes=100, row_stride=112, what="qweight")
+
+
+def test_gated_before_w8a8_and_sharing_its_packed_weights(monkeypatch):
+    names = [f.name for f in FAMILIES]
+    assert names.index("w4a8_wgmma") < names.index("w8a8")
+    assert FAMILY.hardware_verified is False
+    device = CudaDevice.for_arch("sm_90a")
+    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
+    assert device.candidates(presets.W4A8_FP8, LARGE)[0].family == "w8a8"
+    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+    mine = device.candidates(presets.W4A8_FP8, LARGE)[0]
+    decode = device.candidates(presets.W4A8_FP8, GemmProblem(n=4096, k=4096, m=16))[0]
+    assert (mine.family, decode.family) == ("w4a8_wgmma", "w8a8")
+    layouts = [device.weight_layout(presets.W4A8_FP8, c) for c in (mine, decode)]
+    assert layouts[0].identity == layouts[1].identity

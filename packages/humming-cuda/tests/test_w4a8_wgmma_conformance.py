@@ -1,0 +1,74 @@
+"""W4A8-wgmma conformance on an sm_90a GPU against humming_core.numerics.reference_gemm.
+
+The family is unverified, so these tests opt in with HUMMING_UNVERIFIED_KERNELS=1; they are its
+hardware verification (written 2026-11-29, not yet run). Each case checks (1) |out - ref| within
+w8a8_cases.error_bound, (2) no write outside the [M, N] output view, (3) no NaN (x columns after
+K are NaN: a read past K would reach the output). Both ring depths run on the largest-K shape; the
+device routes W4A8-fp8 above decode size here under the opt-in (M <= 16 stays w8a8, one packed copy
+serves both); a call replays correctly from a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from w4a8_wgmma_cases import wgmma_cases
+from w8a8_cases import Case
+from w8a8_wgmma_cases import SHAPES
+from wgmma_conformance import (
+    build_kernels,
+    check_act8_case,
+    check_routed_graph_replay,
+    check_user_api_switch,
+    sm90_device,
+)
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (torch.cuda)"),
+]
+
+CASES = wgmma_cases()
+# the largest-K shape of each format (16 K blocks: both rings wrap) also runs the 6-stage config
+DEEP = CASES[len(SHAPES) - 1 :: len(SHAPES)]
+
+
+@pytest.fixture(autouse=True)
+def allow_unverified(monkeypatch):
+    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+
+
+@pytest.fixture(scope="module")
+def device():
+    return sm90_device("w4a8_wgmma")
+
+
+@pytest.fixture(scope="module")
+def kernels(device):
+    """Every case's kernel with the first candidate, and DEEP's with the second (the 6-stage ring),
+    compiled in parallel up front."""
+    from humming_cuda.kernels.w4a8_wgmma import FAMILY
+
+    jobs = [(c, 0) for c in CASES] + [(c, 1) for c in DEEP]
+    built = build_kernels(device, FAMILY, jobs)
+    return {(c.id, i): b for (c, i), b in zip(jobs, built, strict=True)}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_matches_reference(case: Case, device, kernels):
+    check_act8_case(case, device, *kernels[(case.id, 0)])
+
+
+@pytest.mark.parametrize("case", DEEP, ids=lambda c: c.id)
+def test_deeper_ring_matches_reference(case: Case, device, kernels):
+    config, kernel = kernels[(case.id, 1)]
+    assert config.stages == 6
+    check_act8_case(case, device, config, kernel)
+
+
+def test_device_routes_w4a8_here_and_replays_in_a_graph(device):
+    check_routed_graph_replay(device, "W4A8_FP8", "w4a8_wgmma")
+
+
+def test_user_api_switches_families_per_m_on_one_packed_copy(device):
+    check_user_api_switch(device, "W4A8_FP8", "w4a8_wgmma")

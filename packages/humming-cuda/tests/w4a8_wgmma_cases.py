@@ -1,0 +1,28 @@
+"""W4A8-wgmma test cases: the 4-bit x e4m3 formats of w8a8_cases whose weight groups are whole
+128-deep K blocks, at M > 16 (the family's range), on the wgmma shapes (M, N, K tails against the
+128x128x128 tile, a K that wraps the 6-stage ring). The bound is w8a8_cases.error_bound: the
+kernel promotes each 128-deep K block times its group's scale in fp32, as that bound assumes."""
+
+from __future__ import annotations
+
+from w8a8_cases import Case, make_w4_spec
+from w8a8_wgmma_cases import SHAPES
+
+# (weight dtype, activation code, act mode, weight group, scale dtype)
+W4_WGMMA_FORMATS = (
+    ("int4", "e4m3", "token", 128, "fp16"),  # W4A8_FP8
+    ("int4", "e4m3", "static", 256, "fp32"),
+    ("e2m1", "e4m3", "token", 128, "bf16"),
+)
+
+
+def wgmma_cases() -> list[Case]:
+    """Every format on every shape; output dtype, bias and input dtype rotate deterministically."""
+    outs = ("bf16", "fp16", "fp32")
+    cases = []
+    for i, fmt in enumerate(W4_WGMMA_FORMATS):
+        for j, (m, n, k) in enumerate(SHAPES):
+            seed = 3000 + i * len(SHAPES) + j
+            spec = make_w4_spec(*fmt, bias=seed % 2 == 1, out=outs[seed % 3])
+            cases.append(Case(spec, ("bf16", "fp16")[seed % 2], m, n, k, seed))
+    return cases
