@@ -96,3 +96,16 @@ def test_gated_before_w8a8_and_sharing_its_packed_weights(monkeypatch):
     assert (mine.family, decode.family) == ("w4a8_wgmma", "w8a8")
     layouts = [device.weight_layout(presets.W4A8_FP8, c) for c in (mine, decode)]
     assert layouts[0].identity == layouts[1].identity
+
+
+def test_the_call_is_w8a8_wgmmas_with_the_packed_map_and_w4a8_shapes():
+    """W4a8WgmmaKernel reuses W8a8WgmmaKernel's call; only the weight map and K dims differ."""
+    from humming_cuda.kernels.w4a8_wgmma import W4a8WgmmaKernel
+    from humming_cuda.kernels.w8a8.config import W8a8Format
+    from humming_cuda.kernels.w8a8_wgmma import W8a8WgmmaKernel
+
+    w4, w8 = object.__new__(W4a8WgmmaKernel), object.__new__(W8a8WgmmaKernel)
+    w4.fmt, w8.fmt = (W8a8Format.from_spec(s) for s in (presets.W4A8_FP8, presets.FP8_BLOCK128))
+    assert (W4a8WgmmaKernel.PACKED, W8a8WgmmaKernel.PACKED) == (True, False)
+    assert w4.k_dims(1000) == {"KW": 8 * 16, "WG": 8}  # 8 slabs of 128 K, 8 groups of 128
+    assert w8.k_dims(1000) == {"KB": 8}

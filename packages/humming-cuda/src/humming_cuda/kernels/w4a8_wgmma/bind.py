@@ -4,20 +4,13 @@ threads per 128x128 tile of out."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
-from humming_core.spec import QuantSpec
-
 from ...args import ScalarArg, Signature, TensorArg
-from ...launch import Launcher
-from ..act_quant import ActQuantizer
-from ..common_bind import check_x_out, out_arg
+from ..common_bind import out_arg
 from ..w8a8.config import W8a8Format
 from ..w8a8.nibbles import slab_words
-from ..w8a8_wgmma.tma import TensorMapCache, TensorMapParam
-from .config import W4a8WgmmaConfig
+from ..w8a8_wgmma.bind import W8a8WgmmaKernel
 
 
 def signature(fmt: W8a8Format, name: str) -> Signature:
@@ -36,36 +29,14 @@ def signature(fmt: W8a8Format, name: str) -> Signature:
     )
 
 
-class W4a8WgmmaKernel:
+class W4a8WgmmaKernel(W8a8WgmmaKernel):
     """`kernel(x=..., out=..., [act_scale=...], **packed)`: out[M, N] = quant(x) @ W^T (+ bias).
 
-    x is fp16 or bf16 [M, K]; `packed` is the w8a8 layout's W4A8 qweight / weight_scale / bias."""
+    x is fp16 or bf16 [M, K]; `packed` is the w8a8 layout's W4A8 qweight / weight_scale / bias.
+    The call is W8A8-wgmma's with the packed slabs' tensor map and the W4A8 shapes."""
 
-    def __init__(self, function: Any, spec: QuantSpec, config: W4a8WgmmaConfig) -> None:
-        self.fmt = W8a8Format.from_spec(spec)
-        self.config = config
-        self.name = function.symbol
-        self.function = function
-        self.signature = signature(self.fmt, function.symbol)
-        self.quantizer = ActQuantizer.from_module(self.fmt.act, function, function.symbol)
-        ctypes_list = (TensorMapParam, TensorMapParam, *self.signature.ctypes[2:])
-        self.launcher = Launcher(function, ctypes_list)
-        self.maps = TensorMapCache()
-        function.reserve_smem(config.smem_bytes)
+    signature_of = staticmethod(signature)
+    PACKED = True
 
-    def __call__(self, **values: Any) -> None:
-        values = dict(values)
-        x, out = values.pop("x"), values["out"]
-        check_x_out(self.name, x, out)
-        values["a"], values["a_scales"] = self.quantizer(x, values.pop("act_scale", None))
-        k = x.shape[1]
-        dims = {"LDC": out.stride(0), "KW": slab_words(k), "WG": -(-k // self.fmt.group)}
-        _, params = self.signature.bind(values, dims, self.function.device_index)
-        m, n = out.shape
-        if m == 0:
-            return
-        params[0] = self.maps.get(values["a"], "activations a")
-        params[1] = self.maps.get(values["qweight"], "qweight", packed=True)
-        cfg = self.config
-        grid = (-(-n // cfg.block_n), -(-m // cfg.block_m), 1)
-        self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)
+    def k_dims(self, k: int) -> dict[str, int]:
+        return {"KW": slab_words(k), "WG": -(-k // self.fmt.group)}

@@ -14,7 +14,7 @@ from ...launch import Launcher
 from ..act_quant import ActQuantizer
 from ..common_bind import check_x_out, out_arg
 from ..w8a8.config import W8a8Format
-from .config import BLOCK_K, W8a8WgmmaConfig
+from .config import BLOCK_K
 from .tma import TensorMapCache, TensorMapParam
 
 _WS_SHAPE = {"tensor": (1,), "channel": ("N",), "block": ("NB", "KB")}
@@ -42,14 +42,18 @@ def signature(fmt: W8a8Format, name: str) -> Signature:
 class W8a8WgmmaKernel:
     """`kernel(x=..., out=..., [act_scale=...], **packed)`: out[M, N] = quant(x) @ W^T (+ bias).
 
-    x is fp16 or bf16 [M, K]; `packed` is the w8a8 layout's qweight / weight_scale / bias."""
+    x is fp16 or bf16 [M, K]; `packed` is the w8a8 layout's qweight / weight_scale / bias.
+    Subclasses for other weight forms (w4a8_wgmma) set `signature`, `k_dims` and `PACKED`."""
 
-    def __init__(self, function: Any, spec: QuantSpec, config: W8a8WgmmaConfig) -> None:
+    signature_of = staticmethod(signature)
+    PACKED = False  # qweight holds the W4A8 layout's 4-bit slabs (their own tensor map)
+
+    def __init__(self, function: Any, spec: QuantSpec, config: Any) -> None:
         self.fmt = W8a8Format.from_spec(spec)
         self.config = config
         self.name = function.symbol
         self.function = function
-        self.signature = signature(self.fmt, function.symbol)
+        self.signature = self.signature_of(self.fmt, function.symbol)
         self.quantizer = ActQuantizer.from_module(self.fmt.act, function, function.symbol)
         ctypes_list = (TensorMapParam, TensorMapParam, *self.signature.ctypes[2:])
         self.launcher = Launcher(function, ctypes_list)
@@ -61,17 +65,17 @@ class W8a8WgmmaKernel:
         x, out = values.pop("x"), values["out"]
         check_x_out(self.name, x, out)
         values["a"], values["a_scales"] = self.quantizer(x, values.pop("act_scale", None))
-        k = x.shape[1]
-        dims = {
-            "LDC": out.stride(0),
-            "KB": -(-k // BLOCK_K) if self.fmt.weight_scale == "block" else 0,
-        }
+        dims = {"LDC": out.stride(0), **self.k_dims(x.shape[1])}
         _, params = self.signature.bind(values, dims, self.function.device_index)
         m, n = out.shape
         if m == 0:
             return
         params[0] = self.maps.get(values["a"], "activations a")
-        params[1] = self.maps.get(values["qweight"], "qweight")
+        params[1] = self.maps.get(values["qweight"], "qweight", packed=self.PACKED)
         cfg = self.config
         grid = (-(-n // cfg.block_n), -(-m // cfg.block_m), 1)
         self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)
+
+    def k_dims(self, k: int) -> dict[str, int]:
+        """The K-dependent dimensions of the signature."""
+        return {"KB": -(-k // BLOCK_K) if self.fmt.weight_scale == "block" else 0}

@@ -20,6 +20,7 @@
 #include "humming/arith/common.cuh"
 #include "humming/datatype/nibble8.cuh"
 #include "humming/epilogue/epilogue.cuh"
+#include "humming/kernel/wgmma_cta.cuh"
 #include "humming/memory/tile_order.cuh"
 #include "humming/mma/wgmma.cuh"
 #include "humming/ptx/sm90_tma.cuh"
@@ -159,22 +160,10 @@ struct W4a8WgmmaKernel {
   }
 
   HM_DEVICE static void store(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
-    const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
-    const int row0 = m0 + wg * 64 + warp * 16 + lane / 4;
-    Epilogue<OutT, kEpiScaleNone, false, BIAS> epi{nullptr, nullptr, a.bias};
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = row0 + 8 * h;
-      if (m >= a.M) continue;
-      const float as = a.a_scales[m];
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const float* c = &total[4 * j + 2 * h];
-        epi.store_pair(a.out, a.ldc, a.M, a.N, m, n0 + 8 * j + 2 * (lane % 4), c[0] * as,
-                       c[1] * as, 1.f);
-      }
-    }
+    const Epilogue<OutT, kEpiScaleNone, false, BIAS> epi{nullptr, nullptr, a.bias};
+    store_wgmma_tile<true>(epi, total, a.a_scales, a.out, a.ldc, a.M, a.N, m0, n0, wg, 1.f);
   }
+
 
   HM_DEVICE static void run(const TmaDescriptor& ta, const TmaDescriptor& tw, const Args& a) {
     extern __shared__ uint4 smem_u4[];
@@ -185,14 +174,7 @@ struct W4a8WgmmaKernel {
     const int wg = threadIdx.x / 128;
     const TileCoord tile = grouped_tile<Tile::GROUP_M>();
     const int n0 = tile.n * BN, m0 = tile.m * BM, iters = ceil_div(a.K, BK);
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < STAGES; ++s) {
-        mbar_init(sm.full_bar(s), 1);                    // the producer's expect_tx arrival
-        mbar_init(sm.empty_bar(s), Tile::CONSUMERS * 4);  // one arrival per consumer warp
-      }
-      mbar_init_fence();
-    }
-    __syncthreads();
+    init_ring_barriers<STAGES, Tile::CONSUMERS>(sm.full, sm.empty);
     if (wg == 0) {
       // The consumers synchronise on their own named barriers: the producer warpgroup may exit.
       if (threadIdx.x == 0) produce(&ta, &tw, sm, iters, m0, n0);

@@ -17,6 +17,7 @@
 #pragma once
 #include "humming/arith/common.cuh"
 #include "humming/epilogue/epilogue.cuh"
+#include "humming/kernel/wgmma_cta.cuh"
 #include "humming/memory/tile_order.cuh"
 #include "humming/mma/wgmma.cuh"
 #include "humming/ptx/sm90_tma.cuh"
@@ -121,22 +122,11 @@ struct W8a8WgmmaKernel {
   }
 
   HM_DEVICE static void store(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
-    const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
-    const int row0 = m0 + wg * 64 + warp * 16 + lane / 4;
-    Epilogue<OutT, Fmt::EPI_SCALE, false, BIAS> epi{a.w_scales, nullptr, a.bias};
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = row0 + 8 * h;
-      if (m >= a.M) continue;
-      const float as = Fmt::ACT_GROUP ? 1.f : a.a_scales[m];
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const float* c = &total[4 * j + 2 * h];
-        epi.store_pair(a.out, a.ldc, a.M, a.N, m, n0 + 8 * j + 2 * (lane % 4), c[0] * as,
-                       c[1] * as, 1.f);
-      }
-    }
+    const Epilogue<OutT, Fmt::EPI_SCALE, false, BIAS> epi{a.w_scales, nullptr, a.bias};
+    store_wgmma_tile<!Fmt::ACT_GROUP>(epi, total, a.a_scales, a.out, a.ldc, a.M, a.N, m0, n0, wg,
+                                      1.f);
   }
+
 
   HM_DEVICE static void run(const TmaDescriptor& ta, const TmaDescriptor& tb, const Args& a) {
     extern __shared__ uint4 smem_u4[];
@@ -146,14 +136,7 @@ struct W8a8WgmmaKernel {
     const int wg = threadIdx.x / 128;
     const TileCoord tile = grouped_tile<Tile::GROUP_M>();
     const int n0 = tile.n * BN, m0 = tile.m * BM, iters = ceil_div(a.K, BK);
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < STAGES; ++s) {
-        mbar_init(r.full_bar(s), 1);                    // the producer's expect_tx arrival
-        mbar_init(r.empty_bar(s), Tile::CONSUMERS * 4);  // one arrival per consumer warp
-      }
-      mbar_init_fence();
-    }
-    __syncthreads();
+    init_ring_barriers<STAGES, Tile::CONSUMERS>(r.full, r.empty);
     if (wg == 0) {
       // No barrier follows: the rest of the producer warpgroup may exit.
       if (threadIdx.x == 0) produce(&ta, &tb, r, iters, m0, n0);

@@ -26,6 +26,7 @@
 #include "humming/datatype/act_types.cuh"
 #include "humming/datatype/dequant.cuh"
 #include "humming/epilogue/epilogue.cuh"
+#include "humming/kernel/wgmma_cta.cuh"
 #include "humming/memory/bitplanes.cuh"
 #include "humming/memory/tile_order.cuh"
 #include "humming/mma/wgmma_f16.cuh"
@@ -99,7 +100,7 @@ struct Wna16WgmmaKernel {
   };
 
   struct Smem {
-    u32 a, b, full, empty;  // x ring, the two B buffers, the barriers
+    u32 a, b, full, empty;  // x ring, the B buffers, the barriers
     HM_DEVICE u32 a_stage(int s) const { return a + s * Tile::A_BYTES; }
     HM_DEVICE u32 b_buf(int i) const { return b + (i % Tile::B_BUFFERS) * Tile::B_BYTES; }
     HM_DEVICE u32 full_bar(int s) const { return full + 8 * s; }
@@ -209,22 +210,11 @@ struct Wna16WgmmaKernel {
   }
 
   HM_DEVICE static void store(const Args& a, const float (&acc)[ACC], int m0, int n0, int wg) {
-    const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
-    const int row0 = m0 + wg * 64 + warp * 16 + lane / 4;
     const Epilogue<OutT, Fmt::EPI_SCALE, Fmt::GLOBAL, BIAS> epi{a.channel, a.global, a.bias};
     const float global = Fmt::GLOBAL ? a.global[0] : 1.f;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = row0 + 8 * h;
-      if (m >= a.M) continue;
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const float* c = &acc[4 * j + 2 * h];
-        epi.store_pair(a.out, a.ldc, a.M, a.N, m, n0 + 8 * j + 2 * (lane % 4), c[0], c[1],
-                       global);
-      }
-    }
+    store_wgmma_tile<false>(epi, acc, nullptr, a.out, a.ldc, a.M, a.N, m0, n0, wg, global);
   }
+
 
   HM_DEVICE static void run(const TmaDescriptor& tx, const Args& a) {
     extern __shared__ uint4 smem_u4[];
@@ -235,14 +225,7 @@ struct Wna16WgmmaKernel {
     const int wg = threadIdx.x / 128;
     const TileCoord tile = grouped_tile<Tile::GROUP_M>();
     const int n0 = tile.n * BN, m0 = tile.m * BM, iters = ceil_div(a.K, BK);
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < STAGES; ++s) {
-        mbar_init(sm.full_bar(s), 1);                    // the producer's expect_tx arrival
-        mbar_init(sm.empty_bar(s), Tile::CONSUMERS * 4);  // one arrival per consumer warp
-      }
-      mbar_init_fence();
-    }
-    __syncthreads();
+    init_ring_barriers<STAGES, Tile::CONSUMERS>(sm.full, sm.empty);
     if (wg == 0) {
       // The consumers synchronise on their own named barrier: the producer warpgroup may exit.
       if (threadIdx.x == 0) produce(&tx, sm, iters, m0);

@@ -1,0 +1,52 @@
+// What the sm_90a wgmma kernels (w8a8_wgmma, w4a8_wgmma, wna16_wgmma) share around their main
+// loops: one producer and two consumer warpgroups over an mbarrier ring, each consumer holding a
+// 64 x 128 fp32 tile in the wgmma m64n128 accumulator layout (acc[4j + 2h + c]: row
+// 16 warp + lane/4 + 8h, column 8j + 2(lane%4) + c).
+#pragma once
+#include "humming/arith/common.cuh"
+#include "humming/ptx/sm90_tma.cuh"
+
+namespace humming {
+
+// Thread 0 initialises the ring's barriers, then the CTA syncs: `full` (8 bytes per stage) takes
+// the producer's expect_tx arrival, `empty` one arrival per consumer warp.
+template <int STAGES, int CONSUMERS>
+HM_DEVICE void init_ring_barriers(u32 full, u32 empty) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full + 8 * s, 1);
+      mbar_init(empty + 8 * s, CONSUMERS * 4);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+}
+
+// Consumer warpgroup `wg`'s rows m0 + 64 wg .. +63 of the tile at (m0, n0), through the epilogue
+// `epi` (store_pair: scales, bias, rounding, bounds), each row times its row_scales[m] when
+// ROW_SCALED (per-token activation scales), and `global`.
+template <bool ROW_SCALED, class Epi, typename OutT>
+HM_DEVICE void store_wgmma_tile(const Epi& epi, const float (&total)[64], const float* row_scales,
+                                OutT* out, int ldc, int M, int N, int m0, int n0, int wg,
+                                float global) {
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+  const int row0 = m0 + wg * 64 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = row0 + 8 * h;
+    if (m >= M) continue;
+    const float as = ROW_SCALED ? row_scales[m] : 1.f;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const float* c = &total[4 * j + 2 * h];
+      const int n = n0 + 8 * j + 2 * (lane % 4);
+      if constexpr (ROW_SCALED) {
+        epi.store_pair(out, ldc, M, N, m, n, c[0] * as, c[1] * as, global);
+      } else {
+        epi.store_pair(out, ldc, M, N, m, n, c[0], c[1], global);
+      }
+    }
+  }
+}
+
+}  // namespace humming
