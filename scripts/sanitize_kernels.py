@@ -5,7 +5,7 @@
 
 Covers split-K (M=1, long K), N/M/K tails, integer zero points, float zero points, MX scales and
 bf16, and the sm_90a wgmma kernels (wna16_wgmma on a grid large enough to be chosen, w8a8_wgmma
-with its activation quantizer); each result is checked against the reference so a silent
+with its activation quantizer, w4a8_wgmma when HUMMING_UNVERIFIED_KERNELS=1 offers it); each result is checked against the reference so a silent
 corruption also fails.
 """
 
@@ -28,6 +28,7 @@ CASES = [  # (preset, act dtype, M, N, K)
     ("GGUF_Q4_K", "fp16", 17, 96, 256),
     ("W4A16_G128", "fp16", 300, 3968, 256),
     ("W8A8_FP8", "bf16", 200, 264, 384),
+    ("W4A8_FP8", "bf16", 200, 264, 384),  # w4a8_wgmma under HUMMING_UNVERIFIED_KERNELS=1
 ]
 
 
