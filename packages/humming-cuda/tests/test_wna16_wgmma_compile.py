@@ -4,7 +4,8 @@ mbarrier expect_tx): a fallback to ordinary loads or MMAs would still compile bu
 
 Units: every integer format of the wna16 matrix (activation type alternating) x every candidate
 over the M buckets >= 128 (group 128, bias, output = activation type), plus per-channel scales with
-an fp32 output and no bias on the first candidate. The group size is a launch argument, so one
+an fp32 output and no bias on the first candidate; the gated float formats (FLOAT_FORMATS, under
+HUMMING_UNVERIFIED_KERNELS=1) on the first candidate. The group size is a launch argument, so one
 group per unit covers them all.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import pytest
 from compile_units import Units, assert_fits_registers, dumped_ptx
 from wna16_cases import make_spec
-from wna16_wgmma_cases import INTEGER_FORMATS
+from wna16_wgmma_cases import FLOAT_FORMATS, INTEGER_FORMATS
 
 from humming_core.device import GemmProblem
 from humming_core.ops.layer import M_BUCKETS
@@ -40,12 +41,19 @@ def _units() -> Units:
             units.add_candidates(spec, GemmProblem(N, K, m=m, act_dtype=act))
         fp32 = make_spec(fmt, act, "channel", K, False, "fp32", fmt[2][0])
         units.add_first(fp32, GemmProblem(N, K, m=256, act_dtype=act))
+    for i, fmt in enumerate(FLOAT_FORMATS):
+        act = ("bf16", "fp16")[i % 2]
+        units.add_first(
+            make_spec(fmt, act, 128, K, True, None, fmt[2][0]),
+            GemmProblem(N, K, m=1024, act_dtype=act),
+        )
     return units
 
 
 @pytest.mark.compile
 def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")  # the gated float formats
     units = _units()
     assert len(units) >= 2 * len(INTEGER_FORMATS)  # formats differing only in scale dtype share
     for spec, cfg, artifact in units.compile(workers=4):

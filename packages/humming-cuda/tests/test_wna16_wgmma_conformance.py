@@ -20,7 +20,7 @@ from wgmma_conformance import (
     sm90_device,
 )
 from wna16_cases import Case, random_weight
-from wna16_wgmma_cases import SHAPES, matrix_cases, wgmma_cases
+from wna16_wgmma_cases import SHAPES, float_cases, matrix_cases, wgmma_cases
 
 from humming_core.testing.conformance import error_bound
 
@@ -70,6 +70,26 @@ def _check(case: Case, device, config, kernel) -> None:
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.id}-s{c.seed}" for c in CASES])
 def test_matches_reference(case: Case, device, kernels):
     _check(case, device, *kernels[(case.id, case.seed, 0)])
+
+
+FLOAT = float_cases()
+
+
+@pytest.fixture(scope="module")
+def float_kernels(device):
+    """Float codes are gated on this family until these cases pass: they opt in to build them."""
+    from humming_cuda.kernels.wna16_wgmma import FAMILY
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+        built = build_kernels(device, FAMILY, [(c, 0) for c in FLOAT])
+    return {(c.id, c.seed): b for c, b in zip(FLOAT, built, strict=True)}
+
+
+@pytest.mark.parametrize("case", FLOAT, ids=[f"{c.id}-s{c.seed}" for c in FLOAT])
+def test_float_codes_match_reference(case: Case, device, float_kernels):
+    """MXFP4, E4M3, NVFP4 (global scale) and E5M2 codes through wna16's float dequantizer."""
+    _check(case, device, *float_kernels[(case.id, case.seed)])
 
 
 @pytest.mark.parametrize("case", DEEP, ids=lambda c: c.id)

@@ -39,13 +39,22 @@ SHAPES = (
 )
 
 
-def wgmma_cases() -> list[Case]:
+# float codes: gated on this family (HUMMING_UNVERIFIED_KERNELS=1) until their cases pass on an H200
+FLOAT_FORMATS = (
+    ("e2m1", "none", ("e8m0",), 32, False),  # MXFP4
+    ("e4m3", "none", ("fp16", "bf16", "fp32"), None, False),
+    ("e2m1", "none", ("ue4m3",), 16, True),  # NVFP4
+    ("e5m2", "none", ("fp16", "bf16"), None, False),
+)
+
+
+def wgmma_cases(formats: tuple = WGMMA_FORMATS, first_seed: int = 2000) -> list[Case]:
     """Every format on every shape; group, act / scale / output dtype and bias rotate."""
     outs = (None, "fp32", "bf16", "fp16")
     cases = []
-    for i, fmt in enumerate(WGMMA_FORMATS):
+    for i, fmt in enumerate(formats):
         for j, (m, n, k) in enumerate(SHAPES):
-            seed = 2000 + i * len(SHAPES) + j
+            seed = first_seed + i * len(SHAPES) + j
             act = ("fp16", "bf16")[seed % 2]
             group = GROUPS[(i + j) % len(GROUPS)]
             sdt = fmt[2][seed % len(fmt[2])]
@@ -62,3 +71,11 @@ def supported(case: Case) -> bool:
 def matrix_cases() -> list[Case]:
     """The shared WnA16 conformance cases this family takes (M >= 128, integer 4/8-bit formats)."""
     return [c for c in conformance_cases() if supported(c)]
+
+
+def float_cases() -> list[Case]:
+    """FLOAT_FORMATS on every shape, as far as the wna16 kernels take them (their layout is ours)."""
+    from humming_cuda.kernels.wna16 import FAMILY as WNA16
+
+    cases = wgmma_cases(FLOAT_FORMATS, first_seed=2500)
+    return [c for c in cases if WNA16.supports(c.spec, GemmProblem(n=c.n, k=c.k, m=c.m), SM90)]

@@ -8,6 +8,7 @@ Above that, `prefers` leaves grids too small to fill the GPU to the split-K mma.
 from __future__ import annotations
 
 from humming_core.device import DeviceCaps, GemmProblem, Support
+from humming_core.env import ENV
 from humming_core.spec import QuantSpec
 
 from ..wgmma_tile import BLOCK_M, BLOCK_N, arch_reason, fitting_configs, problem_reason
@@ -34,10 +35,11 @@ def _spec_reason(spec: QuantSpec) -> str:
     if reason:
         return reason.replace("the wna16 family", "the wna16_wgmma family")
     w = spec.weight
-    if w.dtype.kind not in ("int", "uint"):
+    if w.dtype.kind not in ("int", "uint") and not ENV.HUMMING_UNVERIFIED_KERNELS:
         return (
-            f"weight dtype {w.dtype.name!r}: the wna16_wgmma family dequantizes integer codes "
-            "(int1-8 / uint1-8); float codes use the wna16 family"
+            f"weight dtype {w.dtype.name!r}: float codes on the wna16_wgmma family are "
+            "compile-tested only (set HUMMING_UNVERIFIED_KERNELS=1 to use them); the wna16 "
+            "family runs them"
         )
     return ""
 

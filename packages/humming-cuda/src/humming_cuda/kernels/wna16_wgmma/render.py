@@ -15,10 +15,13 @@ from .config import WgmmaWna16Config
 def template_arguments(fmt: KernelFormat, cfg: WgmmaWna16Config) -> tuple[str, str]:
     """(WgmmaWna16Format<...>, WgmmaWna16Tile<...>) as C++ text."""
     offset = 1 << (fmt.bits - 1) if fmt.kind == "int" else 0  # signed codes are offset-binary
+    # float codes append (true, exponent, mantissa); integer ones keep the defaults, so their
+    # sources (and kernels) are the ones verified before float codes were added
+    floats = f", true, {fmt.exponent}, {fmt.mantissa}" if fmt.kind == "float" else ""
     weight = (
         f"humming::WgmmaWna16Format<{fmt.bits}, {ZERO_CODES[fmt.zero]}, {offset}, "
         f"{str(fmt.group > 0).lower()}, {EPI_SCALE_CODES[fmt.epi_scale]}, "
-        f"{str(fmt.epi_global).lower()}>"
+        f"{str(fmt.epi_global).lower()}{floats}>"
     )
     return weight, f"humming::WgmmaWna16Tile<{cfg.stages}, {cfg.group_m}>"
 

@@ -36,11 +36,16 @@ namespace humming {
 
 // BITS: code width (1-8); ZERO: 0 none (constant OFFSET: 2^(b-1) for signed codes, else 0), 1
 // integer zero points, 2 float zero points (act-type tensors like the scales); IN_LOOP: group
-// scales applied during dequantization; EPI_SCALE / GLOBAL: the fp32 epilogue's scales.
-template <int BITS_, int ZERO_, int OFFSET_, bool IN_LOOP_, int EPI_SCALE_, bool GLOBAL_>
+// scales applied during dequantization; EPI_SCALE / GLOBAL: the fp32 epilogue's scales; FLOAT:
+// the codes are floats with EXP exponent and MAN mantissa bits (sign, exponent, mantissa, as the
+// wna16 kernels dequantize them); integer codes leave the last three at their defaults.
+template <int BITS_, int ZERO_, int OFFSET_, bool IN_LOOP_, int EPI_SCALE_, bool GLOBAL_,
+          bool FLOAT_ = false, int EXP_ = 0, int MAN_ = 0>
 struct WgmmaWna16Format {
   static constexpr int BITS = BITS_, ZERO = ZERO_, OFFSET = OFFSET_, EPI_SCALE = EPI_SCALE_;
   static constexpr bool IN_LOOP = IN_LOOP_, GLOBAL = GLOBAL_;
+  static constexpr int KIND = FLOAT_ ? kWeightFloat : (OFFSET_ ? kWeightInt : kWeightUint);
+  static constexpr int EXP = EXP_, MAN = MAN_;
 };
 
 // GROUP_M: M tiles walked down before moving one N tile right (humming/memory/tile_order.cuh).
@@ -78,8 +83,7 @@ struct Wna16WgmmaKernel {
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, STAGES = Tile::STAGES;
   static constexpr int ACC = 64;  // 64x128 fp32 per warpgroup / 128 threads
   static constexpr int BITS = Fmt::BITS;
-  using Dq = Dequant<ActT, Fmt::OFFSET ? kWeightInt : kWeightUint, BITS, 0, 0, Fmt::ZERO,
-                     Fmt::IN_LOOP>;
+  using Dq = Dequant<ActT, Fmt::KIND, BITS, Fmt::EXP, Fmt::MAN, Fmt::ZERO, Fmt::IN_LOOP>;
 
   struct Args {
     const u32* qweight;        // [NT, KT, 32 * BITS] pre-shuffled layout tiles
