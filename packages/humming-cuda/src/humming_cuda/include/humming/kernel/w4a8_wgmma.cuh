@@ -164,7 +164,6 @@ struct W4a8WgmmaKernel {
     store_wgmma_tile<true>(epi, total, a.a_scales, a.out, a.ldc, a.M, a.N, m0, n0, wg, 1.f);
   }
 
-
   HM_DEVICE static void run(const TmaDescriptor& ta, const TmaDescriptor& tw, const Args& a) {
     extern __shared__ uint4 smem_u4[];
     const u32 base = (smem_addr(smem_u4) + 1023u) & ~1023u;  // the 128B swizzle atom alignment

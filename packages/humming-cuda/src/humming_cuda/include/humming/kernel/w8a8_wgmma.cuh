@@ -127,7 +127,6 @@ struct W8a8WgmmaKernel {
                                       1.f);
   }
 
-
   HM_DEVICE static void run(const TmaDescriptor& ta, const TmaDescriptor& tb, const Args& a) {
     extern __shared__ uint4 smem_u4[];
     const u32 base = (smem_addr(smem_u4) + 1023u) & ~1023u;  // the 128B swizzle atom alignment

@@ -219,7 +219,6 @@ struct Wna16WgmmaKernel {
     store_wgmma_tile<false>(epi, acc, nullptr, a.out, a.ldc, a.M, a.N, m0, n0, wg, global);
   }
 
-
   HM_DEVICE static void run(const TmaDescriptor& tx, const Args& a) {
     extern __shared__ uint4 smem_u4[];
     const u32 base = (smem_addr(smem_u4) + 1023u) & ~1023u;  // the 128B swizzle atom alignment
