@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import ClassVar
 
 import pytest
 import torch
@@ -13,7 +14,7 @@ from humming_core.spec import preset
 from humming_cuda.bench import baselines, cli, dense, moe
 from humming_cuda.device import CudaDevice
 
-DENSE_KEYS = {"spec", "N", "K", "M", "roof_us", "us", "host_us"}
+DENSE_KEYS = {"spec", "N", "K", "M", "roof_us", "us", "host_us", "kernels"}
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -97,8 +98,17 @@ def test_each_suite_writes_its_own_json_and_png(monkeypatch, tmp_path):
         assert plots[-1] == (f"benchmarks/results/h200/{suite}.png", cli.TITLES[suite])
 
 
+class _FakeConfig:
+    def __init__(self, bucket: int) -> None:
+        self.bucket = bucket
+
+    def model_dump(self, mode: str) -> dict:
+        return {"family": "fake", "bucket": self.bucket}
+
+
 class _FakeLayer:
     n_out, out_dtype = 8, torch.bfloat16
+    configs: ClassVar[dict] = {b: _FakeConfig(b) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)}
 
     released = False
 
@@ -147,6 +157,10 @@ def test_dense_grid_rows_and_baseline_set(monkeypatch):
         (s, m) for s in dense.ACT8_SPECS[:2] for m in (1, 16)
     ]
     assert all(set(r) == DENSE_KEYS and set(r["us"]) == {"humming", "cublaslt_fp8"} for r in rows)
+    # the kernel of each point: the config of the layer's bucket for M (M=16 -> bucket 16)
+    assert [r["kernels"] for r in rows[:2]] == [
+        {"gemm": {"family": "fake", "bucket": b}} for b in (1, 16)
+    ]
     assert built == [(1, 256), (16, 256)], "a baseline is measured once per (N, K, M)"
     assert "cublas_fp16" not in result["omitted"]  # not asked for, so never tried
     assert len(layers) == 2 and all(layer.released for layer in layers)
@@ -188,6 +202,8 @@ def test_moe_grid_rows(monkeypatch):
     ]
     for r in rows:
         assert set(r) == DENSE_KEYS | {"E", "topk"}
+        bucket = {1: 8, 32: 256}[r["M"]]  # M * top-8 routed rows
+        assert r["kernels"] == {k: {"family": "fake", "bucket": bucket} for k in ("w13", "w2")}
         assert (r["E"], r["topk"], r["N"], r["K"]) == (128, 8, 1536, 2048)
         assert set(r["us"]) == {"humming", "grouped_mm_bf16"}
         assert r["roof_us"] == round(moe.roof_us(preset(r["spec"]), r["M"]), 3)

@@ -41,9 +41,11 @@ class Row:
     roof_us: float
     us: dict[str, float] = field(default_factory=dict)
     host_us: float | None = None
+    # the config of every kernel Humming's time came from, by layer name ("gemm", or "w13" / "w2")
+    kernels: dict[str, dict] = field(default_factory=dict)
 
     def as_json(self) -> dict:
-        return {
+        doc = {
             "spec": self.spec,
             "N": self.N,
             "K": self.K,
@@ -52,6 +54,17 @@ class Row:
             "us": {name: round(v, 3) for name, v in self.us.items()},
             "host_us": round(self.host_us, 2),
         }
+        if self.kernels:
+            doc["kernels"] = self.kernels
+        return doc
+
+
+def kernel_of(layer, rows: int) -> dict:
+    """The config (family and fields) of the kernel `layer` runs for `rows` rows, as JSON."""
+    from humming_core.ops import bucket_of
+
+    config = getattr(layer, "configs", {}).get(bucket_of(rows))
+    return config.model_dump(mode="json") if hasattr(config, "model_dump") else {}
 
 
 def act_bytes(spec: QuantSpec) -> int:
@@ -159,6 +172,7 @@ def run(
                 fn = _humming_fn(weights, x)
                 row.us["humming"] = graph_time_us(fn, calls)
                 row.host_us = host_overhead_us(fn, row.us["humming"], calls=50)
+                row.kernels = {"gemm": kernel_of(weights[0], m)}
                 builders = _builders(name, x, n, k, copies, l2)
                 picked = {b: builders[b] for b in baseline_names if b in builders}
                 measure_baselines(row, picked, (n, k, m), calls, measured, omitted)

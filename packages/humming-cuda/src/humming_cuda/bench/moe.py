@@ -29,7 +29,15 @@ from humming_core.device import GemmProblem, get_device
 from humming_core.spec import QuantSpec, preset
 
 from . import baselines
-from .dense import HBM_BYTES_PER_S, Row, act_bytes, document, measure_baselines, tensor_peak
+from .dense import (
+    HBM_BYTES_PER_S,
+    Row,
+    act_bytes,
+    document,
+    kernel_of,
+    measure_baselines,
+    tensor_peak,
+)
 from .dense import _format as format_row
 from .timing import graph_time_us, host_overhead_us
 
@@ -158,6 +166,8 @@ def _measure(name: str, pairs: list[tuple], m: int, dev, measured: dict, omitted
     fn = _humming_fn(pairs[:copies], x, routes)
     row.us["humming"] = graph_time_us(fn, calls)
     row.host_us = host_overhead_us(fn, row.us["humming"], calls=20)
+    w13, w2 = pairs[0]
+    row.kernels = {"w13": kernel_of(w13, m * TOPK), "w2": kernel_of(w2, m * TOPK)}
     build = partial(baselines.grouped_mm_bf16, x, routes, E, WIDTH, copies)
     measure_baselines(row, {"grouped_mm_bf16": build}, (m,), calls, measured, omitted)
     return row
