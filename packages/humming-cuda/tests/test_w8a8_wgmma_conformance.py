@@ -15,10 +15,10 @@ import torch
 from w8a8_cases import Case
 from w8a8_wgmma_cases import SHAPES, wgmma_cases
 from wgmma_conformance import (
-    build_kernels,
     check_act8_case,
     check_routed_graph_replay,
     check_user_api_switch,
+    ring_kernels,
     sm90_device,
 )
 
@@ -39,13 +39,9 @@ def device():
 
 @pytest.fixture(scope="module")
 def kernels(device):
-    """Every case's kernel with the first candidate, and DEEP's with the second (the 6-stage ring),
-    compiled in parallel up front."""
     from humming_cuda.kernels.w8a8_wgmma import FAMILY
 
-    jobs = [(c, 0) for c in CASES] + [(c, 1) for c in DEEP]
-    built = build_kernels(device, FAMILY, jobs)
-    return {(c.id, i): b for (c, i), b in zip(jobs, built, strict=True)}
+    return ring_kernels(device, FAMILY, CASES, DEEP)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

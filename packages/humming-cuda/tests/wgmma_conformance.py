@@ -46,6 +46,14 @@ def build_kernels(device, family, jobs: list[tuple[object, int]]) -> list[tuple[
         return list(pool.map(build, jobs))
 
 
+def ring_kernels(device, family, cases: list, deep: list) -> dict:
+    """(config, kernel) by (case id, candidate index): every case with the first candidate, and
+    the `deep` ones also with the second (the deeper ring), compiled in parallel up front."""
+    jobs = [(c, 0) for c in cases] + [(c, 1) for c in deep]
+    built = build_kernels(device, family, jobs)
+    return {(c.id, i): b for (c, i), b in zip(jobs, built, strict=True)}
+
+
 def guarded_call(kernel, x: torch.Tensor, n: int, out_dtype: str, k_pad: int, **args):
     """Run kernel(x=..., out=..., **args) with x copied into a NaN-filled buffer (k_pad NaN columns
     after K, a NaN row below) and out a [M, N] view inside a poisoned buffer; asserts that nothing
