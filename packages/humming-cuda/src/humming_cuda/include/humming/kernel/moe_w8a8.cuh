@@ -24,32 +24,12 @@
 
 namespace humming {
 
-// ByteTileLoader's tile, gathered: tile row r is row src_rows[r] of the codes (-1: a padding slot,
-// not copied; its MMA row only feeds its own output row, which is never stored).
-template <int ROWS, int THREADS>
-struct GatherByteTileLoader {
-  using Base = ByteTileLoader<ROWS, THREADS>;
-
-  HM_DEVICE static void load(char* smem, const char* src, const int* src_rows, int k0, int K,
-                             int ld, int tid) {
-#pragma unroll
-    for (int c = tid; c < Base::kChunks; c += THREADS) {
-      const int row = c / Base::kChunksPerRow, chunk = c % Base::kChunksPerRow;
-      const int m = src_rows[row];
-      if (m < 0) continue;
-      const int k = k0 + chunk * 16;
-      const bool pred = k < K;
-      const char* g = pred ? src + static_cast<long long>(m) * ld + k : src;
-      cp_async16(smem + Base::offset(row, chunk), g, pred);
-    }
-  }
-};
-
 template <typename Fmt, typename Tile, typename OutT, bool BIAS, typename Act>
 struct MoeW8a8Kernel {
   using Dense = W8a8Kernel<Fmt, Tile, OutT, BIAS>;
   using W = typename Fmt::W;
-  using ALoader = GatherByteTileLoader<Tile::BM, Tile::THREADS>;
+  using ALoader =
+      GatherTileLoader<ByteTileLoader<Tile::BM, Tile::THREADS>, Tile::THREADS, char>;
   using Epilog = Epilogue<OutT, Dense::EPI_SCALE, false, BIAS>;
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, THREADS = Tile::THREADS;
   static constexpr int MF = Tile::M_FRAGS, NF = Tile::N_FRAGS, STAGES = Tile::STAGES;
@@ -188,21 +168,13 @@ struct MoeW8a8Kernel {
     for (int i = 0; i < ACC; ++i) acc[i] = typename Dense::Acc(0);
 #pragma unroll
     for (int i = 0; i < Dense::TOTAL; ++i) total[i] = 0.f;
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < iters) load_stage(d, smem, src_rows, s, s, n0, tid, policy);
-      cp_async_commit();
-    }
-    for (int it = 0; it < iters; ++it) {
-      cp_async_wait<STAGES - 2>();
-      __syncthreads();
-      const int next = it + STAGES - 1;
-      if (next < iters) load_stage(d, smem, src_rows, next % STAGES, next, n0, tid, policy);
-      cp_async_commit();
-      // m0 = 0: only activation group scales would read rows by it (excluded above)
-      Dense::compute_stage(acc, total, d, smem, it % STAGES, it, 0, n0, wm, wn, lane);
-    }
-    cp_async_wait<0>();
+    // m0 = 0 in compute_stage: only activation group scales would read rows by it (excluded above)
+    cp_async_pipeline<STAGES>(
+        0, iters,
+        [&](int buf, int it) { load_stage(d, smem, src_rows, buf, it, n0, tid, policy); },
+        [&](int buf, int it) {
+          Dense::compute_stage(acc, total, d, smem, buf, it, 0, n0, wm, wn, lane);
+        });
     if constexpr (Fmt::PROMOTE) {
       store(a, d, total, src_rows, ids, n0, wm, wn, lane);
     } else {

@@ -85,33 +85,12 @@ HM_DEVICE int moe_block_rows(const Args& a, int* src_rows, int* ids, int tid) {
   return e;
 }
 
-// The activation tile of ActTileLoader, gathered: tile row r is x row src_rows[r] (-1: a padding
-// slot, not copied; its MMA row only feeds its own output row, which is never stored).
-template <typename T, int ROWS, int BK, int THREADS>
-struct GatherActTileLoader {
-  using Base = ActTileLoader<T, ROWS, BK, THREADS>;
-
-  HM_DEVICE static void load(T* smem, const T* x, const int* src_rows, int k0, int K, int lda,
-                             int tid) {
-#pragma unroll
-    for (int c = tid; c < Base::kChunks; c += THREADS) {
-      const int row = c / Base::kChunksPerRow;
-      const int chunk = c % Base::kChunksPerRow;
-      const int m = src_rows[row];
-      if (m < 0) continue;
-      const int k = k0 + chunk * 8;
-      const bool pred = k < K;
-      const T* src = pred ? x + static_cast<long long>(m) * lda + k : x;
-      cp_async16(smem + Base::offset(row, chunk), src, pred);
-    }
-  }
-};
-
 template <typename T, typename Fmt, typename Tile, typename Epi, typename Act>
 struct MoeWna16Kernel {
   using Dense = Wna16Kernel<T, Fmt, Tile, Epi>;
   using Smem = typename Dense::Smem;
-  using ALoader = GatherActTileLoader<T, Tile::BM, Tile::BK, Tile::THREADS>;
+  using ALoader =
+      GatherTileLoader<ActTileLoader<T, Tile::BM, Tile::BK, Tile::THREADS>, Tile::THREADS, T>;
   using Epilog = Epilogue<typename Epi::Out, Epi::EPI_SCALE, Epi::HAS_GLOBAL, Epi::HAS_BIAS>;
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, THREADS = Tile::THREADS;
   static constexpr int MF = Tile::M_FRAGS, STAGES = Tile::STAGES, ACC = Dense::ACC;
@@ -247,20 +226,10 @@ struct MoeWna16Kernel {
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
     GroupParams<T> gp[8];
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < iters) load_stage(d, smem, src_rows, s, s, n0, tid, policy);
-      cp_async_commit();
-    }
-    for (int it = 0; it < iters; ++it) {
-      cp_async_wait<STAGES - 2>();
-      __syncthreads();
-      const int next = it + STAGES - 1;
-      if (next < iters) load_stage(d, smem, src_rows, next % STAGES, next, n0, tid, policy);
-      cp_async_commit();
-      Dense::compute_stage(acc, gp, smem, it % STAGES, wn, wk, lane);
-    }
-    cp_async_wait<0>();
+    cp_async_pipeline<STAGES>(
+        0, iters,
+        [&](int buf, int it) { load_stage(d, smem, src_rows, buf, it, n0, tid, policy); },
+        [&](int buf, int) { Dense::compute_stage(acc, gp, smem, buf, wn, wk, lane); });
     __syncthreads();
     Dense::reduce_warps_k(acc, smem, wn, wk, lane);
     if (wk == 0) store(a, d, acc, ids, n0, wn, lane);

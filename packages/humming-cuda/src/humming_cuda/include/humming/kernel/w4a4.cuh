@@ -204,20 +204,10 @@ struct W4a4Kernel {
     for (int i = 0; i < ACC; ++i) acc[i] = Acc(0);
 #pragma unroll
     for (int i = 0; i < TOTAL; ++i) total[i] = 0.f;
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < iters) Bytes::load_stage(bytes, smem, s, s, m0, n0, tid, policy);
-      cp_async_commit();
-    }
-    for (int it = 0; it < iters; ++it) {
-      cp_async_wait<STAGES - 2>();
-      __syncthreads();
-      const int next = it + STAGES - 1;
-      if (next < iters) Bytes::load_stage(bytes, smem, next % STAGES, next, m0, n0, tid, policy);
-      cp_async_commit();
-      compute_stage(acc, total, a, smem, it % STAGES, it, m0, n0, wm, wn, lane);
-    }
-    cp_async_wait<0>();
+    cp_async_pipeline<STAGES>(
+        0, iters,
+        [&](int buf, int it) { Bytes::load_stage(bytes, smem, buf, it, m0, n0, tid, policy); },
+        [&](int buf, int it) { compute_stage(acc, total, a, smem, buf, it, m0, n0, wm, wn, lane); });
     if constexpr (Fmt::PROMOTE) {
       store(a, total, m0, n0, wm, wn, lane);
     } else {

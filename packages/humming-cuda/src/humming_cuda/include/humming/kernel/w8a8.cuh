@@ -29,6 +29,7 @@
 #include "humming/datatype/nibble8.cuh"
 #include "humming/epilogue/epilogue.cuh"
 #include "humming/memory/byte_tile_loader.cuh"
+#include "humming/memory/cp_async_pipeline.cuh"
 #include "humming/mma/mma_n16.cuh"
 #include "humming/mma/mma_sync8.cuh"
 #include "humming/ptx/cp_async.cuh"
@@ -337,20 +338,10 @@ struct W8a8Kernel {
     for (int i = 0; i < ACC; ++i) acc[i] = Acc(0);
 #pragma unroll
     for (int i = 0; i < TOTAL; ++i) total[i] = 0.f;
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < iters) load_stage(a, smem, s, s, m0, n0, tid, policy);
-      cp_async_commit();
-    }
-    for (int it = 0; it < iters; ++it) {
-      cp_async_wait<STAGES - 2>();
-      __syncthreads();
-      const int next = it + STAGES - 1;
-      if (next < iters) load_stage(a, smem, next % STAGES, next, m0, n0, tid, policy);
-      cp_async_commit();
-      compute_stage(acc, total, a, smem, it % STAGES, it, m0, n0, wm, wn, lane);
-    }
-    cp_async_wait<0>();
+    cp_async_pipeline<STAGES>(
+        0, iters,
+        [&](int buf, int it) { load_stage(a, smem, buf, it, m0, n0, tid, policy); },
+        [&](int buf, int it) { compute_stage(acc, total, a, smem, buf, it, m0, n0, wm, wn, lane); });
     if constexpr (Fmt::PROMOTE) {
       store(a, total, m0, n0, wm, wn, lane);
     } else {

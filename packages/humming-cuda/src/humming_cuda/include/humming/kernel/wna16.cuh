@@ -13,6 +13,7 @@
 #include "humming/datatype/dequant.cuh"
 #include "humming/epilogue/epilogue.cuh"
 #include "humming/memory/bitplanes.cuh"
+#include "humming/memory/cp_async_pipeline.cuh"
 #include "humming/memory/tile_loader.cuh"
 #include "humming/mma/mma_n16.cuh"
 #include "humming/mma/mma_sync.cuh"
@@ -266,20 +267,10 @@ struct Wna16Kernel {
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
     GroupParams<T> gp[8];
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (it0 + s < it1) load_stage(a, smem, s, it0 + s, m0, n0, tid, policy);
-      cp_async_commit();
-    }
-    for (int it = it0; it < it1; ++it) {
-      cp_async_wait<STAGES - 2>();
-      __syncthreads();
-      const int next = it + STAGES - 1;
-      if (next < it1) load_stage(a, smem, (next - it0) % STAGES, next, m0, n0, tid, policy);
-      cp_async_commit();
-      compute_stage(acc, gp, smem, (it - it0) % STAGES, wn, wk, lane);
-    }
-    cp_async_wait<0>();
+    cp_async_pipeline<STAGES>(
+        it0, it1,
+        [&](int buf, int it) { load_stage(a, smem, buf, it, m0, n0, tid, policy); },
+        [&](int buf, int) { compute_stage(acc, gp, smem, buf, wn, wk, lane); });
     __syncthreads();
     reduce_warps_k(acc, smem, wn, wk, lane);
     if (gridDim.z > 1) {

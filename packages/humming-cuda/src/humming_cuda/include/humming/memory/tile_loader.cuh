@@ -85,4 +85,26 @@ struct GroupRowLoader {
   }
 };
 
+// Base's tile (ActTileLoader or ByteTileLoader: 16-byte chunks, `offset(row, chunk)` in elements
+// of T) gathered for the MoE kernels: tile row r is row src_rows[r] of the source (-1: a padding
+// slot, not copied; its MMA row only feeds its own output row, which is never stored).
+template <class Base, int THREADS, typename T>
+struct GatherTileLoader {
+  static constexpr int kElemsPerChunk = 16 / static_cast<int>(sizeof(T));
+
+  HM_DEVICE static void load(T* smem, const T* src, const int* src_rows, int k0, int K, int ld,
+                             int tid) {
+#pragma unroll
+    for (int c = tid; c < Base::kChunks; c += THREADS) {
+      const int row = c / Base::kChunksPerRow, chunk = c % Base::kChunksPerRow;
+      const int m = src_rows[row];
+      if (m < 0) continue;
+      const int k = k0 + chunk * kElemsPerChunk;
+      const bool pred = k < K;
+      const T* g = pred ? src + static_cast<long long>(m) * ld + k : src;
+      cp_async16(smem + Base::offset(row, chunk), g, pred);
+    }
+  }
+};
+
 }  // namespace humming
