@@ -2,52 +2,24 @@
 its PTX really uses the Hopper paths (wgmma.mma_async fp8, cp.async.bulk.tensor, mbarrier
 expect_tx): a fallback to ordinary loads or MMAs would still compile but not be this kernel.
 
-Units: every e4m3 format x every candidate over the M buckets >= 128 (bias, bf16 out), plus fp16 /
-fp32 outputs without bias on the first candidate.
+Units: every e4m3 format x every candidate over the M buckets the family takes (bias, bf16 out),
+plus fp16 / fp32 outputs without bias on the first candidate (act8_wgmma_compile.py).
 """
 
 from __future__ import annotations
 
 import pytest
-from compile_units import Units, assert_fits_registers, dumped_ptx
+from act8_wgmma_compile import PTX_NEEDS, act8_wgmma_units, check_act8_wgmma_units
 from w8a8_cases import make_spec
 from w8a8_wgmma_cases import FP8_FORMATS
 
-from humming_core.device import GemmProblem
-from humming_core.ops.layer import M_BUCKETS
-
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
 from humming_cuda.kernels.w8a8_wgmma import FAMILY
-
-SHAPE = (4096, 4096)
-PTX_NEEDS = (
-    "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3",
-    "cp.async.bulk.tensor.2d",
-    "mbarrier.arrive.expect_tx",
-    "wgmma.wait_group",
-)
-
-
-def _units() -> Units:
-    units = Units(FAMILY, "sm_90a")
-    for fmt in FP8_FORMATS:
-        for m in (b for b in M_BUCKETS if b >= 128):
-            units.add_candidates(make_spec(*fmt, bias=True, out="bf16"), GemmProblem(*SHAPE, m=m))
-        for out in ("fp16", "fp32"):
-            units.add_first(make_spec(*fmt, bias=False, out=out), GemmProblem(*SHAPE, m=256))
-    return units
 
 
 @pytest.mark.compile
 def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
-    units = _units()
+    units = act8_wgmma_units(FAMILY, make_spec, FP8_FORMATS)
     assert len(units) >= 2 * len(FP8_FORMATS) + 2 * len(FP8_FORMATS)
-    for spec, cfg, artifact in units.compile(workers=4):
-        functions = artifact.meta["functions"]
-        assert len(functions) == 3, functions  # the GEMM plus two quantizer entries
-        for name, res in functions.items():
-            where = f"{name} {spec.act} {spec.weight.scale} {cfg}"
-            assert res["spill_stores"] == 0 and res["spill_loads"] == 0, f"spills: {where} {res}"
-        assert_fits_registers(artifact, cfg.threads, f"{spec.act} {spec.weight.scale} {cfg}")
-    dumped_ptx(tmp_path, units, PTX_NEEDS)
+    check_act8_wgmma_units(units, tmp_path, PTX_NEEDS)
