@@ -63,8 +63,7 @@ def kernel_of(layer, rows: int) -> dict:
     """The config (family and fields) of the kernel `layer` runs for `rows` rows, as JSON."""
     from humming_core.ops import bucket_of
 
-    config = getattr(layer, "configs", {}).get(bucket_of(rows))
-    return config.model_dump(mode="json") if hasattr(config, "model_dump") else {}
+    return layer.configs[bucket_of(rows)].model_dump(mode="json")
 
 
 def act_bytes(spec: QuantSpec) -> int:
