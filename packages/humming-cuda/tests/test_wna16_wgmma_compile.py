@@ -4,8 +4,8 @@ mbarrier expect_tx): a fallback to ordinary loads or MMAs would still compile bu
 
 Units: every integer format of the wna16 matrix (activation type alternating) x every candidate
 over the M buckets >= 128 (group 128, bias, output = activation type), plus per-channel scales with
-an fp32 output and no bias on the first candidate; the gated float formats (FLOAT_FORMATS, under
-HUMMING_UNVERIFIED_KERNELS=1) on the first candidate. The group size is a launch argument, so one
+an fp32 output and no bias on the first candidate; the gated float formats (FLOAT_FORMATS) on the
+first candidate. The group size is a launch argument, so one
 group per unit covers them all.
 """
 
@@ -53,7 +53,6 @@ def _units() -> Units:
 @pytest.mark.compile
 def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")  # the gated float formats
     units = _units()
     assert len(units) >= 2 * len(INTEGER_FORMATS)  # formats differing only in scale dtype share
     for spec, cfg, artifact in units.compile(workers=4):

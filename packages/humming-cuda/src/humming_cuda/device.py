@@ -73,11 +73,12 @@ class CudaDevice:
         supporting = []
         allow_unverified = ENV.HUMMING_UNVERIFIED_KERNELS
         for family in FAMILIES:
-            if not getattr(family, "hardware_verified", True) and not allow_unverified:
+            unverified = getattr(family, "unverified_reason", lambda spec: "")(spec)
+            if unverified and not allow_unverified:
                 # Written and compile-tested, but never run on a GPU: never a silent default.
                 reasons.append(
-                    f"{family.name}: not yet verified on hardware (set HUMMING_UNVERIFIED_KERNELS=1 "
-                    "to use it anyway)"
+                    f"{family.name}: {unverified} (set HUMMING_UNVERIFIED_KERNELS=1 to use it "
+                    "anyway)"
                 )
                 continue
             support = family.supports(spec, problem, caps)

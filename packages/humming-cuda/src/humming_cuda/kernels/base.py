@@ -61,6 +61,9 @@ class KernelFamily(Protocol):
     - `supports` answers without compiling anything; its reason says what is missing and what the
       family does support.
     - `candidates` returns configs best first (the first one is the heuristic's choice).
+    - `unverified_reason(spec)` (optional; ModuleFamily derives it from `hardware_verified`): why
+      running `spec` has not been verified on hardware yet, '' when it has. CudaDevice skips such
+      a family unless HUMMING_UNVERIFIED_KERNELS=1.
     - `prefers` (optional; ModuleFamily says yes) answers whether, among families that support a
       problem, this one should win it: a later family that also supports it and prefers it is
       chosen instead. It is a speed choice only, so a family never refuses work it could do.

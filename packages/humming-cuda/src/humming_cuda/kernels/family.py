@@ -33,7 +33,7 @@ class ModuleFamily:
     """Base of the registered families (see humming_cuda.kernels.base.KernelFamily)."""
 
     # False for a family only compile-tested: CudaDevice offers it only with
-    # HUMMING_UNVERIFIED_KERNELS=1.
+    # HUMMING_UNVERIFIED_KERNELS=1 (see `unverified_reason`).
     hardware_verified: ClassVar[bool] = True
     # Called as kernel_type(function, spec, config) to bind a loaded function.
     kernel_type: ClassVar[type]
@@ -42,6 +42,12 @@ class ModuleFamily:
         self, function: LoadedFunction, spec: QuantSpec, config: KernelConfig, caps: DeviceCaps
     ) -> Kernel:
         return self.kernel_type(function, spec, config)
+
+    def unverified_reason(self, spec: QuantSpec) -> str:
+        """Why this family running `spec` has not been verified on hardware ('' when it has):
+        the whole family unless `hardware_verified`; a family verified for part of its specs
+        narrows it."""
+        return "" if self.hardware_verified else "not yet verified on hardware"
 
     @staticmethod
     def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:

@@ -10,8 +10,9 @@ layer that switches family per M bucket packs its weights once.
 
 Verified on an H200 (tests/test_wna16_wgmma_conformance.py, 2026-11-29). CudaDevice picks it over
 wna16 only when `prefers` says the grid fills the GPU (heuristics.MIN_TILES_PER_SM). Float codes
-(wna16's float dequantizer, same layout) are compile-tested only: `supports` takes them only with
-HUMMING_UNVERIFIED_KERNELS=1 until their conformance cases have passed on an H200.
+(wna16's float dequantizer, same layout) are compile-tested only: `unverified_reason` keeps
+CudaDevice from offering them without HUMMING_UNVERIFIED_KERNELS=1 until their conformance cases
+have passed on an H200.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from .render import render
 class WgmmaWna16Family(ModuleFamily):
     """`KernelFamily` implementation (see humming_cuda.kernels.base)."""
 
-    # tests/test_wna16_wgmma_conformance.py passed on an H200 on 2026-11-29.
+    # tests/test_wna16_wgmma_conformance.py passed on an H200 on 2026-11-29 for integer codes.
     hardware_verified = True
 
     name = "wna16_wgmma"
@@ -41,6 +42,14 @@ class WgmmaWna16Family(ModuleFamily):
     candidates = staticmethod(candidates)
     prefers = staticmethod(prefers)
     render = staticmethod(render)
+
+    def unverified_reason(self, spec: QuantSpec) -> str:
+        if spec.weight.dtype.kind in ("int", "uint"):
+            return ""
+        return (
+            f"{spec.weight.dtype.name} weights (float codes) are compile-tested only here; "
+            "test_float_codes_match_reference has not run on hardware"
+        )
 
     def weight_layout(
         self, spec: QuantSpec, config: WgmmaWna16Config, caps: DeviceCaps

@@ -8,7 +8,6 @@ Above that, `prefers` leaves grids too small to fill the GPU to the split-K mma.
 from __future__ import annotations
 
 from humming_core.device import DeviceCaps, GemmProblem, Support
-from humming_core.env import ENV
 from humming_core.spec import QuantSpec
 
 from ..wgmma_tile import BLOCK_M, BLOCK_N, arch_reason, fitting_configs, problem_reason
@@ -30,18 +29,8 @@ _DEFAULT_L2 = 50 * 2**20  # H100 / H200 L2, for caps rows without a measured siz
 
 
 def _spec_reason(spec: QuantSpec) -> str:
-    """The wna16 family's own checks (its layout is ours), then what this kernel adds."""
-    reason = wna16_spec_reason(spec)
-    if reason:
-        return reason.replace("the wna16 family", "the wna16_wgmma family")
-    w = spec.weight
-    if w.dtype.kind not in ("int", "uint") and not ENV.HUMMING_UNVERIFIED_KERNELS:
-        return (
-            f"weight dtype {w.dtype.name!r}: float codes on the wna16_wgmma family are "
-            "compile-tested only (set HUMMING_UNVERIFIED_KERNELS=1 to use them); the wna16 "
-            "family runs them"
-        )
-    return ""
+    """The wna16 family's own checks: its layout and dequantizer are ours."""
+    return wna16_spec_reason(spec).replace("the wna16 family", "the wna16_wgmma family")
 
 
 def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
