@@ -1,9 +1,10 @@
-"""What the sm_90a wgmma families (w8a8_wgmma, wna16_wgmma) share: the warp-specialized 128x128
-CTA tile, the checks of arch and problem and the config choice.
+"""What the sm_90a wgmma families (w8a8_wgmma, w4a8_wgmma, wna16_wgmma) share: the
+warp-specialized 128x128 CTA tile, the checks of arch and problem and the config choice.
 
-Both kernels are one TMA producer warpgroup plus two 64-row consumer warpgroups over one
-wgmma m64n128kK column block, and both serve M >= 128 only: a 128-row wgmma tile wastes most of
-its work at small M, where each family's mma.sync sibling (`fallback`) takes over. What differs
+The kernels are one TMA producer warpgroup plus two 64-row consumer warpgroups over one
+wgmma m64n128kK column block, and none serves small M: a 128-row wgmma tile wastes most of its
+work there, where each family's mma.sync sibling (`fallback`) takes over (below M = 128 for
+wna16_wgmma, M = 17 for the fp8 ones, `problem_reason`'s min_m). What differs
 (the K depth of a stage, the ring's bytes, the operand type, the spec checks) stays in each family.
 """
 

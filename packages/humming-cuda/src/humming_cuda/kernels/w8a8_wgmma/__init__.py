@@ -1,12 +1,12 @@
-"""The W8A8-wgmma family: e4m3 activations (quantized on the GPU) x e4m3 weights on sm_90a at
-large M, with wgmma, TMA tensor maps and a warp-specialized mbarrier pipeline
+"""The W8A8-wgmma family: e4m3 activations (quantized on the GPU) x e4m3 weights on sm_90a above
+decode size, with wgmma, TMA tensor maps and a warp-specialized mbarrier pipeline
 (include/humming/kernel/w8a8_wgmma.cuh).
 
 Specs: W8A8_FP8 (per-token activation scales, per-channel weight scales), FP8_BLOCK128 (1x128
 activation groups, 128x128 weight blocks, promoted per 128 K in fp32 registers), and the other
 e4m3 x e4m3 combinations of per-tensor / per-channel / block weight scales with per-token, static
-or group-128 activation scales; bf16 / fp16 / fp32 output, bias. M >= 128 only: smaller M is the
-mma.sync w8a8 family's. Weights use the w8a8 layout ([N, K] e4m3 row-major, what TMA reads), so
+or group-128 activation scales; bf16 / fp16 / fp32 output, bias. M > 16 only (heuristics.MIN_M):
+decode-size M is the mma.sync w8a8 family's. Weights use the w8a8 layout ([N, K] e4m3 row-major, what TMA reads), so
 a layer that switches family per M bucket packs its weights once.
 
 Verified on an H200 (tests/test_w8a8_wgmma_conformance.py, 2026-11-29).
