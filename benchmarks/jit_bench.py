@@ -13,7 +13,8 @@ Measures (targets from shared/KERNELS.md):
   loads NVRTC itself); mean over the layer's kernels (≤ 1 s).
 - layer_cold_compile_s: render + build_many of all the layer's kernels into an empty cache (≤ 2 s).
 - disk_load_ms: memo cleared, all the layer's kernels from the disk cache to callable kernels:
-  render, key (header tree hash), read + verify, cuModuleLoadData, bind (≤ 20 ms).
+  render, key (header tree hash), read + verify, cuModuleLoadData, bind (≤ 20 ms); best of 5,
+  garbage collector paused while timing (benchmarks/profile_disk_load.py splits it by step).
 - launch_overhead_us: eager wall time per call minus GPU time per call (CUDA-graph replay), M=1
   (≤ 15 µs), of the call a layer makes (`kernel.prepare(**packed)(x, out)`); host_call_us is the
   Python-side time of one such call with the GPU queue not full, host_call_full_check_us the same
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gc
 import json
 import os
 import statistics
@@ -121,11 +123,22 @@ def measure_layer(device, render_all):
 
 
 def measure_disk_load(device, render_all, load_all, repeats=5):
+    """Best of `repeats` loads; like timeit, with the cyclic garbage collector run before each
+    and paused during it, so a collection of the previous repeat's kernels (whose modules are
+    unloaded by finalizers) is not charged to the load."""
     best = float("inf")
     for _ in range(repeats):
         jit.clear_memo()
         before = jit.compile_count()
-        _, seconds = timed(lambda: load_all([jit.get_or_build(device, s) for s in render_all()]))
+        gc.collect()
+        gc.disable()
+        try:
+            kernels, seconds = timed(
+                lambda: load_all([jit.get_or_build(device, s) for s in render_all()])
+            )
+        finally:
+            gc.enable()
+        del kernels
         assert jit.compile_count() == before, "disk-load measurement compiled something"
         best = min(best, seconds)
     return best

@@ -83,14 +83,12 @@ def test_packed_slabs_map_as_unswizzled_64_byte_boxes():
         packed_map_params(rows=300, row_bytes=100, row_stride=112, what="qweight")
 
 
-def test_gated_before_w8a8_and_sharing_its_packed_weights(monkeypatch):
+def test_before_w8a8_and_sharing_its_packed_weights(monkeypatch):
     names = [f.name for f in FAMILIES]
     assert names.index("w4a8_wgmma") < names.index("w8a8")
-    assert FAMILY.hardware_verified is False
+    assert FAMILY.hardware_verified is True
     device = CudaDevice.for_arch("sm_90a")
-    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
-    assert device.candidates(presets.W4A8_FP8, LARGE)[0].family == "w8a8"
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)  # offered by default
     mine = device.candidates(presets.W4A8_FP8, LARGE)[0]
     decode = device.candidates(presets.W4A8_FP8, GemmProblem(n=4096, k=4096, m=16))[0]
     assert (mine.family, decode.family) == ("w4a8_wgmma", "w8a8")

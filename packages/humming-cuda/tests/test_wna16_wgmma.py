@@ -189,19 +189,15 @@ def test_signature_follows_the_entry_macro():
     assert params[0] == "tmap_x" and tuple(params[1:]) == sig.names[1:]
 
 
-def test_float_weights_stay_with_wna16_until_verified_here(monkeypatch):
-    """Float codes run on this family only with the opt-in (they are compile-tested only); the
-    rest of the routing is in test_wgmma_tile.py."""
+def test_float_weights_take_this_family_at_large_m(monkeypatch):
+    """Float codes passed their conformance cases on an H200 (session 5), so they are offered by
+    default like the integer codes; the rest of the routing is in test_wgmma_tile.py."""
     device = CudaDevice.for_arch("sm_90a")
     monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
-    for spec in (presets.MXFP4, presets.E4M3_G128):
-        assert FAMILY.supports(spec, LARGE, SM90)  # the kernel can run them ...
-        assert "compile-tested only" in FAMILY.unverified_reason(spec)  # ... unverified so far
-        assert device.candidates(spec, LARGE)[0].family == "wna16"
-    assert FAMILY.unverified_reason(presets.GPTQ_INT4) == ""
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+    for spec in (presets.MXFP4, presets.E4M3_G128, presets.GPTQ_INT4):
+        assert FAMILY.unverified_reason(spec) == ""
+        assert device.candidates(spec, LARGE)[0].family == "wna16_wgmma"
     cfg = device.candidates(presets.MXFP4, LARGE)[0]
-    assert cfg.family == "wna16_wgmma"
     assert ", true, 2, 1>" in FAMILY.render(presets.MXFP4, cfg, SM90).code  # e2m1: float, 2, 1
 
 

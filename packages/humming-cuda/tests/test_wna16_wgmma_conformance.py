@@ -77,8 +77,7 @@ FLOAT = float_cases()
 
 @pytest.fixture(scope="module")
 def float_kernels(device):
-    """Float codes are gated on this family (FAMILY.unverified_reason) until these cases pass;
-    the family's own candidates build them regardless."""
+    """The float-code kernels, from the family's own candidates."""
     from humming_cuda.kernels.wna16_wgmma import FAMILY
 
     built = build_kernels(device, FAMILY, [(c, 0) for c in FLOAT])

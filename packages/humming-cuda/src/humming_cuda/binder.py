@@ -9,7 +9,8 @@ Signature's explanatory path finds the argument at fault and raises with a full 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 Binder = Callable[[Mapping[str, Any], dict, "int | None"], "list[int | float] | None"]
@@ -64,8 +65,13 @@ def _scalar_lines(i: int, arg: Any, env: dict[str, Any]) -> list[str]:
     return lines
 
 
-def compile_binder(args: Sequence[Any]) -> Binder:
+@functools.cache
+def compile_binder(args: tuple[Any, ...]) -> Binder:
     """A function (values, bound, device_index) -> parameter list, or None when anything is off.
+
+    Cached per argument tuple (the declarations are frozen dataclasses): the generated function
+    depends on nothing else, and Python's compile() of it is about 1 ms, most of what binding a
+    loaded kernel costs, so every kernel of a layer with one signature shares one binder.
 
     `bound` is updated with the dims the tensors bind. Tensors are told from scalars by their
     `dtypes` attribute (humming_cuda.args.TensorArg). Argument and dim names enter the generated

@@ -8,11 +8,9 @@ scale; fp16 / bf16 / fp32 output, bias). M >= 128 only: smaller M is the mma.syn
 Weights use the wna16 layout (humming_cuda.kernels.wna16.layout) with the same identity, so a
 layer that switches family per M bucket packs its weights once.
 
-Verified on an H200 (tests/test_wna16_wgmma_conformance.py, 2026-11-29). CudaDevice picks it over
-wna16 only when `prefers` says the grid fills the GPU (heuristics.MIN_TILES_PER_SM). Float codes
-(wna16's float dequantizer, same layout) are compile-tested only: `unverified_reason` keeps
-CudaDevice from offering them without HUMMING_UNVERIFIED_KERNELS=1 until their conformance cases
-have passed on an H200.
+Verified on an H200 (tests/test_wna16_wgmma_conformance.py, 2026-11-29), integer codes and the
+float codes of wna16's float dequantizer (MXFP4, E4M3, NVFP4, E5M2) alike. CudaDevice picks it over
+wna16 only when `prefers` says the grid fills the GPU (heuristics.MIN_TILES_PER_SM).
 """
 
 from __future__ import annotations
@@ -32,7 +30,8 @@ from .render import render
 class WgmmaWna16Family(ModuleFamily):
     """`KernelFamily` implementation (see humming_cuda.kernels.base)."""
 
-    # tests/test_wna16_wgmma_conformance.py passed on an H200 on 2026-11-29 for integer codes.
+    # tests/test_wna16_wgmma_conformance.py passed on an H200 on 2026-11-29: integer codes in
+    # session 4, float codes (test_float_codes_match_reference) in session 5.
     hardware_verified = True
 
     name = "wna16_wgmma"
@@ -42,14 +41,6 @@ class WgmmaWna16Family(ModuleFamily):
     candidates = staticmethod(candidates)
     prefers = staticmethod(prefers)
     render = staticmethod(render)
-
-    def unverified_reason(self, spec: QuantSpec) -> str:
-        if spec.weight.dtype.kind in ("int", "uint"):
-            return ""
-        return (
-            f"{spec.weight.dtype.name} weights (float codes) are compile-tested only here; "
-            "test_float_codes_match_reference has not run on hardware"
-        )
 
     def weight_layout(
         self, spec: QuantSpec, config: WgmmaWna16Config, caps: DeviceCaps
