@@ -14,6 +14,8 @@ import pytest
 import torch
 from w8a8_cases import Case, conformance_cases, error_bound, static_scale
 
+from humming_cuda.kernels.w8a8.config import W8a8Format
+
 pytestmark = [
     pytest.mark.cuda,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (torch.cuda)"),
@@ -67,11 +69,16 @@ def _inputs(case: Case):
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_matches_reference(case: Case, device, kernels):
-    from humming_core.numerics import reference_gemm
-
     config, kernel = kernels[case.id]
     if config is None:
         pytest.skip(f"{device.caps().arch}: {kernel}")
+    _check(case, device, config, kernel)
+
+
+def _check(case: Case, device, config, kernel) -> torch.Tensor:
+    """Run `kernel` on the case's inputs and check the three properties; returns the output."""
+    from humming_core.numerics import reference_gemm
+
     x, cw, scale = _inputs(case)
     weights = device.weight_layout(case.spec, config).pack(cw, "cuda")
 
@@ -97,6 +104,56 @@ def test_matches_reference(case: Case, device, kernels):
     err = (out.cpu().double() - ref.double()).abs()
     worst = (err / bound).max().item()
     assert worst <= 1.0, f"max err/bound {worst:.3f} (max err {err.max().item():.3g}, {config})"
+    return out.clone()
+
+
+# Split-K (config.split_k): K of 17 iterations, so splits of 2, 5 and 16 leave uneven and
+# single-iteration remainders; int8 without groups sums its s32 partials as ints (bit-equal to the
+# unsplit kernel); fp8 channel, 128x128 block and group-scaled 4-bit weights sum fp32 totals.
+SPLIT_FORMATS = {
+    "int8-channel": ("int8", "token", "channel"),
+    "fp8-channel": ("e4m3", "token", "channel"),
+    "fp8-block": ("e4m3", "group", "block"),
+}
+SPLIT_W4 = {
+    "uint4-int8-g128": ("uint4", "int8", "token", 128, "fp16"),
+    "e2m1-fp8-g32": ("e2m1", "e4m3", "token", 32, "e8m0"),
+}
+
+
+def _split_cases() -> list[Case]:
+    from w8a8_cases import make_spec, make_w4_spec
+
+    specs = [make_spec(*f, bias=True, out="bf16") for f in SPLIT_FORMATS.values()]
+    specs += [make_w4_spec(*f, bias=False, out="fp16") for f in SPLIT_W4.values()]
+    return [
+        Case(spec, "bf16", m, 200, 17 * 128 - 48, 900 + i)
+        for i, spec in enumerate(specs)
+        for m in (1, 16, 40)
+    ]
+
+
+@pytest.mark.parametrize("case", _split_cases(), ids=lambda c: c.id)
+def test_split_k_matches_reference_and_replays(case: Case, device):
+    """Every split count against the reference, twice in a row (the tile counters must be left at
+    zero for the next launch); int8 s32 partials bit-equal to the unsplit kernel."""
+    from humming_core.device import GemmProblem
+    from humming_cuda.kernels.w8a8 import FAMILY
+
+    problem = GemmProblem(n=case.n, k=case.k, m=case.m, act_dtype=case.spec.act.dtype.name)
+    base = FAMILY.candidates(case.spec, problem, device.caps())[-1].model_copy(
+        update={"split_k": 1}
+    )
+    unsplit = _check(
+        case, device, base, device.load(device.compile(device.render(case.spec, base)))
+    )
+    for split in (2, 5, 16):
+        config = base.model_copy(update={"split_k": split})
+        kernel = device.load(device.compile(device.render(case.spec, config)))
+        first = _check(case, device, config, kernel)
+        assert torch.equal(first, _check(case, device, config, kernel)), f"split {split} replay"
+        if not W8a8Format.from_spec(case.spec).promotes:
+            assert torch.equal(first, unsplit), f"split {split}: s32 partials must sum exactly"
 
 
 @pytest.mark.parametrize(

@@ -180,3 +180,40 @@ def test_bound_catches_a_wrong_weight_scale(case):
     # fp8-accumulation allowances even where |xa| @ |w| is much larger than |ref| (cancellation)
     wrong = exact * 1.05
     assert ((wrong - ref.double()).abs() > bound).any()
+
+
+def test_split_iterations_leave_no_split_empty():
+    from humming_cuda.kernels.split_k import split_iterations
+
+    assert split_iterations(17, 5) == (5, 4)
+    assert split_iterations(9, 4) == (3, 3)  # 4 requested over 9: three splits of three
+    assert split_iterations(3, 16) == (3, 1)
+    assert split_iterations(112, 1) == (1, 112)
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "m", "split"),
+    [
+        (4096, 14336, 1, 8),  # 64 tiles of 64 columns: 8 splits fill ~4 CTAs per SM
+        (8192, 28672, 16, 4),
+        (6144, 4096, 1, 4),
+        (57344, 8192, 1, 1),  # 896 tiles fill the GPU unsplit
+        (4096, 512, 1, 1),  # 4 K iterations: too few to split
+        (4096, 4096, 4096, 1),
+    ],
+)
+def test_decode_layers_split_k_until_they_fill_the_gpu(n, k, m, split):
+    from humming_cuda.kernels.w8a8 import FAMILY
+
+    caps = caps_for_arch("sm_90a")
+    configs = FAMILY.candidates(presets.W8A8_FP8, GemmProblem(n=n, k=k, m=m), caps)
+    assert configs[0].split_k == split
+    assert configs[-1].split_k == 1  # the unsplit form stays a candidate
+    unsplit = FAMILY.render(presets.W8A8_FP8, configs[-1], caps).code
+    assert ", true>;" not in unsplit  # no split path compiled in
+    if split > 1:
+        code = FAMILY.render(presets.W8A8_FP8, configs[0], caps).code
+        assert ", true>;" in code
+        # how many splits is a launch parameter: 2 and 16 splits share one kernel
+        other = configs[0].model_copy(update={"split_k": 2 if split != 2 else 16})
+        assert FAMILY.render(presets.W8A8_FP8, other, caps).code == code

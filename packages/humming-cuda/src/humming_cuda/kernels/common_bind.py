@@ -2,8 +2,9 @@
 
 Both take `kernel(x=..., out=..., [act_scale=...], **packed)`: x [M, K] is quantized by the
 module's own quantizer entries, the codes and scales join the packed weights as the GEMM's
-arguments, and the GEMM launches one CTA per (block_n, block_m) tile of out. A family's kernel
-supplies its quantizer step and the K-derived dims of its signature.
+arguments, and the GEMM launches one CTA per (block_n, block_m) tile of out and K split. A family's
+kernel supplies its quantizer step, the K-derived dims of its signature and, if it splits K, the
+split and its workspace.
 """
 
 from __future__ import annotations
@@ -59,16 +60,23 @@ class ActQuantGemmKernel(ABC):
     def _k_dims(self, k: int) -> dict[str, int]:
         """The signature's dims that derive from K (scale groups, packed words)."""
 
+    def _split_k(self, k: int, tiles: int, device: torch.device) -> tuple[int, dict[str, Any]]:
+        """(CTAs per tile along K, the extra arguments that split needs) for `tiles` output tiles:
+        one, none, unless the family splits K."""
+        return 1, {}
+
     def __call__(self, **values: Any) -> None:
         values = dict(values)
         x, out = values.pop("x"), values["out"]
         check_x_out(self.name, x, out)
         values.update(self._quantize(x, values.pop("act_scale", None)))
+        m, n = out.shape
+        cfg = self.config
+        grid_n, grid_m = -(-n // cfg.block_n), -(-m // cfg.block_m)
+        split, extra = self._split_k(x.shape[1], grid_n * grid_m, x.device)
+        values.update(extra)
         dims = {"LDC": out.stride(0), **self._k_dims(x.shape[1])}
         _, params = self.signature.bind(values, dims, self.function.device_index)
-        m, n = out.shape
         if m == 0:
             return
-        cfg = self.config
-        grid = (-(-n // cfg.block_n), -(-m // cfg.block_m), 1)
-        self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)
+        self.launcher((grid_n, grid_m, split), (cfg.threads, 1, 1), params, cfg.smem_bytes)

@@ -11,7 +11,8 @@ from humming_core.spec import QuantSpec
 from ...args import ScalarArg, Signature, TensorArg
 from ..act_quant import CODE_DTYPES, ActQuantizer
 from ..common_bind import ActQuantGemmKernel, out_arg
-from .config import W8a8Config, W8a8Format
+from ..split_k import SPLIT_K_BUFFERS, split_iterations
+from .config import BLOCK_K, W8a8Config, W8a8Format
 from .nibbles import slab_words
 
 # WG: weight groups along K; KW: int32 words per row of the W4A8 layout
@@ -36,6 +37,9 @@ def signature(fmt: W8a8Format, name: str) -> Signature:
         *(ScalarArg(n, "int32", dim=n) for n in ("M", "N", "K")),
         ScalarArg("ldc", "int32", dim="LDC"),
         ScalarArg("ws_ld", "int32", dim="KB"),
+        TensorArg("workspace", torch.float32, ("WS",), optional=True, align=4),
+        TensorArg("counters", torch.int32, ("CT",), optional=True, align=4),
+        ScalarArg("iters_per_split", "int32", dim="IPS"),
         kernel=name,
     )
 
@@ -55,8 +59,19 @@ class W8a8Kernel(ActQuantGemmKernel):
         a, a_scales = self.quantizer(x, act_scale)
         return {"a": a, "a_scales": a_scales}
 
+    def _split_k(self, k: int, tiles: int, device: torch.device) -> tuple[int, dict[str, Any]]:
+        split, _ = split_iterations(-(-k // BLOCK_K), self.config.split_k)
+        if split == 1:
+            return 1, {}
+        floats = tiles * split * self.config.block_m * self.config.block_n
+        workspace, counters = SPLIT_K_BUFFERS.get(device, floats, tiles)
+        return split, {"workspace": workspace, "counters": counters}
+
     def _k_dims(self, k: int) -> dict[str, int]:
-        dims = {"KB": -(-k // 128) if self.fmt.weight_scale == "block" else 0}
+        dims = {
+            "KB": -(-k // 128) if self.fmt.weight_scale == "block" else 0,
+            "IPS": split_iterations(-(-k // BLOCK_K), self.config.split_k)[1],
+        }
         if self.fmt.weight_bits == 4:
             dims.update(KW=slab_words(k), WG=-(-k // self.fmt.group))
         return dims

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import Field
+
 from humming_core.spec import QuantSpec
 
 from ..act_quant import ActQuantFormat
@@ -23,11 +25,16 @@ CXX_OUT = {"fp16": "half", "bf16": "nv_bfloat16", "fp32": "float"}
 
 
 class W8a8Config(WarpTileConfig):
-    """Block tile 16*m_frags*warps_m (M) x 8*n_frags*warps_n (N) x 128 (K) per stage."""
+    """Block tile 16*m_frags*warps_m (M) x 8*n_frags*warps_n (N) x 128 (K) per stage.
+
+    split_k > 1 splits the K loop over that many CTAs per tile (a launch parameter: the compiled
+    code is the same) and sums their partials through a workspace, so layers with few output
+    tiles still fill the GPU at decode."""
 
     family: Literal["w8a8"] = "w8a8"
     # 8: W8A8 weight tiles (128 bytes per row and stage); 4: W4A8 nibbles (64 bytes)
     weight_bits: Literal[4, 8] = 8
+    split_k: int = Field(1, ge=1, le=64)
 
     @property
     def smem_bytes(self) -> int:

@@ -134,10 +134,39 @@ def _large_tile(fmt: W8a8Format) -> dict[str, int]:
     return {"m_frags": 4, "n_frags": 8, "warps_m": 2, "warps_n": 2}
 
 
+# CTAs per SM the split aims for: the decode tile (4 warps, 40 KB of smem at 4 stages) fits
+# several per SM, and more CTAs keep more weight bytes in flight.
+SPLIT_CTAS_PER_SM = 4
+SPLIT_MAX_M = 64  # the decode and mid tiles (warp_tile.tile_for_m); larger M is never split
+_DEFAULT_SMS = 132
+
+
+def pick_split_k(problem: GemmProblem, cfg: W8a8Config, caps: DeviceCaps) -> int:
+    """Split K until the CTAs fill about SPLIT_CTAS_PER_SM per SM (a power of two), keeping at
+    least 4 K iterations per split and at most 16 splits: a layer with few output tiles (N=4096
+    at decode is 64 tiles of 64 columns) otherwise leaves most SMs idle."""
+    m = max(1, problem.m or 1)
+    tiles = -(-problem.n // cfg.block_n) * -(-m // cfg.block_m)
+    iters = -(-problem.k // BLOCK_K)
+    fill = (SPLIT_CTAS_PER_SM * (caps.sm_count or _DEFAULT_SMS)) // tiles
+    split = 1 << (fill.bit_length() - 1) if fill > 1 else 1
+    return max(1, min(split, iters // 4, 16))
+
+
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W8a8Config]:
-    """Configs for this (spec, N, K, M), best first; empty when `supports` says no."""
+    """Configs for this (spec, N, K, M), best first; empty when `supports` says no. Up to M =
+    SPLIT_MAX_M the first is split along K when its tiles alone would not fill the GPU; the
+    unsplit form follows."""
     if not supports(spec, problem, caps):
         return []
     fmt = W8a8Format.from_spec(spec)
     tile = tile_for_m(problem.m, _large_tile(fmt))
-    return staged_candidates(W8a8Config(arch=caps.arch, weight_bits=fmt.weight_bits, **tile), caps)
+    configs = staged_candidates(
+        W8a8Config(arch=caps.arch, weight_bits=fmt.weight_bits, **tile), caps
+    )
+    # the large tiles have no registers to spare for the split path (and large M fills the GPU)
+    small = problem.m is None or problem.m <= SPLIT_MAX_M
+    split = pick_split_k(problem, configs[0], caps) if configs and small else 1
+    if split > 1:
+        configs.insert(0, configs[0].model_copy(update={"split_k": split}))
+    return configs

@@ -30,9 +30,10 @@ def _format_argument(fmt: W8a8Format) -> str:
 def template_arguments(fmt: W8a8Format, cfg: W8a8Config) -> tuple[str, str]:
     """(W8a8Format<...>, W8a8Tile<...>) as C++ text."""
     weight = _format_argument(fmt)
+    split = ", true" if cfg.split_k > 1 else ""  # split or not is compiled in; how many is not
     tile = (
         f"humming::W8a8Tile<{cfg.m_frags}, {cfg.n_frags}, {cfg.warps_m}, {cfg.warps_n}, "
-        f"{cfg.stages}>"
+        f"{cfg.stages}{split}>"
     )
     return weight, tile
 

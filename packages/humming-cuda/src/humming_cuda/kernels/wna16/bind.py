@@ -11,6 +11,7 @@ from humming_core.spec import QuantSpec
 
 from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Dim3, Launcher, ParamBlock
+from ..split_k import SPLIT_K_BUFFERS, split_iterations
 from .config import KernelFormat, Wna16Config
 
 _ACT = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -60,35 +61,6 @@ _SCALARS = (
     ("groups", "G"),
     ("iters_per_split", "IPS"),
 )
-
-
-class _SplitKBuffers:
-    """Per-device fp32 workspace and tile counters for split-K, grown on demand and then reused.
-
-    The counters start at zero and every split-K launch leaves them at zero, so a call needs no
-    memset (CUDA-graph replays included). Grow them in a warm-up call before capturing a graph.
-    Launches that share a device must not run concurrently on different streams.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._buffers: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-
-    def get(
-        self, device: torch.device, floats: int, tiles: int
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        with self._lock:
-            ws, ct = self._buffers.get(index, (None, None))
-            if ws is None or ws.numel() < floats:
-                ws = torch.empty(max(floats, 1 << 16), dtype=torch.float32, device=device)
-            if ct is None or ct.numel() < tiles:
-                ct = torch.zeros(max(tiles, 1024), dtype=torch.int32, device=device)
-            self._buffers[index] = (ws, ct)
-            return ws, ct
-
-
-SPLIT_K_BUFFERS = _SplitKBuffers()
 
 
 class Wna16Kernel:
@@ -158,10 +130,7 @@ class Wna16Kernel:
 
     def split_k(self, k_tiles: int) -> tuple[int, int]:
         """(splits, K iterations per split) for a layer of `k_tiles` 16-wide K tiles."""
-        iters = -(-(k_tiles * 16) // self.config.block_k)
-        split = max(1, min(self.config.split_k, iters))
-        ips = -(-iters // split)
-        return -(-iters // ips), ips
+        return split_iterations(-(-(k_tiles * 16) // self.config.block_k), self.config.split_k)
 
     def split_k_buffers(
         self, device: torch.device, grid_n: int, grid_m: int, split: int

@@ -57,22 +57,25 @@ struct Epilogue {
   }
 };
 
-// Cross-CTA split-K: every split writes its fp32 partial (in fragment order, so each thread reads
-// back exactly the values it owns) and bumps the tile's counter; the last split to arrive sums the
+// Cross-CTA split-K: every split writes its partial (in fragment order, so each thread reads back
+// exactly the values it owns) and bumps the tile's counter; the last split to arrive sums the
 // partials in split order (deterministic whichever CTA is last), runs the epilogue and resets the
-// counter to 0 for the next launch (so a CUDA graph can replay without a memset).
+// counter to 0 for the next launch (so a CUDA graph can replay without a memset). V is the partial
+// sums' type: fp32, or int for exact s32 sums (the 4-byte workspace holds either).
 template <int ACC, int WARPS_N>
 struct SplitKReducer {
   static constexpr int kTileFloats = WARPS_N * ACC * 32;
 
   // Returns true in the CTA that must finish the tile; `acc` then holds the full sum.
   // Only the threads with `owner` set hold accumulators; every thread of the CTA must call this.
-  HM_DEVICE static bool reduce(float (&acc)[ACC], bool owner, int wn, int lane, float* workspace,
+  template <typename V>
+  HM_DEVICE static bool reduce(V (&acc)[ACC], bool owner, int wn, int lane, float* workspace,
                                int* counters, int tile, int split, int splits, int* flag_smem) {
-    float* base = workspace + static_cast<long long>(tile) * splits * kTileFloats;
+    static_assert(sizeof(V) == sizeof(float), "the workspace holds 4-byte partial sums");
+    V* base = reinterpret_cast<V*>(workspace) + static_cast<long long>(tile) * splits * kTileFloats;
     const int slot = wn * ACC * 32 + lane;
     if (owner) {
-      float* mine = base + static_cast<long long>(split) * kTileFloats + slot;
+      V* mine = base + static_cast<long long>(split) * kTileFloats + slot;
 #pragma unroll
       for (int a = 0; a < ACC; ++a) __stcg(mine + a * 32, acc[a]);
       __threadfence();
@@ -88,7 +91,7 @@ struct SplitKReducer {
     if (owner) {
       // Read every partial back, own one included: the sum order is fixed and acc is reused in
       // place (no second accumulator array, which would double the registers).
-      const float* part = base + slot;
+      const V* part = base + slot;
 #pragma unroll
       for (int a = 0; a < ACC; ++a) acc[a] = __ldcg(part + a * 32);
       for (int s = 1; s < splits; ++s) {

@@ -79,10 +79,13 @@ struct W8a8Format {
                 "the PPU has no fp8 MMA: its dialects render int8 activations only");
 };
 
-template <int M_FRAGS_, int N_FRAGS_, int WARPS_M_, int WARPS_N_, int STAGES_>
+// SPLIT_K: the kernel may run split along K over gridDim.z (the split path costs registers the
+// large tiles do not have, so only the configs that split compile it).
+template <int M_FRAGS_, int N_FRAGS_, int WARPS_M_, int WARPS_N_, int STAGES_, bool SPLIT_K_ = false>
 struct W8a8Tile {
   static constexpr int M_FRAGS = M_FRAGS_, N_FRAGS = N_FRAGS_, WARPS_M = WARPS_M_;
   static constexpr int WARPS_N = WARPS_N_, STAGES = STAGES_;
+  static constexpr bool SPLIT_K = SPLIT_K_;
   static constexpr int BM = 16 * M_FRAGS * WARPS_M, BN = 8 * N_FRAGS * WARPS_N, BK = 128;
   static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
   static_assert(N_FRAGS % 2 == 0, "B fragments are loaded two n8 blocks per ldmatrix.x4");
@@ -116,6 +119,10 @@ struct W8a8Kernel {
     const float* bias;      // [N]
     OutT* out;
     int M, N, K, ldc, ws_ld;
+    // split-K over gridDim.z (the MoE and W4A4 kernels that reuse these stages leave them unset)
+    float* workspace;
+    int* counters;
+    int iters_per_split;
   };
 
   // First accumulator of this lane's pair (rows g + 8h, two columns) in fragment (mf, nf). sm80
@@ -323,6 +330,18 @@ struct W8a8Kernel {
     }
   }
 
+  // Cross-CTA split-K sum of this CTA's partial `v` (every warp owns its accumulators); true in
+  // the CTA that then holds the tile's full sum and stores it.
+  template <typename V>
+  HM_DEVICE static bool reduce_splits(V (&v)[ACC], const Args& a, int warp, int lane) {
+    __shared__ int last_flag;
+    const int tile = blockIdx.y * gridDim.x + blockIdx.x;
+    return SplitKReducer<ACC, Tile::WARPS_M * Tile::WARPS_N>::reduce(
+        v, true, warp, lane, a.workspace, a.counters, tile, blockIdx.z, gridDim.z, &last_flag);
+  }
+
+  // K iterations [blockIdx.z * iters_per_split, ...) of one tile; split-K sums the gridDim.z
+  // partials through the workspace (s32 sums stay exact: they are added as ints).
   HM_DEVICE static void run(const Args& a) {
     extern __shared__ uint4 smem_u4[];
     char* smem = reinterpret_cast<char*>(smem_u4);
@@ -330,6 +349,8 @@ struct W8a8Kernel {
     const int wm = warp / Tile::WARPS_N, wn = warp % Tile::WARPS_N;
     const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
     const int iters = ceil_div(a.K, BK);
+    const int it0 = Tile::SPLIT_K ? blockIdx.z * a.iters_per_split : 0;
+    const int it1 = Tile::SPLIT_K ? min(iters, it0 + a.iters_per_split) : iters;
     const u64 policy = evict_first_policy();
 
     Acc acc[ACC];
@@ -339,12 +360,18 @@ struct W8a8Kernel {
 #pragma unroll
     for (int i = 0; i < TOTAL; ++i) total[i] = 0.f;
     cp_async_pipeline<STAGES>(
-        0, iters,
+        it0, it1,
         [&](int buf, int it) { load_stage(a, smem, buf, it, m0, n0, tid, policy); },
         [&](int buf, int it) { compute_stage(acc, total, a, smem, buf, it, m0, n0, wm, wn, lane); });
     if constexpr (Fmt::PROMOTE) {
+      if constexpr (Tile::SPLIT_K) {
+        if (gridDim.z > 1 && !reduce_splits(total, a, warp, lane)) return;
+      }
       store(a, total, m0, n0, wm, wn, lane);
     } else {
+      if constexpr (Tile::SPLIT_K) {
+        if (gridDim.z > 1 && !reduce_splits(acc, a, warp, lane)) return;
+      }
       float v[ACC];
 #pragma unroll
       for (int i = 0; i < ACC; ++i) v[i] = static_cast<float>(acc[i]);
@@ -361,8 +388,8 @@ struct W8a8Kernel {
   extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                          \
       const char* a, const float* a_scales, const char* w, const float* w_scales,              \
       const unsigned char* zeros, const float* bias, OUT* out, int M, int N, int K, int ldc,   \
-      int ws_ld) {                                                                              \
+      int ws_ld, float* workspace, int* counters, int iters_per_split) {                        \
     using Kern = humming::W8a8Kernel<FMT, TILE, OUT, BIAS>;                                     \
-    Kern::run(                                                                                  \
-        typename Kern::Args{a, a_scales, w, w_scales, zeros, bias, out, M, N, K, ldc, ws_ld});  \
+    Kern::run(typename Kern::Args{a, a_scales, w, w_scales, zeros, bias, out, M, N, K, ldc,     \
+                                  ws_ld, workspace, counters, iters_per_split});                \
   }
