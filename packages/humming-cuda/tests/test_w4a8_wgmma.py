@@ -92,6 +92,14 @@ def test_before_w8a8_and_sharing_its_packed_weights(monkeypatch):
     mine = device.candidates(presets.W4A8_FP8, LARGE)[0]
     decode = device.candidates(presets.W4A8_FP8, GemmProblem(n=4096, k=4096, m=16))[0]
     assert (mine.family, decode.family) == ("w4a8_wgmma", "w8a8")
+    # M 17..64: this family runs it (supports) but the mma.sync kernels are faster there
+    mid = GemmProblem(n=4096, k=4096, m=64)
+    assert FAMILY.supports(presets.W4A8_FP8, mid, SM90)
+    assert not FAMILY.prefers(presets.W4A8_FP8, mid, SM90)
+    assert device.candidates(presets.W4A8_FP8, mid)[0].family == "w8a8"
+    assert device.candidates(presets.W4A8_FP8, GemmProblem(n=4096, k=4096, m=65))[0].family == (
+        "w4a8_wgmma"
+    )
     layouts = [device.weight_layout(presets.W4A8_FP8, c) for c in (mine, decode)]
     assert layouts[0].identity == layouts[1].identity
 

@@ -142,9 +142,10 @@ def check_routed_graph_replay(device, preset: str, family: str) -> None:
     assert ((out.cpu().double() - ref.double()).abs() <= error_bound(x, cw, ref, None)).all()
 
 
-def check_user_api_switch(device, preset: str, family: str) -> None:
-    """PreparedGemm on one packed copy: M <= 16 runs the mma.sync w8a8 kernels, M = 32 and 64
-    `family`; M = 5, 40 (a 128-row tile with zero rows past M), 200 and 1030 match the reference."""
+def check_user_api_switch(device, preset: str, family: str, from_m: int = 32) -> None:
+    """PreparedGemm on one packed copy: the M buckets below `from_m` run the mma.sync w8a8
+    kernels, those from it up to 256 `family`; M = 5, 40 (a 128-row tile with zero rows past M on
+    the wgmma kernels), 200 and 1030 match the reference."""
     from w8a8_cases import error_bound
 
     from humming_core.numerics import quantize_weight, reference_gemm
@@ -156,7 +157,8 @@ def check_user_api_switch(device, preset: str, family: str) -> None:
     cw = quantize_weight(torch.randn(256, 640, generator=gen) * 0.05, spec)
     layer = PreparedGemm(cw, device)
     families = {b: c.family for b, c in layer.configs.items()}
-    assert families[16] == "w8a8" and families[32] == families[64] == family, families
+    for bucket in (16, 32, 64, 128, 256):
+        assert families[bucket] == ("w8a8" if bucket < from_m else family), families
     for m in (5, 40, 200, 1030):
         x = torch.randn(m, 640, generator=gen).to(torch.float16)
         out = layer.run(x.cuda())

@@ -88,8 +88,9 @@ class LoadedFunction:
             )
             if hasattr(driver, "cuFuncLoad"):
                 check(driver.cuFuncLoad(self.handle), f"cuFuncLoad({self.symbol})")
-            self.max_dynamic_smem = DEFAULT_SMEM_LIMIT
             self.attributes = self._attributes()
+            # without the opt-in, static and dynamic shared memory share the 48 KB
+            self.max_dynamic_smem = DEFAULT_SMEM_LIMIT - self.attributes["static_smem_bytes"]
         finally:
             check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
 

@@ -1,4 +1,5 @@
-"""The MoE benchmark: Humming's indexed MoE layer against torch._grouped_mm, on Qwen3-30B-A3B's experts.
+"""The MoE benchmark: Humming's indexed MoE layer against torch._grouped_mm and the published
+humming-kernels, on Qwen3-30B-A3B's experts.
 
 Per M, "us" holds the w13 + w2 time of each implementation:
 - "humming": `fused_moe_rows` (routing alignment on the GPU, w13 with its SiLU-GLU epilogue, w2
@@ -7,6 +8,10 @@ Per M, "us" holds the w13 + w2 time of each implementation:
 - "grouped_mm_bf16": the two `torch._grouped_mm` calls on bf16 weights with the same routing,
   tokens already sorted by expert (sorting, gather, GLU and scatter are not timed: a lower bound
   of a bf16 layer).
+- "peer": the published humming-kernels' MoE layer in the same format with the same routing
+  (bench/peer.py's `moe`: alignment, w13, its fused SiLU-and-mul (and fp8 quantization) kernel,
+  w2). Its GEMMs take no router weights: an engine applies them in the top-k sum, untimed here
+  for every implementation.
 Rows are dense.json's rows plus "E" and "topk"; N x K is w13's shape per expert (w2 is K x N/2).
 "roof_us" (KERNELS.md): bytes of the experts the batch is expected to touch (M tokens each picking
 topk distinct experts uniformly: E (1 - (1 - topk/E)^M) experts) plus the activation traffic, over
@@ -28,7 +33,7 @@ import torch
 from humming_core.device import GemmProblem, get_device
 from humming_core.spec import QuantSpec, preset
 
-from . import baselines
+from . import baselines, peer
 from .dense import (
     HBM_BYTES_PER_S,
     Row,
@@ -46,11 +51,7 @@ M_GRID = (1, 8, 32, 128, 512, 2048, 8192)
 # MXFP4 with fp8 activations runs on the moe_w8a8 family; a spec no family of the device runs is
 # reported under "skipped" with the device's reason.
 SPECS = ("W4A16_G128", "MXFP4", "MXFP4_A8")
-BASELINES = ("grouped_mm_bf16",)
-PEER_REASON = (
-    "no adapter for the published humming-kernels MoE call yet (its layers take routing tensors "
-    "of their own; bench/peer.py covers dense and act8)"
-)
+BASELINES = ("grouped_mm_bf16", "peer")
 # Up to this M: 4 weight copies and 16 calls per graph (decode calls are short and touch few
 # experts); above it 2 copies (a W4A16 copy is 311 MB, bf16 1.2 GB) and 4 calls.
 SMALL_M = 128
@@ -156,6 +157,13 @@ def _humming_fn(pairs: list[tuple], x: torch.Tensor, routes: list[tuple]):
     return fn
 
 
+def _peer_moe(name: str, x: torch.Tensor, routes: list, copies: int):
+    # Its kernels are CUDA-only: on CPU it would quantize 128 experts before failing.
+    if x.device.type != "cuda":
+        raise baselines.Unavailable("published humming-kernels runs on CUDA devices only")
+    return peer.moe(name, x, routes, copies, E, WIDTH)
+
+
 def _measure(name: str, pairs: list[tuple], m: int, dev, measured: dict, omitted: dict) -> MoeRow:
     spec = preset(name)
     copies, calls = (4, 16) if m <= SMALL_M else (2, 4)
@@ -168,8 +176,11 @@ def _measure(name: str, pairs: list[tuple], m: int, dev, measured: dict, omitted
     row.host_us = host_overhead_us(fn, row.us["humming"], calls=20)
     w13, w2 = pairs[0]
     row.kernels = {"w13": kernel_of(w13, m * TOPK), "w2": kernel_of(w2, m * TOPK)}
-    build = partial(baselines.grouped_mm_bf16, x, routes, E, WIDTH, copies)
-    measure_baselines(row, {"grouped_mm_bf16": build}, (m,), calls, measured, omitted)
+    builders = {
+        "grouped_mm_bf16": partial(baselines.grouped_mm_bf16, x, routes, E, WIDTH, copies),
+        "peer": partial(_peer_moe, name, x, routes, copies),  # measured per spec (SPEC_DEPENDENT)
+    }
+    measure_baselines(row, builders, (m,), calls, measured, omitted)
     return row
 
 
@@ -179,8 +190,7 @@ def run(specs=SPECS, ms=M_GRID, log=print, on_row=None, device="cuda") -> dict:
     A spec without a MoE kernel on this device is listed under "skipped" with the device's reason."""
     dev = torch.device(device)
     target = get_device()
-    rows, skipped, measured = [], {}, {}
-    omitted = {"peer": PEER_REASON}
+    rows, skipped, measured, omitted = [], {}, {}, {}
     for name in specs:
         reason = unsupported_reason(target, preset(name))
         if reason is not None:
@@ -196,4 +206,5 @@ def run(specs=SPECS, ms=M_GRID, log=print, on_row=None, device="cuda") -> dict:
                 on_row(document(rows, omitted, skipped, dev))
         for layer in pairs[0]:  # the twins share the originals' registry entries
             layer.release()
+        peer.release_moe()
     return document(rows, omitted, skipped, dev)

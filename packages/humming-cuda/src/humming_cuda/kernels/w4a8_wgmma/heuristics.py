@@ -2,7 +2,8 @@
 M > 16), and its configs.
 
 Decode-size M (<= 16) stays with the mma.sync W8A8 family (its W4A8 kernels read the same packed
-weights), so `supports` refuses it with a reason and CudaDevice moves on.
+weights), so `supports` refuses it with a reason and CudaDevice moves on; up to M = 64 this family
+runs when asked but does not `prefer` it, so the device routes those M to the mma.sync kernels too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,12 @@ from .config import BLOCK_K, W4a8WgmmaConfig
 
 WEIGHTS = ("int4", "e2m1")  # 4-bit codes whose every value is exact in e4m3
 STAGE_CHOICES = (4, 6)
+# H200, `humming bench --suite act8` (two runs of 2026-11-29 whose cuBLASLt columns agree within
+# 5%): at M = 32 and 64 this kernel took 74 / 247 / 530 / 470 us on the four KERNELS.md layers,
+# the mma.sync W4A8 kernels 47 / 150-152 / 429-451 / 294-301 us; from M = 256 this one is ~2x
+# faster (917 vs 1814 us at 57344x8192). Its time is flat in M up to 128: the per-weight 4-to-8-bit
+# expansion, not the MMAs, bounds it there.
+PREFER_MIN_M = 65
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -64,3 +71,8 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W4a8WgmmaConfig]:
     """Configs for this problem, best first (ring depths that fit the arch's shared memory)."""
     return fitting_configs(supports, W4a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)
+
+
+def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
+    """Take M from PREFER_MIN_M; below it the mma.sync w8a8 kernels are faster (see above)."""
+    return (problem.m or 0) >= PREFER_MIN_M

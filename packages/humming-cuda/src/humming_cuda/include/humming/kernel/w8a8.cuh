@@ -331,13 +331,16 @@ struct W8a8Kernel {
   }
 
   // Cross-CTA split-K sum of this CTA's partial `v` (every warp owns its accumulators); true in
-  // the CTA that then holds the tile's full sum and stores it.
+  // the CTA that then holds the tile's full sum and stores it. The "last split" flag reuses the
+  // pipeline's shared memory, written only after the reducer's first barrier (every warp is past
+  // its last stage then) and with no static shared memory, which would not fit beside a
+  // 48 KB dynamic footprint that has not opted in to more.
   template <typename V>
-  HM_DEVICE static bool reduce_splits(V (&v)[ACC], const Args& a, int warp, int lane) {
-    __shared__ int last_flag;
+  HM_DEVICE static bool reduce_splits(V (&v)[ACC], const Args& a, char* smem, int warp, int lane) {
     const int tile = blockIdx.y * gridDim.x + blockIdx.x;
     return SplitKReducer<ACC, Tile::WARPS_M * Tile::WARPS_N>::reduce(
-        v, true, warp, lane, a.workspace, a.counters, tile, blockIdx.z, gridDim.z, &last_flag);
+        v, true, warp, lane, a.workspace, a.counters, tile, blockIdx.z, gridDim.z,
+        reinterpret_cast<int*>(smem));
   }
 
   // K iterations [blockIdx.z * iters_per_split, ...) of one tile; split-K sums the gridDim.z
@@ -365,12 +368,12 @@ struct W8a8Kernel {
         [&](int buf, int it) { compute_stage(acc, total, a, smem, buf, it, m0, n0, wm, wn, lane); });
     if constexpr (Fmt::PROMOTE) {
       if constexpr (Tile::SPLIT_K) {
-        if (gridDim.z > 1 && !reduce_splits(total, a, warp, lane)) return;
+        if (gridDim.z > 1 && !reduce_splits(total, a, smem, warp, lane)) return;
       }
       store(a, total, m0, n0, wm, wn, lane);
     } else {
       if constexpr (Tile::SPLIT_K) {
-        if (gridDim.z > 1 && !reduce_splits(acc, a, warp, lane)) return;
+        if (gridDim.z > 1 && !reduce_splits(acc, a, smem, warp, lane)) return;
       }
       float v[ACC];
 #pragma unroll
