@@ -136,15 +136,17 @@ def test_gathered_gemm_skips_blocks_of_non_local_experts():
             )
         ),
     )
-    x = torch.randn(m, k).half()
+    x = torch.randn(m, k, generator=torch.Generator().manual_seed(5)).half()
     out = reference_moe_gemm(x, cw, *moe_align(topk_ids, block, 3, emap), topk, block_size=block)
     routed_to_zero = (topk_ids.flatten() == 0).nonzero().flatten()
     assert (out[routed_to_zero] == 0).all()
     wd = dequantize_weight(cw)
     i = 1  # token 0, slot 1 -> global 1 -> local 0
-    torch.testing.assert_close(
-        out[i].float(), (x[0].float() @ wd[0].T).half().float(), rtol=0, atol=0
-    )
+    # the reference's gathered block and this single row sum the same fp32 products in orders
+    # BLAS may block differently, so the fp16 results may differ by one rounding of the output
+    want = (x[0].float() @ wd[0].T).half()
+    torch.testing.assert_close(out[i], want, rtol=2.0**-10, atol=2.0**-24)
+    assert not torch.equal(out[i], torch.zeros_like(out[i]))  # a local expert's row is computed
 
 
 def test_grouped_layouts_match_per_expert_gemms():
