@@ -3,10 +3,11 @@
     compute-sanitizer --tool memcheck --report-api-errors no python3 scripts/sanitize_kernels.py
     compute-sanitizer --tool racecheck python3 scripts/sanitize_kernels.py
 
-Covers split-K (M=1, long K), N/M/K tails, integer zero points, float zero points, MX scales and
-bf16, and the sm_90a wgmma kernels (wna16_wgmma on a grid large enough to be chosen, w8a8_wgmma
-with its activation quantizer, w4a8_wgmma when HUMMING_UNVERIFIED_KERNELS=1 offers it); each result is checked against the reference so a silent
-corruption also fails.
+Covers split-K (M=1, long K; wna16 and w8a8), N/M/K tails, integer zero points, float zero points,
+MX scales and bf16, and the sm_90a wgmma kernels (wna16_wgmma on a grid large enough to be chosen,
+w8a8_wgmma with its activation quantizer, w4a8_wgmma); under HUMMING_UNVERIFIED_KERNELS=1 the
+M <= 16 WnA16 cases run the wna16_decode kernels instead of wna16's. Each result is checked against
+the reference so a silent corruption also fails.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ CASES = [  # (preset, act dtype, M, N, K)
     ("GGUF_Q4_K", "fp16", 17, 96, 256),
     ("W4A16_G128", "fp16", 300, 3968, 256),
     ("W8A8_FP8", "bf16", 200, 264, 384),
-    ("W4A8_FP8", "bf16", 200, 264, 384),  # w4a8_wgmma under HUMMING_UNVERIFIED_KERNELS=1
+    ("W4A8_FP8", "bf16", 200, 264, 384),
+    ("W8A8_FP8", "bf16", 1, 520, 4096),  # w8a8 split-K
+    ("W4A16_G128", "bf16", 16, 200, 1024),  # 16 tokens (wna16_decode under the opt-in)
 ]
 
 

@@ -57,9 +57,15 @@ def _poisoned(rows: int, cols: int, dtype: torch.dtype, fill: float, pad: int) -
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_matches_reference(case: Case, device, kernels):
+    config, kernel = kernels[case.id + str(case.seed)]
+    check_wna16_case(case, device, config, kernel)
+
+
+def check_wna16_case(case: Case, device, config, kernel) -> None:
+    """Run `kernel` (built for `config`) on the case and check the three properties above; the
+    wna16_decode conformance reuses it."""
     from humming_core.numerics import quantize_weight, reference_gemm
 
-    config, kernel = kernels[case.id + str(case.seed)]
     act = torch.float16 if case.spec.act.dtype.name == "fp16" else torch.bfloat16
     out_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[
         case.spec.output_dtype

@@ -16,13 +16,19 @@ from .wna16_wgmma import FAMILY as _WNA16_WGMMA  # noqa: E402  (families import 
 
 FAMILIES.append(_WNA16_WGMMA)
 
+# Before wna16: decode-size problems (M <= 8) in the out^T form; offered only with
+# HUMMING_UNVERIFIED_KERNELS=1 until it has run on hardware, wna16 keeps decode until then.
+from .wna16_decode import FAMILY as _WNA16_DECODE  # noqa: E402
+
+FAMILIES.append(_WNA16_DECODE)
+
 from .wna16 import FAMILY as _WNA16  # noqa: E402
 
 FAMILIES.append(_WNA16)
 
 # Before w8a8: fp8 problems with M > 16 on sm_90a take the wgmma kernels (e4m3 weights here, int4 /
-# E2M1 weights in w4a8_wgmma, offered only with HUMMING_UNVERIFIED_KERNELS=1 until it has run on
-# hardware); everything else they refuse falls through to w8a8.
+# E2M1 weights in w4a8_wgmma, which prefers M > 64); everything else they refuse or leave falls
+# through to w8a8.
 from .w8a8_wgmma import FAMILY as _W8A8_WGMMA  # noqa: E402
 
 FAMILIES.append(_W8A8_WGMMA)

@@ -231,7 +231,8 @@ struct MoeWna16Kernel {
         [&](int buf, int it) { load_stage(d, smem, src_rows, buf, it, n0, tid, policy); },
         [&](int buf, int) { Dense::compute_stage(acc, gp, smem, buf, wn, wk, lane); });
     __syncthreads();
-    Dense::reduce_warps_k(acc, smem, wn, wk, lane);
+    reduce_warps_k<ACC, Tile::WARPS_N, Tile::WARPS_K>(acc, reinterpret_cast<float*>(smem), wn, wk,
+                                                      lane);
     if (wk == 0) store(a, d, acc, ids, n0, wn, lane);
   }
 };

@@ -46,6 +46,27 @@ struct EpilogueShape {
   static constexpr bool HAS_GLOBAL = GLOBAL, HAS_BIAS = BIAS;
 };
 
+// Adds the WARPS_K partial sums of ACC accumulators per lane into the wk == 0 warps (shared
+// memory `red`, fixed order). Every thread of the CTA calls it.
+template <int ACC, int WARPS_N, int WARPS_K>
+HM_DEVICE void reduce_warps_k(float (&acc)[ACC], float* red, int wn, int wk, int lane) {
+  if constexpr (WARPS_K > 1) {
+    if (wk > 0) {
+      float* dst = red + ((wk - 1) * WARPS_N + wn) * ACC * 32 + lane;
+#pragma unroll
+      for (int a = 0; a < ACC; ++a) dst[a * 32] = acc[a];
+    }
+    __syncthreads();
+    if (wk == 0) {
+      for (int w = 1; w < WARPS_K; ++w) {
+        const float* src = red + ((w - 1) * WARPS_N + wn) * ACC * 32 + lane;
+#pragma unroll
+        for (int a = 0; a < ACC; ++a) acc[a] += src[a * 32];
+      }
+    }
+  }
+}
+
 template <typename T, typename Fmt, typename Tile>
 struct Wna16Smem {
   static constexpr int kGroupRows =
@@ -187,26 +208,6 @@ struct Wna16Kernel {
     }
   }
 
-  // Adds the WARPS_K partial sums into the wk == 0 warps (shared memory, fixed order).
-  HM_DEVICE static void reduce_warps_k(float (&acc)[ACC], char* smem, int wn, int wk, int lane) {
-    if constexpr (Tile::WARPS_K > 1) {
-      float* red = reinterpret_cast<float*>(smem);
-      if (wk > 0) {
-        float* dst = red + ((wk - 1) * Tile::WARPS_N + wn) * ACC * 32 + lane;
-#pragma unroll
-        for (int a = 0; a < ACC; ++a) dst[a * 32] = acc[a];
-      }
-      __syncthreads();
-      if (wk == 0) {
-        for (int w = 1; w < Tile::WARPS_K; ++w) {
-          const float* src = red + ((w - 1) * Tile::WARPS_N + wn) * ACC * 32 + lane;
-#pragma unroll
-          for (int a = 0; a < ACC; ++a) acc[a] += src[a * 32];
-        }
-      }
-    }
-  }
-
   HM_DEVICE static void store(const Args& a, const float (&acc)[ACC], int m0, int n0, int wn,
                               int lane) {
     Epilogue<typename Epi::Out, Epi::EPI_SCALE, Epi::HAS_GLOBAL, Epi::HAS_BIAS> epi{
@@ -272,7 +273,8 @@ struct Wna16Kernel {
         [&](int buf, int it) { load_stage(a, smem, buf, it, m0, n0, tid, policy); },
         [&](int buf, int) { compute_stage(acc, gp, smem, buf, wn, wk, lane); });
     __syncthreads();
-    reduce_warps_k(acc, smem, wn, wk, lane);
+    reduce_warps_k<ACC, Tile::WARPS_N, Tile::WARPS_K>(acc, reinterpret_cast<float*>(smem), wn, wk,
+                                                      lane);
     if (gridDim.z > 1) {
       const int tile = blockIdx.y * gridDim.x + blockIdx.x;
       if (!SplitKReducer<ACC, Tile::WARPS_N>::reduce(acc, wk == 0, wn, lane, a.workspace,

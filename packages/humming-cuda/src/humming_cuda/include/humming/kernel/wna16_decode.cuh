@@ -1,0 +1,162 @@
+// WnA16 decode GEMM (M <= 8): out[M, N] = x[M, K] @ dequant(W)[N, K]^T computed as out^T, so the
+// weights are the MMA's A operand and the tokens its n8 side.
+//
+// Same CTA, stages, loaders, K-warp and split-K reductions and epilogue as Wna16Kernel
+// (kernel/wna16.cuh), same pre-shuffled weight layout. What differs is the inner step:
+// - Each m16n8k16 MMA takes 16 weight rows: the layout's B fragments of n8 blocks 2P and 2P+1 are
+//   exactly the A fragment of rows 16P..16P+15 (row g is column g of block 2P, row g + 8 column g of
+//   block 2P+1), and the tokens come as B from the ldmatrix.x4 wna16 already issues (registers 0
+//   and 2 hold tokens 0-7). That is half the MMAs of wna16's form, whose 16-row A operand is mostly
+//   padding at decode. (Tokens 8-15 would double the partial sums below past the register budget
+//   of two CTAs per SM, and wna16's form issues as many MMAs there: M 9-16 stays with wna16.)
+// - Weights enter the MMA as their exact codes (q - offset - zero, or the float code's value): the
+//   in-loop group scale multiplies each fp32 partial sum once per group and stage instead of every
+//   weight pair (accumulator rows are weight columns, so each has one scale).
+// Float zero points (w * s - z) are not linear in the scale this way; that form stays with wna16.
+#pragma once
+#include "humming/kernel/wna16.cuh"
+
+namespace humming {
+
+template <typename T, typename Fmt, typename Tile, typename Epi>
+struct Wna16DecodeKernel {
+  using Base = Wna16Kernel<T, Fmt, Tile, Epi>;
+  using Args = typename Base::Args;
+  using Smem = typename Base::Smem;
+  using Exact = Dequant<T, Fmt::KIND, Fmt::BITS, Fmt::EXP, Fmt::MAN, Fmt::ZERO, false>;
+  using Tr = typename Exact::Tr;
+  static_assert(Tile::M_FRAGS == 1, "the decode form reads one 16-row tile of tokens");
+  static_assert(Fmt::ZERO != kZeroFloat, "float zero points need the scale inside the dequant");
+  static constexpr int ACC = 4 * 4;  // four 16-row blocks x the m16n8 fragment's 4 floats
+  static constexpr bool SCALED = Fmt::GROUP > 0;
+  static constexpr int KS = Tile::K_STEPS;
+
+  // This lane's zero-point parameters and the fp32 scales of its 8 columns (one per n8 block)
+  // from group row `row` of the stage.
+  HM_DEVICE static void load_group(GroupParams<T> (&gp)[8], float (&sc)[8], char* smem, int buf,
+                                   int row, int wn, int lane) {
+    Base::load_group(gp, smem, buf, row, wn, lane);
+    const T* s = Base::stage_s(smem, buf) + row * Tile::BN + wn * 64 + (lane / 4) * 8;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) sc[j] = Tr::to_float(s[j]);
+  }
+
+  // total += part * (scale of the part's weight row); part = 0. Rows g and g + 8 of block P are
+  // columns of n8 blocks 2P and 2P + 1.
+  HM_DEVICE static void flush(float (&total)[ACC], float (&part)[ACC], const float (&sc)[8]) {
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) {
+      total[i] += part[i] * sc[2 * (i / 4) + (i % 4) / 2];
+      part[i] = 0.f;
+    }
+  }
+
+  template <int P>
+  HM_DEVICE static void mma_rows(float (&acc)[ACC], const u32 (&xf)[4],
+                                 const u32 (&words)[Fmt::BITS], const GroupParams<T> (&gp)[8]) {
+    const u32 a[4] = {Exact::apply(code_pair<Fmt::BITS, 4 * P>(words), gp[2 * P]),
+                      Exact::apply(code_pair<Fmt::BITS, 4 * P + 2>(words), gp[2 * P + 1]),
+                      Exact::apply(code_pair<Fmt::BITS, 4 * P + 1>(words), gp[2 * P]),
+                      Exact::apply(code_pair<Fmt::BITS, 4 * P + 3>(words), gp[2 * P + 1])};
+    float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[P * 4]);
+    Mma16816<T>::run(d, a, xf[0], xf[2]);  // tokens 0-7: k 0-7 and k 8-15
+    if constexpr (P + 1 < 4) mma_rows<P + 1>(acc, xf, words, gp);
+  }
+
+  HM_DEVICE static void compute_stage(float (&total)[ACC], float (&part)[ACC],
+                                      GroupParams<T> (&gp)[8], float (&sc)[8], char* smem,
+                                      int buf, int wn, int wk, int lane) {
+    const T* a_s = Base::stage_a(smem, buf);
+    const u32* b_s = Base::stage_b(smem, buf);
+#pragma unroll
+    for (int s = 0; s < KS; ++s) {
+      const int ss = wk * KS + s;
+      if constexpr (SCALED) {
+        // as in Wna16Kernel: a warp's k range crosses a group boundary only where 16 * s is a
+        // multiple of GROUP; the partial sums of the group that ends there take its scale first
+        const bool boundary = Fmt::GROUP <= 16 * KS && (16 * s) % Fmt::GROUP == 0;
+        if (s == 0 || boundary) {
+          if (s != 0) flush(total, part, sc);
+          load_group(gp, sc, smem, buf, Smem::kGroupRows == 1 ? 0 : (16 * ss) / Fmt::GROUP, wn,
+                     lane);
+        }
+      }
+      u32 words[Fmt::BITS];
+      load_lane_words<Fmt::BITS>(words, b_s + (wn * (Tile::BK / 16) + ss) * 32 * Fmt::BITS, lane);
+      u32 xf[4];
+      ldmatrix_x4(xf, a_s + Base::ALoader::offset(lane & 15, ss * 2 + (lane >> 4)));
+      if constexpr (SCALED) {
+        mma_rows<0>(part, xf, words, gp);
+      } else {
+        mma_rows<0>(total, xf, words, gp);
+      }
+    }
+    if constexpr (SCALED) flush(total, part, sc);
+  }
+
+  // Accumulator 4P + e: weight column 16P + 8(e / 2) + g of the warp, token 2t + e % 2.
+  HM_DEVICE static void store(const Args& a, const float (&acc)[ACC], int m0, int n0, int wn,
+                              int lane) {
+    Epilogue<typename Epi::Out, Epi::EPI_SCALE, Epi::HAS_GLOBAL, Epi::HAS_BIAS> epi{
+        a.channel_scale, a.global_scale, a.bias};
+    const float global = Epi::HAS_GLOBAL ? a.global_scale[0] : 1.f;
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) {
+      const int n = n0 + wn * 64 + 16 * (i / 4) + 8 * ((i % 4) / 2) + g;
+      epi.store_one(a.out, a.ldc, a.M, a.N, m0 + 2 * t + i % 2, n, acc[i], global);
+    }
+  }
+
+  HM_DEVICE static void run(const Args& a) {
+    extern __shared__ uint4 smem_u4[];
+    char* smem = reinterpret_cast<char*>(smem_u4);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wn = warp % Tile::WARPS_N, wk = warp / Tile::WARPS_N;
+    const int n0 = blockIdx.x * Tile::BN, m0 = blockIdx.y * Tile::BM;
+    const int iters = ceil_div(a.k_tiles * 16, Tile::BK);
+    const int it0 = blockIdx.z * a.iters_per_split;
+    const int it1 = min(iters, it0 + a.iters_per_split);
+    const u64 policy = evict_first_policy();
+
+    float total[ACC], part[ACC];
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) total[i] = part[i] = 0.f;
+    GroupParams<T> gp[8];
+    float sc[8];
+    cp_async_pipeline<Tile::STAGES>(
+        it0, it1,
+        [&](int buf, int it) { Base::load_stage(a, smem, buf, it, m0, n0, tid, policy); },
+        [&](int buf, int) { compute_stage(total, part, gp, sc, smem, buf, wn, wk, lane); });
+    __syncthreads();
+    reduce_warps_k<ACC, Tile::WARPS_N, Tile::WARPS_K>(total, reinterpret_cast<float*>(smem), wn,
+                                                        wk, lane);
+    if (gridDim.z > 1) {
+      const int tile = blockIdx.y * gridDim.x + blockIdx.x;
+      if (!SplitKReducer<ACC, Tile::WARPS_N>::reduce(total, wk == 0, wn, lane, a.workspace,
+                                                    a.counters, tile, blockIdx.z, gridDim.z,
+                                                    reinterpret_cast<int*>(smem + Smem::kFlag))) {
+        return;
+      }
+    }
+    if (wk == 0) store(a, total, m0, n0, wn, lane);
+  }
+};
+
+}  // namespace humming
+
+// The C entry point of a rendered decode unit: HUMMING_WNA16_ENTRY's parameters (the same host
+// binding, humming_cuda.kernels.wna16.bind). Two CTAs
+// per SM are what the decode tile is sized for (its split-K fills about two per SM), so registers
+// are capped for them.
+#define HUMMING_WNA16_DECODE_ENTRY(NAME, T, FMT, TILE, EPI)                                       \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 2) NAME(                            \
+      const T* x, const humming::u32* w, const T* scales, const T* zeros,                        \
+      const float* channel_scale, const float* global_scale, const float* bias,                  \
+      typename EPI::Out* out, float* workspace, int* counters, int M, int N, int K, int lda,     \
+      int ldc, int n_pad, int k_tiles, int groups, int iters_per_split) {                        \
+    using Kern = humming::Wna16DecodeKernel<T, FMT, TILE, EPI>;                                   \
+    Kern::run(typename Kern::Args{x, w, scales, zeros, channel_scale, global_scale, bias, out,   \
+                                  workspace, counters, M, N, K, lda, ldc, n_pad, k_tiles, groups, \
+                                  iters_per_split});                                             \
+  }

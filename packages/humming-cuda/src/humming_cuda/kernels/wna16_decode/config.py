@@ -1,0 +1,24 @@
+"""The decode WnA16 kernel's configuration: wna16's tile with one m16 row tile of tokens."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import model_validator
+
+from ..wna16.config import Wna16Config
+
+
+class Wna16DecodeConfig(Wna16Config):
+    """Wna16Config with m_frags = 1 (include/humming/kernel/wna16_decode.cuh: up to 8 tokens).
+    Shared memory, grid and split-K are wna16's."""
+
+    family: Literal["wna16_decode"] = "wna16_decode"  # type: ignore[assignment]
+
+    @model_validator(mode="after")
+    def _one_token_tile(self) -> Wna16DecodeConfig:
+        if self.m_frags != 1:
+            raise ValueError(
+                f"m_frags={self.m_frags}: the decode kernel takes one 16-row tile of tokens"
+            )
+        return self

@@ -1,0 +1,122 @@
+"""CPU tests of the wna16_decode family: what it takes and refuses, its configs, the gating that
+keeps it off by default until verified on hardware, its rendered unit, and that every weight
+format compiles for every mma.sync arch without spills at 2 CTAs of 256 threads per SM."""
+
+from __future__ import annotations
+
+import pytest
+from compile_units import Units
+from wna16_cases import FORMATS, make_spec
+
+from humming_core.device import GemmProblem
+from humming_core.spec import presets
+from humming_cuda.caps import caps_for_arch
+from humming_cuda.device import CudaDevice
+from humming_cuda.kernels import FAMILIES
+from humming_cuda.kernels.wna16 import FAMILY as WNA16
+from humming_cuda.kernels.wna16_decode import FAMILY, Wna16DecodeConfig
+
+SM90 = caps_for_arch("sm_90a")
+DECODE = GemmProblem(n=8192, k=8192, m=1)
+
+
+def test_registered_before_wna16_and_gated(monkeypatch):
+    names = [f.name for f in FAMILIES]
+    assert names.index("wna16_decode") < names.index("wna16")
+    assert FAMILY.hardware_verified is False
+    device = CudaDevice.for_arch("sm_90a")
+    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
+    assert device.candidates(presets.W4A16_G128, DECODE)[0].family == "wna16"
+    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+    mine = device.candidates(presets.W4A16_G128, DECODE)[0]
+    assert mine.family == "wna16_decode"
+    big = device.candidates(presets.W4A16_G128, GemmProblem(n=8192, k=8192, m=9))[0]
+    assert big.family != "wna16_decode"
+    # one packed copy serves both families
+    layouts = [device.weight_layout(presets.W4A16_G128, c) for c in (mine, big)]
+    assert layouts[0].identity == layouts[1].identity
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem", "words"),
+    [
+        (presets.W4A16_G128, GemmProblem(n=8192, k=8192, m=9), "M <= 8"),
+        (
+            presets.W4A16_G128.replace(
+                weight={
+                    "dtype": "uint4",
+                    "zero_point": "float",
+                    "scale": {"granularity": "group", "group_size": 128},
+                }
+            ),
+            DECODE,
+            "float zero points",
+        ),
+        (presets.W8A8_FP8, DECODE, "quantized"),  # wna16's own reasons come first
+    ],
+)
+def test_the_rest_is_refused_with_the_reason(spec, problem, words):
+    support = FAMILY.supports(spec, problem, SM90)
+    assert not support and words in support.reason, support.reason
+
+
+@pytest.mark.parametrize("m", [None, 1, 8])
+def test_configs_take_wna16s_decode_tile_and_split(m):
+    problem = GemmProblem(n=8192, k=28672, m=m)
+    (cfg,) = FAMILY.candidates(presets.W4A16_G128, problem, SM90)
+    base = WNA16.candidates(presets.W4A16_G128, GemmProblem(n=8192, k=28672, m=m or 1), SM90)[0]
+    assert cfg.family == "wna16_decode" and cfg.split_k > 1
+    assert cfg.model_dump(exclude={"family"}) == base.model_dump(exclude={"family"})
+
+
+def test_config_takes_one_token_tile():
+    with pytest.raises(ValueError, match="one 16-row tile"):
+        Wna16DecodeConfig(arch="sm_90a", m_frags=2)
+
+
+def test_render_names_the_decode_entry():
+    cfg = FAMILY.candidates(presets.W4A16_G128, DECODE, SM90)[0]
+    source = FAMILY.render(presets.W4A16_G128, cfg, SM90)
+    assert source.name.startswith("humming_wna16_decode_")
+    assert "HUMMING_WNA16_DECODE_ENTRY" in source.code
+    # its own name: wna16's kernel for the same config is another unit
+    plain = WNA16.render(
+        presets.W4A16_G128, WNA16.config_type(**cfg.model_dump(exclude={"family"})), SM90
+    )
+    assert plain.name != source.name
+    with pytest.raises(ValueError, match=r"config\.arch"):
+        FAMILY.render(presets.W4A16_G128, cfg, caps_for_arch("sm_80"))
+
+
+ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90a", "sm_120a")
+
+
+def _units(arch: str) -> Units:
+    """Every conformance format (both activation types where the arch has bf16) on sm_90a; elsewhere int4, uint4 with zero points and e2m1 (one per weight kind), and W4A16."""
+    units = Units(FAMILY, arch)
+    acts = ("fp16", "bf16") if units.caps.has("bf16") else ("fp16",)
+    kinds = [next(f for f in FORMATS if f[0] == name) for name in ("int4", "uint4", "e2m1")]
+    formats = FORMATS if arch == "sm_90a" else kinds
+    for fmt in formats:
+        for act in acts:
+            spec = make_spec(fmt, act, 64, 4096, bias=True, out=None, sdt=fmt[2][-1])
+            problem = GemmProblem(n=4096, k=4096, m=1)
+            if FAMILY.supports(spec, problem, units.caps):
+                units.add_first(spec, problem)
+    units.add_first(presets.W4A16_G128, DECODE)
+    return units
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_format_compiles_within_two_ctas_per_sm(arch):
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
+    units = _units(arch)
+    assert len(units) >= 2
+    for spec, cfg, artifact in units.compile(workers=4):
+        res = artifact.meta["resources"]
+        where = f"{arch} {spec.weight.dtype.name} {spec.act.dtype.name} {cfg}"
+        # as in test_wna16_compile: a few bytes on rare formats (int6), anything larger regresses
+        assert res["spill_stores"] <= 16, f"spills: {where} {res}"
+        # the entry caps registers for two CTAs of 256 threads per SM, the tile's design point
+        assert res["registers"] <= 128, f"{where} {res}"

@@ -1,0 +1,110 @@
+"""wna16_decode conformance on the GPU: the shared WnA16 format matrix at M <= 8 against
+humming_core.numerics.reference_gemm, with test_wna16_conformance's checks (error bound, no write
+outside [M, N], no read past K).
+
+The family is unverified (written and compile-tested in session 5), so these tests opt in with
+HUMMING_UNVERIFIED_KERNELS=1; they are its hardware verification. A split-K case routed by the
+device replays from a CUDA graph (the tile counters must come back to 0).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+from test_wna16_conformance import check_wna16_case
+from wna16_cases import Case, conformance_cases
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (torch.cuda)"),
+]
+
+
+def _cases() -> list[Case]:
+    from humming_core.device import GemmProblem
+    from humming_cuda.caps import caps_for_arch
+    from humming_cuda.kernels.wna16_decode import FAMILY
+
+    caps = caps_for_arch("sm_90a")
+    return [
+        c
+        for c in conformance_cases()
+        if c.m <= 8
+        and FAMILY.supports(
+            c.spec, GemmProblem(n=c.n, k=c.k, m=c.m, act_dtype=c.spec.act.dtype.name), caps
+        )
+    ]
+
+
+CASES = _cases()
+
+
+@pytest.fixture(autouse=True)
+def allow_unverified(monkeypatch):
+    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+
+
+@pytest.fixture(scope="module")
+def device():
+    from humming_cuda.device import CudaDevice
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return CudaDevice()
+
+
+def _build(device, case: Case):
+    from humming_core.device import GemmProblem
+    from humming_cuda.kernels.wna16_decode import FAMILY
+
+    problem = GemmProblem(n=case.n, k=case.k, m=case.m, act_dtype=case.spec.act.dtype.name)
+    config = FAMILY.candidates(case.spec, problem, device.caps())[0]
+    return config, device.load(device.compile(device.render(case.spec, config)))
+
+
+@pytest.fixture(scope="module")
+def kernels(device):
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        built = list(pool.map(lambda c: _build(device, c), CASES))
+    return {(c.id, c.seed): b for c, b in zip(CASES, built, strict=True)}
+
+
+def test_the_matrix_reaches_every_kind_of_weight():
+    kinds = {c.spec.weight.dtype.kind for c in CASES}
+    assert kinds == {"int", "uint", "float"}, kinds
+    assert any(c.spec.weight.zero_point == "int" for c in CASES)
+    assert {1, 7} <= {c.m for c in CASES}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.id}-s{c.seed}" for c in CASES])
+def test_matches_reference(case: Case, device, kernels):
+    config, kernel = kernels[(case.id, case.seed)]
+    check_wna16_case(case, device, config, kernel)
+
+
+def test_device_routes_decode_here_and_split_k_replays_in_a_graph(device):
+    from humming_core.device import GemmProblem
+    from humming_core.numerics import quantize_weight, reference_gemm
+    from humming_core.spec import presets
+    from humming_core.testing.conformance import error_bound
+
+    spec = presets.W4A16_G128
+    gen = torch.Generator().manual_seed(11)
+    cw = quantize_weight((torch.randn(1024, 4096, generator=gen) * 0.05).cuda(), spec)
+    config = device.candidates(spec, GemmProblem(n=1024, k=4096, m=3, act_dtype="fp16"))[0]
+    assert config.family == "wna16_decode" and config.split_k > 1, config
+    kernel = device.load(device.compile(device.render(spec, config)))
+    call = kernel.prepare(**device.weight_layout(spec, config).pack(cw, "cuda"))
+    x = torch.randn(3, 4096, generator=gen).half().cuda()
+    out = torch.empty(3, 1024, dtype=torch.float16, device="cuda")
+    call(x, out)  # warm-up: grows the split-K workspace before capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call(x, out)
+    for _ in range(3):
+        out.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = reference_gemm(x, cw)
+        assert ((out.double() - ref.double()).abs() <= error_bound(x, cw, ref)).all()
