@@ -1,0 +1,80 @@
+"""Side-by-side GPU times of every kernel family that runs one problem (routing decisions).
+
+    HUMMING_UNVERIFIED_KERNELS=1 python3 benchmarks/family_compare.py \\
+        W4A16_G128:57344x8192:1 W4A8_FP8:4096x14336:64 [--out compare.json]
+
+For each point SPEC:NxK:M: every registered family that supports the problem (gated ones too: a
+comparison is how a family earns its place in the routing), each with its first candidate config,
+timed by CUDA-graph replay over rotated weight copies that together exceed 3x L2 (as `humming
+bench` times), on the same x and output. The family the device routes the problem to (under the
+environment's HUMMING_UNVERIFIED_KERNELS) is marked, and every time is also given as a ratio to it.
+Packing is not timed; each family packs its own copies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+
+from humming_core.device import GemmProblem
+from humming_core.spec import preset
+from humming_cuda.bench.dense import _random_canonical
+from humming_cuda.bench.timing import copies_for, graph_time_us
+from humming_cuda.device import CudaDevice
+from humming_cuda.kernels import FAMILIES
+
+_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+def compare(device: CudaDevice, point: str) -> dict:
+    name, layer, m = point.split(":")
+    (n, k), m = (int(v) for v in layer.split("x")), int(m)
+    spec = preset(name)
+    act = spec.act.dtype.name if spec.act.dtype.name in _DTYPES else "fp16"
+    problem = GemmProblem(n=n, k=k, m=m, act_dtype=act)
+    caps = device.caps()
+    routed = device.candidates(spec, problem)[0].family
+    cw = _random_canonical(spec, n, k, torch.device("cuda"))
+    x = torch.randn(m, k, device="cuda").to(_DTYPES[act])
+    out = torch.empty(m, n, device="cuda", dtype=_DTYPES[spec.output_dtype])
+    copies = copies_for(spec.weight_bytes(n, k), caps.l2_bytes or 50 << 20)
+    row = {"point": point, "routed": routed, "copies": copies, "families": []}
+    for family in FAMILIES:
+        if not family.supports(spec, problem, caps):
+            continue
+        config = family.candidates(spec, problem, caps)[0]
+        layout = family.weight_layout(spec, config, caps)
+        packed = [layout.pack(cw, "cuda") for _ in range(copies)]
+        kernel = device.load(device.compile(device.render(spec, config)))
+        us = graph_time_us(
+            lambda i, kernel=kernel, packed=packed: kernel(x=x, out=out, **packed[i % copies]),
+            max(2 * copies, 8),
+        )
+        row["families"].append({"family": family.name, "config": config.model_dump(), "us": us})
+        del packed
+    base = next((f["us"] for f in row["families"] if f["family"] == routed), None)
+    for f in row["families"]:
+        f["vs_routed"] = round(base / f["us"], 3) if base else None
+        mark = "*" if f["family"] == routed else " "
+        print(
+            f"{point:32s} {mark}{f['family']:14s} {f['us']:9.1f} us  x{f['vs_routed']}", flush=True
+        )
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("points", nargs="+", help="SPEC:NxK:M")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    device = CudaDevice()
+    rows = [compare(device, p) for p in args.points]
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
