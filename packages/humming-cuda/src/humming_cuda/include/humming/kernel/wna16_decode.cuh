@@ -12,6 +12,9 @@
 // - Weights enter the MMA as their exact codes (q - offset - zero, or the float code's value): the
 //   in-loop group scale multiplies each fp32 partial sum once per group and stage instead of every
 //   weight pair (accumulator rows are weight columns, so each has one scale).
+// - fp16 activations with 4-bit integer codes and no zero points read fields 1 and 3 of a packed
+//   word in place (1024 + 16q after the magic OR) and fix them with one exact hfma2, so a word of
+//   four pairs costs one shift instead of three.
 // Float zero points (w * s - z) are not linear in the scale this way; that form stays with wna16.
 #pragma once
 #include "humming/kernel/wna16.cuh"
@@ -30,6 +33,32 @@ struct Wna16DecodeKernel {
   static constexpr int ACC = 4 * 4;  // four 16-row blocks x the m16n8 fragment's 4 floats
   static constexpr bool SCALED = Fmt::GROUP > 0;
   static constexpr int KS = Tile::K_STEPS;
+  // 16q + 1024 must fit the magic number's mantissa: fp16 (10 bits), not bf16 (7).
+  static constexpr bool kNibbleFast = Fmt::BITS == 4 && Fmt::KIND != kWeightFloat &&
+                                      Fmt::ZERO == kZeroNone && Tr::kMagicBits >= 8;
+
+  // Pair PAIR of the lane's words as exact 16-bit weights (code - offset - zero, or the code's
+  // value). The 4-bit layout holds pair i in word i / 4 at bits 4(i % 4) and 16 + 4(i % 4).
+  template <int PAIR>
+  HM_DEVICE static u32 weight_pair(const u32 (&words)[Fmt::BITS], const GroupParams<T>& gp) {
+    if constexpr (kNibbleFast) {
+      using T2 = typename Tr::T2;
+      constexpr int kField = PAIR % 4;
+      constexpr u32 kMagic2 = Tr::kMagic * 0x00010001u;
+      const u32 w = kField >= 2 ? words[PAIR / 4] >> 8 : words[PAIR / 4];
+      if constexpr (kField % 2 == 0) {
+        constexpr float kSub = Tr::kMagicValue + Exact::kOffset;  // (1024 + q) - (1024 + offset)
+        const T2 v = from_u32<T2>((w & 0x000F000Fu) | kMagic2);
+        return as_u32(__hsub2(v, Tr::from_floats(kSub, kSub)));
+      } else {
+        constexpr float kAdd = -(Tr::kMagicValue / 16 + Exact::kOffset);  // (1024 + 16q) / 16 - ...
+        const T2 v = from_u32<T2>((w & 0x00F000F0u) | kMagic2);
+        return as_u32(__hfma2(v, Tr::from_floats(0.0625f, 0.0625f), Tr::from_floats(kAdd, kAdd)));
+      }
+    } else {
+      return Exact::apply(code_pair<Fmt::BITS, PAIR>(words), gp);
+    }
+  }
 
   // This lane's zero-point parameters and the fp32 scales of its 8 columns (one per n8 block)
   // from group row `row` of the stage.
@@ -54,10 +83,10 @@ struct Wna16DecodeKernel {
   template <int P>
   HM_DEVICE static void mma_rows(float (&acc)[ACC], const u32 (&xf)[4],
                                  const u32 (&words)[Fmt::BITS], const GroupParams<T> (&gp)[8]) {
-    const u32 a[4] = {Exact::apply(code_pair<Fmt::BITS, 4 * P>(words), gp[2 * P]),
-                      Exact::apply(code_pair<Fmt::BITS, 4 * P + 2>(words), gp[2 * P + 1]),
-                      Exact::apply(code_pair<Fmt::BITS, 4 * P + 1>(words), gp[2 * P]),
-                      Exact::apply(code_pair<Fmt::BITS, 4 * P + 3>(words), gp[2 * P + 1])};
+    const u32 a[4] = {weight_pair<4 * P>(words, gp[2 * P]),
+                      weight_pair<4 * P + 2>(words, gp[2 * P + 1]),
+                      weight_pair<4 * P + 1>(words, gp[2 * P]),
+                      weight_pair<4 * P + 3>(words, gp[2 * P + 1])};
     float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[P * 4]);
     Mma16816<T>::run(d, a, xf[0], xf[2]);  // tokens 0-7: k 0-7 and k 8-15
     if constexpr (P + 1 < 4) mma_rows<P + 1>(acc, xf, words, gp);
