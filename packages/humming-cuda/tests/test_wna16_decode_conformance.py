@@ -9,11 +9,10 @@ device replays from a CUDA graph (the tile counters must come back to 0).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 import torch
 from test_wna16_conformance import check_wna16_case
+from wgmma_conformance import build_kernels
 from wna16_cases import Case, conformance_cases
 
 pytestmark = [
@@ -54,19 +53,12 @@ def device():
     return CudaDevice()
 
 
-def _build(device, case: Case):
-    from humming_core.device import GemmProblem
-    from humming_cuda.kernels.wna16_decode import FAMILY
-
-    problem = GemmProblem(n=case.n, k=case.k, m=case.m, act_dtype=case.spec.act.dtype.name)
-    config = FAMILY.candidates(case.spec, problem, device.caps())[0]
-    return config, device.load(device.compile(device.render(case.spec, config)))
-
-
 @pytest.fixture(scope="module")
 def kernels(device):
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        built = list(pool.map(lambda c: _build(device, c), CASES))
+    """The family's first candidate for every case, compiled in parallel up front."""
+    from humming_cuda.kernels.wna16_decode import FAMILY
+
+    built = build_kernels(device, FAMILY, [(c, 0) for c in CASES])
     return {(c.id, c.seed): b for c, b in zip(CASES, built, strict=True)}
 
 

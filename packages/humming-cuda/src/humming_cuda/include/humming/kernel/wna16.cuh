@@ -293,16 +293,22 @@ struct Wna16Kernel {
 
 }  // namespace humming
 
-// The C entry point every rendered WnA16 translation unit instantiates (parameters in the order of
-// humming_cuda.kernels.wna16.bind.SIGNATURE).
+// The parameters of every WnA16 entry point, in the order of humming_cuda.kernels.wna16.bind's
+// signature, and the kernel's Args built from them (wna16_decode.cuh's entry takes the same).
+#define HUMMING_WNA16_PARAMS(T, EPI)                                                              \
+  const T *x, const humming::u32 *w, const T *scales, const T *zeros,                            \
+      const float *channel_scale, const float *global_scale, const float *bias,                  \
+      typename EPI::Out *out, float *workspace, int *counters, int M, int N, int K, int lda,     \
+      int ldc, int n_pad, int k_tiles, int groups, int iters_per_split
+#define HUMMING_WNA16_ARGS(KERN)                                                                  \
+  typename KERN::Args {                                                                           \
+    x, w, scales, zeros, channel_scale, global_scale, bias, out, workspace, counters, M, N, K,   \
+        lda, ldc, n_pad, k_tiles, groups, iters_per_split                                        \
+  }
+
+// The C entry point every rendered WnA16 translation unit instantiates.
 #define HUMMING_WNA16_ENTRY(NAME, T, FMT, TILE, EPI)                                              \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS) NAME(                               \
-      const T* x, const humming::u32* w, const T* scales, const T* zeros,                        \
-      const float* channel_scale, const float* global_scale, const float* bias,                  \
-      typename EPI::Out* out, float* workspace, int* counters, int M, int N, int K, int lda,     \
-      int ldc, int n_pad, int k_tiles, int groups, int iters_per_split) {                        \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS) NAME(HUMMING_WNA16_PARAMS(T, EPI)) { \
     using Kern = humming::Wna16Kernel<T, FMT, TILE, EPI>;                                         \
-    Kern::run(typename Kern::Args{x, w, scales, zeros, channel_scale, global_scale, bias, out,   \
-                                  workspace, counters, M, N, K, lda, ldc, n_pad, k_tiles, groups, \
-                                  iters_per_split});                                             \
+    Kern::run(HUMMING_WNA16_ARGS(Kern));                                                          \
   }

@@ -175,17 +175,11 @@ struct Wna16DecodeKernel {
 }  // namespace humming
 
 // The C entry point of a rendered decode unit: HUMMING_WNA16_ENTRY's parameters (the same host
-// binding, humming_cuda.kernels.wna16.bind). Two CTAs
-// per SM are what the decode tile is sized for (its split-K fills about two per SM), so registers
-// are capped for them.
+// binding, humming_cuda.kernels.wna16.bind). Two CTAs per SM are what the decode tile is sized for
+// (its split-K fills about two per SM), so registers are capped for them.
 #define HUMMING_WNA16_DECODE_ENTRY(NAME, T, FMT, TILE, EPI)                                       \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 2) NAME(                            \
-      const T* x, const humming::u32* w, const T* scales, const T* zeros,                        \
-      const float* channel_scale, const float* global_scale, const float* bias,                  \
-      typename EPI::Out* out, float* workspace, int* counters, int M, int N, int K, int lda,     \
-      int ldc, int n_pad, int k_tiles, int groups, int iters_per_split) {                        \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 2)                                  \
+      NAME(HUMMING_WNA16_PARAMS(T, EPI)) {                                                        \
     using Kern = humming::Wna16DecodeKernel<T, FMT, TILE, EPI>;                                   \
-    Kern::run(typename Kern::Args{x, w, scales, zeros, channel_scale, global_scale, bias, out,   \
-                                  workspace, counters, M, N, K, lda, ldc, n_pad, k_tiles, groups, \
-                                  iters_per_split});                                             \
+    Kern::run(HUMMING_WNA16_ARGS(Kern));                                                          \
   }
