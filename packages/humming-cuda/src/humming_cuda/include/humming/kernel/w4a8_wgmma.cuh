@@ -67,26 +67,13 @@ struct W4a8WgmmaKernel {
   struct Smem {
     u32 data, x, full, empty;  // ring (A, then the packed slab), expanded tiles, barriers
     HM_DEVICE u32 a(int s) const { return data + s * Tile::STAGE_BYTES; }
-    HM_DEVICE u32 packed(int s) const { return a(s) + Tile::A_BYTES; }
+    HM_DEVICE u32 b(int s) const { return a(s) + Tile::A_BYTES; }  // the packed 4-bit slab
     HM_DEVICE u32 expanded(int wg, int it) const {
       return x + (wg * Tile::X_BUFFERS + it % Tile::X_BUFFERS) * Tile::X_BYTES;
     }
     HM_DEVICE u32 full_bar(int s) const { return full + 8 * s; }
     HM_DEVICE u32 empty_bar(int s) const { return empty + 8 * s; }
   };
-
-  HM_DEVICE static void produce(const TmaDescriptor* ta, const TmaDescriptor* tw, const Smem& sm,
-                                int iters, int m0, int n0) {
-    tma_prefetch_descriptor(ta);
-    tma_prefetch_descriptor(tw);
-    for (int it = 0; it < iters; ++it) {
-      const int s = it % STAGES;
-      mbar_wait(sm.empty_bar(s), ((it / STAGES) & 1) ^ 1);
-      mbar_arrive_expect_tx(sm.full_bar(s), Tile::STAGE_BYTES);
-      tma_load_2d(sm.a(s), ta, it * BK, m0, sm.full_bar(s));
-      tma_load_2d(sm.packed(s), tw, it * (BK / 2), n0, sm.full_bar(s));
-    }
-  }
 
   // The warpgroup's 128 threads expand the stage's 128 x 64-byte slab into `dst`: thread (warp w,
   // lane g*4 + t) takes chunk t (words 4t..4t+3) of rows 32i + 8w + g, so a warp reads 512
@@ -132,7 +119,7 @@ struct W4a8WgmmaKernel {
       const u32 xw = sm.expanded(wg, it);
       // Its last reader, step it-2, finished before every warp of the group passed the barrier of
       // step it-1, which comes after its wgmma_wait.
-      expand(sm.packed(s), xw);
+      expand(sm.b(s), xw);
       named_barrier<128>(1 + wg);  // the warpgroup's tile is complete
       const u64 da = sw128_kmajor_desc(sm.a(s) + wg * 64 * BK), db = sw128_kmajor_desc(xw);
       fence_registers(acc);
@@ -176,7 +163,10 @@ struct W4a8WgmmaKernel {
     init_ring_barriers<STAGES, Tile::CONSUMERS>(sm.full, sm.empty);
     if (wg == 0) {
       // The consumers synchronise on their own named barriers: the producer warpgroup may exit.
-      if (threadIdx.x == 0) produce(&ta, &tw, sm, iters, m0, n0);
+      if (threadIdx.x == 0) {
+        // the slab holds two 4-bit codes per byte: BK / 2 bytes of K per step
+        produce_ab_ring<STAGES, Tile::STAGE_BYTES>(&ta, &tw, sm, iters, BK, BK / 2, m0, n0);
+      }
       return;
     }
     float total[ACC];

@@ -68,19 +68,6 @@ struct W8a8WgmmaKernel {
     HM_DEVICE u32 empty_bar(int s) const { return empty + 8 * s; }
   };
 
-  HM_DEVICE static void produce(const TmaDescriptor* ta, const TmaDescriptor* tb, const Ring& r,
-                                int iters, int m0, int n0) {
-    tma_prefetch_descriptor(ta);
-    tma_prefetch_descriptor(tb);
-    for (int it = 0; it < iters; ++it) {
-      const int s = it % STAGES;
-      mbar_wait(r.empty_bar(s), ((it / STAGES) & 1) ^ 1);
-      mbar_arrive_expect_tx(r.full_bar(s), Tile::STAGE_BYTES);
-      tma_load_2d(r.a(s), ta, it * BK, m0, r.full_bar(s));
-      tma_load_2d(r.b(s), tb, it * BK, n0, r.full_bar(s));
-    }
-  }
-
   // The per-row factor of K block `kb` for this thread's two rows (see the header comment).
   HM_DEVICE static void block_factors(const Args& a, int kb, int n0, int row0, float (&f)[2]) {
     const float w = Fmt::BLOCK ? a.w_scales[(n0 / BN) * a.ws_ld + kb] : 1.f;
@@ -138,7 +125,9 @@ struct W8a8WgmmaKernel {
     init_ring_barriers<STAGES, Tile::CONSUMERS>(r.full, r.empty);
     if (wg == 0) {
       // No barrier follows: the rest of the producer warpgroup may exit.
-      if (threadIdx.x == 0) produce(&ta, &tb, r, iters, m0, n0);
+      if (threadIdx.x == 0) {
+        produce_ab_ring<STAGES, Tile::STAGE_BYTES>(&ta, &tb, r, iters, BK, BK, m0, n0);
+      }
       return;
     }
     float total[ACC];
