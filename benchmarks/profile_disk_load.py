@@ -3,9 +3,9 @@
     python benchmarks/profile_disk_load.py [--n 4096 --k 4096]
 
 Builds the layer jit_bench.py measures into a fresh cache, then loads it from disk again several
-times with the in-process memo cleared, timing each step separately (render, cache lookup and read,
-cuModuleLoadData, cuModuleGetFunction + cuFuncLoad + attributes, family bind) and printing the
-cProfile of one whole load. Prints a JSON summary (best over the repeats, milliseconds).
+times with the in-process memo cleared, timing each step of CudaDevice.load separately (render,
+cache lookup and read, loader.load: cuModuleLoadData + cuFuncLoad + attributes, the binding's
+validation, family bind) and printing the cProfile of one whole load. Prints a JSON summary (best over the repeats, milliseconds).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import time
 os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
 os.environ["HUMMING_CACHE_DIR"] = tempfile.mkdtemp(prefix="humming-disk-load-")
 
-from cuda.bindings import driver
 from jit_bench import layer_configs
 
 from humming_core import jit
@@ -33,35 +32,29 @@ from humming_cuda.kernels import family_named
 
 
 def steps(device, spec, configs) -> dict[str, float]:
-    """One load of the layer, each step timed on its own (ms, summed over the layer's kernels)."""
-    times = dict.fromkeys(("render", "lookup", "module_load", "function", "bind"), 0.0)
+    """One load of the layer, each step of CudaDevice.load timed on its own (ms, summed over the
+    layer's kernels)."""
+    times = dict.fromkeys(("render", "lookup", "module_load", "validate", "bind"), 0.0)
     jit.clear_memo()
-    ctx = loader.primary_context(0)
+    caps = device.caps()
     for config in configs:
         t0 = time.perf_counter()
         source = device.render(spec, config)
         t1 = time.perf_counter()
         artifact = jit.get_or_build(device, source)
         t2 = time.perf_counter()
-        loader.check(driver.cuCtxPushCurrent(ctx), "push")
-        module = loader.check(driver.cuModuleLoadData(artifact.binary), "load")
+        function = loader.load(artifact)
         t3 = time.perf_counter()
-        handle = loader.check(driver.cuModuleGetFunction(module, artifact.name.encode()), "get")
-        loader.check(driver.cuFuncLoad(handle), "funcload")
-        t4 = time.perf_counter()
-        loader.check(driver.cuCtxPopCurrent(), "pop")
-        loader.check(driver.cuModuleUnload(module), "unload")
         binding = artifact.meta["source"]["binding"]
-        t5 = time.perf_counter()
         family = family_named(binding["family"])
-        family.bind(
-            loader.load(artifact),
+        bound_spec, bound_config = (
             QuantSpec.model_validate(binding["spec"]),
             family.config_type.model_validate(binding["config"]),
-            device.caps(),
         )
-        t6 = time.perf_counter()
-        for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t6 - t5), strict=True):
+        t4 = time.perf_counter()
+        family.bind(function, bound_spec, bound_config, caps)
+        t5 = time.perf_counter()
+        for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4), strict=True):
             times[key] += dt * 1e3
     return times
 
@@ -83,7 +76,6 @@ def main() -> None:
     spec = preset("W4A16_G128")
     configs = layer_configs(device, spec, args.n, args.k)
     jit.build_many([(device, device.render(spec, c)) for c in configs])
-    # bind (minus its own module load) = the bind column less what loader.load costs inside it
     runs = [steps(device, spec, configs) for _ in range(args.repeats)]
     best = {key: round(min(r[key] for r in runs), 3) for key in runs[0]}
     wholes = [whole(device, spec, configs) for _ in range(args.repeats)]

@@ -60,10 +60,12 @@ class ActQuantGemmKernel(ABC):
     def _k_dims(self, k: int) -> dict[str, int]:
         """The signature's dims that derive from K (scale groups, packed words)."""
 
-    def _split_k(self, k: int, tiles: int, device: torch.device) -> tuple[int, dict[str, Any]]:
-        """(CTAs per tile along K, the extra arguments that split needs) for `tiles` output tiles:
-        one, none, unless the family splits K."""
-        return 1, {}
+    def _split_k(
+        self, k: int, tiles: int, device: torch.device
+    ) -> tuple[int, dict[str, Any], dict[str, int]]:
+        """(CTAs per tile along K, the extra arguments and signature dims of that split) for
+        `tiles` output tiles: one, none and none, unless the family splits K."""
+        return 1, {}, {}
 
     def __call__(self, **values: Any) -> None:
         values = dict(values)
@@ -73,9 +75,9 @@ class ActQuantGemmKernel(ABC):
         m, n = out.shape
         cfg = self.config
         grid_n, grid_m = -(-n // cfg.block_n), -(-m // cfg.block_m)
-        split, extra = self._split_k(x.shape[1], grid_n * grid_m, x.device)
+        split, extra, split_dims = self._split_k(x.shape[1], grid_n * grid_m, x.device)
         values.update(extra)
-        dims = {"LDC": out.stride(0), **self._k_dims(x.shape[1])}
+        dims = {"LDC": out.stride(0), **self._k_dims(x.shape[1]), **split_dims}
         _, params = self.signature.bind(values, dims, self.function.device_index)
         if m == 0:
             return

@@ -59,19 +59,19 @@ class W8a8Kernel(ActQuantGemmKernel):
         a, a_scales = self.quantizer(x, act_scale)
         return {"a": a, "a_scales": a_scales}
 
-    def _split_k(self, k: int, tiles: int, device: torch.device) -> tuple[int, dict[str, Any]]:
-        split, _ = split_iterations(-(-k // BLOCK_K), self.config.split_k)
+    def _split_k(
+        self, k: int, tiles: int, device: torch.device
+    ) -> tuple[int, dict[str, Any], dict[str, int]]:
+        split, per_split = split_iterations(-(-k // BLOCK_K), self.config.split_k)
+        dims = {"IPS": per_split}  # every kernel takes it; the unsplit ones run all iterations
         if split == 1:
-            return 1, {}
+            return 1, {}, dims
         floats = tiles * split * self.config.block_m * self.config.block_n
         workspace, counters = SPLIT_K_BUFFERS.get(device, floats, tiles)
-        return split, {"workspace": workspace, "counters": counters}
+        return split, {"workspace": workspace, "counters": counters}, dims
 
     def _k_dims(self, k: int) -> dict[str, int]:
-        dims = {
-            "KB": -(-k // 128) if self.fmt.weight_scale == "block" else 0,
-            "IPS": split_iterations(-(-k // BLOCK_K), self.config.split_k)[1],
-        }
+        dims = {"KB": -(-k // 128) if self.fmt.weight_scale == "block" else 0}
         if self.fmt.weight_bits == 4:
             dims.update(KW=slab_words(k), WG=-(-k // self.fmt.group))
         return dims
