@@ -5,8 +5,8 @@
 
 Covers split-K (M=1, long K; wna16 and w8a8), N/M/K tails, integer zero points, float zero points,
 MX scales and bf16, and the sm_90a wgmma kernels (wna16_wgmma on a grid large enough to be chosen,
-w8a8_wgmma with its activation quantizer, w4a8_wgmma); under HUMMING_UNVERIFIED_KERNELS=1 the
-M <= 16 WnA16 cases run the wna16_decode kernels instead of wna16's. Each result is checked against
+w8a8_wgmma with its activation quantizer, w4a8_wgmma); the M <= 8 WnA16 cases run the
+wna16_decode kernels (split-K included at M=1), the others wna16's. Each result is checked against
 the reference so a silent corruption also fails.
 """
 
@@ -31,7 +31,7 @@ CASES = [  # (preset, act dtype, M, N, K)
     ("W8A8_FP8", "bf16", 200, 264, 384),
     ("W4A8_FP8", "bf16", 200, 264, 384),
     ("W8A8_FP8", "bf16", 1, 520, 4096),  # w8a8 split-K
-    ("W4A16_G128", "bf16", 16, 200, 1024),  # 16 tokens (wna16_decode under the opt-in)
+    ("W4A16_G128", "bf16", 16, 200, 1024),  # 16 tokens: wna16 just above the decode family
 ]
 
 

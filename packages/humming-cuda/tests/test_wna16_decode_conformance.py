@@ -2,9 +2,9 @@
 humming_core.numerics.reference_gemm, with test_wna16_conformance's checks (error bound, no write
 outside [M, N], no read past K).
 
-The family is unverified (written and compile-tested in session 5), so these tests opt in with
-HUMMING_UNVERIFIED_KERNELS=1; they are its hardware verification. A split-K case routed by the
-device replays from a CUDA graph (the tile counters must come back to 0).
+These tests are the family's hardware verification (first passed on the H200 on 2026-11-29). A
+split-K case routed by the device replays from a CUDA graph (the tile counters must come back to
+0), and the kernel refuses more than 8 rows of x.
 """
 
 from __future__ import annotations
@@ -38,11 +38,6 @@ def _cases() -> list[Case]:
 
 
 CASES = _cases()
-
-
-@pytest.fixture(autouse=True)
-def allow_unverified(monkeypatch):
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +95,9 @@ def test_device_routes_decode_here_and_split_k_replays_in_a_graph(device):
         torch.cuda.synchronize()
         ref = reference_gemm(x, cw)
         assert ((out.double() - ref.double()).abs() <= error_bound(x, cw, ref)).all()
+    # its tile computes 8 tokens: a ninth row is refused, in the prepared call and the kernel
+    x9, out9 = torch.zeros(9, 4096).half().cuda(), torch.zeros(9, 1024).half().cuda()
+    with pytest.raises(ValueError, match="at most 8"):
+        call(x9, out9)
+    with pytest.raises(ValueError, match="at most 8"):
+        kernel(x=x9, out=out9, **device.weight_layout(spec, config).pack(cw, "cuda"))

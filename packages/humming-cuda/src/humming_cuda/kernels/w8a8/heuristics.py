@@ -7,6 +7,7 @@ from humming_core.spec import QuantSpec
 
 from ..act_quant import unsupported_reason
 from ..warp_tile import staged_candidates, tile_for_m
+from ..wna16.heuristics import DEFAULT_SMS
 from .config import BLOCK_K, NIBBLE_TYPES, W8a8Config, W8a8Format
 
 CODES = ("int8", "e4m3")
@@ -138,7 +139,6 @@ def _large_tile(fmt: W8a8Format) -> dict[str, int]:
 # several per SM, and more CTAs keep more weight bytes in flight.
 SPLIT_CTAS_PER_SM = 4
 SPLIT_MAX_M = 64  # the decode and mid tiles (warp_tile.tile_for_m); larger M is never split
-_DEFAULT_SMS = 132
 
 
 def pick_split_k(problem: GemmProblem, cfg: W8a8Config, caps: DeviceCaps) -> int:
@@ -148,7 +148,7 @@ def pick_split_k(problem: GemmProblem, cfg: W8a8Config, caps: DeviceCaps) -> int
     m = max(1, problem.m or 1)
     tiles = -(-problem.n // cfg.block_n) * -(-m // cfg.block_m)
     iters = -(-problem.k // BLOCK_K)
-    fill = (SPLIT_CTAS_PER_SM * (caps.sm_count or _DEFAULT_SMS)) // tiles
+    fill = (SPLIT_CTAS_PER_SM * (caps.sm_count or DEFAULT_SMS)) // tiles
     split = 1 << (fill.bit_length() - 1) if fill > 1 else 1
     return max(1, min(split, iters // 4, 16))
 

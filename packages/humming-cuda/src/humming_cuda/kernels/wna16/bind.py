@@ -68,6 +68,8 @@ class Wna16Kernel:
 
     `kernel.prepare(**packed_weights)` binds one layer's weights for repeated calls (Wna16Call)."""
 
+    max_m = 1 << 31  # rows of x one launch computes (the decode kernel's tile takes fewer)
+
     def __init__(self, function: Any, spec: QuantSpec, config: Wna16Config) -> None:
         self.fmt = KernelFormat.from_spec(spec)
         self.config = config
@@ -107,6 +109,11 @@ class Wna16Kernel:
             raise ValueError(
                 f"{self.name}: packed weights hold {nt * 64}x{kt * 16} (N x K, padded) but the call "
                 f"needs {n}x{k}: pack the weights of this layer with this family's layout"
+            )
+        if m > self.max_m:
+            raise ValueError(
+                f"{self.name}: argument 'x': {m} rows, but this kernel computes at most "
+                f"{self.max_m} (M <= {self.max_m}); larger M needs a kernel chosen for that M"
             )
         grid_n, grid_m = -(-n // cfg.block_n), -(-m // cfg.block_m)
         split, ips = self.split_k(kt)
@@ -162,6 +169,7 @@ class Wna16Call:
         self.block = (cfg.threads, 1, 1)
         self.smem = kernel.smem
         self.block_m = cfg.block_m
+        self.max_m = kernel.max_m
         self.template: list | None = None  # set by the first fully checked call
         self.k = self.n = self.grid_n = self.split = -1
         self.workspace: tuple[torch.Tensor, torch.Tensor] | None = None
@@ -181,6 +189,7 @@ class Wna16Call:
                 and k == self.k
                 and n == self.n
                 and rows == m
+                and m <= self.max_m
                 and x_inner == 1
                 and out_inner == 1
                 and not xp % 16

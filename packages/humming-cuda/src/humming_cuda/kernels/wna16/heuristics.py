@@ -7,7 +7,7 @@ from humming_core.spec import QuantSpec
 
 from .config import KernelFormat, Wna16Config
 
-_DEFAULT_SMS = 132  # used when a caps row has no measured SM count (compile-only targets)
+DEFAULT_SMS = 132  # used when a caps row has no measured SM count (compile-only targets)
 
 
 def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
@@ -103,7 +103,7 @@ def pick_split_k(problem: GemmProblem, cfg: Wna16Config, caps: DeviceCaps) -> in
     m = max(1, problem.m or 1)
     tiles = -(-problem.n // cfg.block_n) * -(-m // cfg.block_m)
     iters = -(-problem.k // cfg.block_k)
-    sms = caps.sm_count or _DEFAULT_SMS
+    sms = caps.sm_count or DEFAULT_SMS
     fill = max(1, (2 * sms) // tiles)
     split = max(2 if m <= 128 else 1, 1 << (fill.bit_length() - 1))
     return max(1, min(split, iters // 4, 16))

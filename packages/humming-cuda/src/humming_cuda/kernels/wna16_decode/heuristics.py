@@ -1,5 +1,5 @@
 """Which problems the decode WnA16 kernel takes (M <= 8, wna16's specs but float zero points,
-NVIDIA mma.sync arches) and its configs: wna16's decode tile and split-K choice."""
+NVIDIA mma.sync arches) and its config: wna16's decode tile with this kernel's split-K choice."""
 
 from __future__ import annotations
 
@@ -29,16 +29,29 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
     return Support.yes()
 
 
+def pick_split_k(problem: GemmProblem, cfg: Wna16DecodeConfig, caps: DeviceCaps) -> int:
+    """Split K into the largest power of two that keeps the CTAs within one wave of two per SM,
+    and in two when the tiles alone make more than that wave (shorter waves). H200, W4A16 g128, M=1
+    (notes/wna16_decode_split_sweep_*.json, us at split 1/2/4): 28672x4096 (224 tiles) 25.5 / 28.5
+    / 29.2, 57344x8192 (448) 91.7 / 85.7 / 91.5, 8192x28672 (64) - / 49.8 / 44.1 (8: 45.8),
+    6144x4096 M=8 (48) - / 11.2 / 10.7. Keeps >= 4 K iterations per split and at most 16 splits."""
+    tiles = -(-problem.n // cfg.block_n)
+    iters = -(-problem.k // cfg.block_k)
+    wave = 2 * (caps.sm_count or wna16.DEFAULT_SMS)
+    split = 2 if tiles > wave else 1 << ((max(1, wave // tiles)).bit_length() - 1)
+    return max(1, min(split, iters // 4, 16))
+
+
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[Wna16DecodeConfig]:
-    """wna16's first config for this decode-size problem in this form, split as wna16 splits it;
-    empty when `supports` says no."""
+    """wna16's first tile for this decode-size problem, split by `pick_split_k`; empty when
+    `supports` says no."""
     if not supports(spec, problem, caps):
         return []
     m = problem.m if problem.m is not None else 1
     first = wna16.candidates(spec, GemmProblem(n=problem.n, k=problem.k, m=min(m, MAX_M)), caps)
     if not first:
         return []
-    fields = first[0].model_dump(exclude={"family"})
-    config = Wna16DecodeConfig(**fields)
+    config = Wna16DecodeConfig(**first[0].model_dump(exclude={"family"}))
+    config = config.model_copy(update={"split_k": pick_split_k(problem, config, caps)})
     fmt = KernelFormat.from_spec(spec)
     return [config] if fmt.smem_bytes(config) <= caps.smem_per_block else []

@@ -11,7 +11,7 @@ from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
 from ..wgmma_tile import BLOCK_M, BLOCK_N, arch_reason, fitting_configs, problem_reason
-from ..wna16.heuristics import _DEFAULT_SMS
+from ..wna16.heuristics import DEFAULT_SMS
 from ..wna16.heuristics import _spec_reason as wna16_spec_reason
 from .config import WgmmaWna16Config
 
@@ -45,7 +45,7 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
 def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
     """Whether the grid of 128x128 tiles is large enough for this family to beat wna16's split-K."""
     tiles = -(-(problem.m or 0) // BLOCK_M) * -(-problem.n // BLOCK_N)
-    return tiles >= MIN_TILES_PER_SM * (caps.sm_count or _DEFAULT_SMS)
+    return tiles >= MIN_TILES_PER_SM * (caps.sm_count or DEFAULT_SMS)
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[WgmmaWna16Config]:
