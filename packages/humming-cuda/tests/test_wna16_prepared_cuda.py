@@ -29,8 +29,11 @@ def weights():
 
 
 def _kernel(weights, split_k):
+    from humming_cuda.kernels.wna16 import FAMILY as WNA16
+
     device = get_device("cuda")
-    config = device.candidates(W4A16_G128, GemmProblem(n=N, k=K, m=1))[0]
+    # the wna16 kernel (M <= 8 routes to wna16_decode, which refuses the larger M below)
+    config = WNA16.candidates(W4A16_G128, GemmProblem(n=N, k=K, m=1), device.caps())[0]
     config = config.model_copy(update={"split_k": split_k})
     packed = device.weight_layout(W4A16_G128, config).pack(weights, "cuda")
     kernel = device.load(jit.get_or_build(device, device.render(W4A16_G128, config)))

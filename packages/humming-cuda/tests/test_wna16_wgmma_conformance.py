@@ -122,7 +122,8 @@ def test_device_routes_large_m_here_and_replays_in_a_graph(device):
 
 
 def test_user_api_switches_families_per_m_on_one_packed_copy(device):
-    """PreparedGemm: small M runs the mma.sync wna16 kernels, large M these, same packed weights."""
+    """PreparedGemm: decode M runs wna16_decode, mid M the mma.sync wna16 kernels, large M these,
+    all from the same packed weights."""
     from humming_core.numerics import quantize_weight, reference_gemm
     from humming_core.ops import PreparedGemm
     from humming_core.spec import presets
@@ -132,7 +133,7 @@ def test_user_api_switches_families_per_m_on_one_packed_copy(device):
     cw = quantize_weight((torch.randn(1536, 640, generator=gen) * 0.05).cuda(), spec)
     layer = PreparedGemm(cw, device)
     families = {c.family for c in layer.configs.values()}
-    assert families == {"wna16", "wna16_wgmma"}, families
+    assert families == {"wna16_decode", "wna16", "wna16_wgmma"}, families
     for m in (5, 200, 1030):
         x = torch.randn(m, 640, generator=gen).to(torch.float16).cuda()
         out = layer.run(x)
