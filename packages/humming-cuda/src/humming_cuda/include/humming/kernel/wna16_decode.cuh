@@ -21,6 +21,72 @@
 
 namespace humming {
 
+// One pipeline stage's copies for the decode tile, with each thread's chunk offsets and range
+// checks worked out once per CTA: wna16's loaders recompute them every stage, which was about half
+// of the decode kernel's main-loop instructions. Stages that lie wholly inside K need no K checks;
+// the last, partial one takes wna16's checked loaders.
+template <typename T, typename Fmt, typename Tile, typename Epi>
+struct DecodeStageCopies {
+  using Base = Wna16Kernel<T, Fmt, Tile, Epi>;
+  using BL = typename Base::BLoader;
+  using SL = typename Base::SLoader;
+  static constexpr int kAChunksPerRow = Tile::BK / 8;
+  static_assert(Tile::THREADS >= 8 * kAChunksPerRow,
+                "one pass of the threads must cover the 8 token rows (THREADS >= BK)");
+  static_assert(SL::kChunks <= Tile::THREADS, "one pass of the threads must cover the group rows");
+  static_assert(BL::kPerThread <= 32, "chunk flags are bits of one word");
+
+  int a_src, a_dst;  // token chunk: element offset in x (without k0) and in the stage; -1: none
+  int s_off;         // group-row chunk: element offset in a [groups][n_pad] row block; -1: none
+  u32 b_off[BL::kPerThread];  // weight chunks: word offsets from the tile's first stage word
+  u32 b_ok;                   // bit i: chunk i exists and its 64 columns are inside n_pad
+
+  HM_DEVICE DecodeStageCopies(const typename Base::Args& a, int n0, int tid) {
+    const int row = tid / kAChunksPerRow, chunk = tid % kAChunksPerRow;
+    const bool token = row < a.M;
+    a_src = token ? row * a.lda + chunk * 8 : -1;
+    a_dst = Base::ALoader::offset(row, chunk);
+    const int n = n0 + (tid % SL::kChunksPerRow) * 8;
+    s_off = tid < SL::kChunks && n < a.n_pad ? (tid / SL::kChunksPerRow) * a.n_pad + n : -1;
+    b_ok = 0;
+#pragma unroll
+    for (int i = 0; i < BL::kPerThread; ++i) {
+      const int c = tid + i * Tile::THREADS;
+      const int ntl = c / BL::kChunksPerNTile, rem = c % BL::kChunksPerNTile;
+      b_off[i] = static_cast<u32>(ntl * a.k_tiles * BL::kTileWords + rem * 4);
+      if (c < BL::kChunks && n0 / 64 + ntl < a.n_pad / 64) b_ok |= 1u << i;
+    }
+  }
+
+  HM_DEVICE void load(const typename Base::Args& a, char* smem, int buf, int it, int n0, int tid,
+                      u64 policy) const {
+    const int k0 = it * Tile::BK;
+    if (k0 + Tile::BK > a.K) {
+      Base::load_stage(a, smem, buf, it, 0, n0, tid, policy);
+      return;
+    }
+    if (a_src >= 0) cp_async16(Base::stage_a(smem, buf) + a_dst, a.x + a_src + k0, true);
+    const u32* w = a.w + (static_cast<long long>(n0 / 64) * a.k_tiles + it * (Tile::BK / 16)) *
+                             BL::kTileWords;
+    u32* b_s = Base::stage_b(smem, buf);
+#pragma unroll
+    for (int i = 0; i < BL::kPerThread; ++i) {
+      if (b_ok & (1u << i)) {
+        cp_async16_stream(b_s + (tid + i * Tile::THREADS) * 4, w + b_off[i], true, policy);
+      }
+    }
+    if constexpr (Fmt::GROUP > 0) {
+      if (s_off >= 0) {
+        const long long g = static_cast<long long>(k0 / Fmt::GROUP) * a.n_pad + s_off;
+        cp_async16(Base::stage_s(smem, buf) + tid * 8, a.scales + g, true);
+        if constexpr (Fmt::ZERO != kZeroNone) {
+          cp_async16(Base::stage_z(smem, buf) + tid * 8, a.zeros + g, true);
+        }
+      }
+    }
+  }
+};
+
 template <typename T, typename Fmt, typename Tile, typename Epi>
 struct Wna16DecodeKernel {
   using Base = Wna16Kernel<T, Fmt, Tile, Epi>;
@@ -147,6 +213,7 @@ struct Wna16DecodeKernel {
     const int it0 = blockIdx.z * a.iters_per_split;
     const int it1 = min(iters, it0 + a.iters_per_split);
     const u64 policy = evict_first_policy();
+    const DecodeStageCopies<T, Fmt, Tile, Epi> copies(a, n0, tid);
 
     float total[ACC], part[ACC];
 #pragma unroll
@@ -155,7 +222,7 @@ struct Wna16DecodeKernel {
     float sc[8];
     cp_async_pipeline<Tile::STAGES>(
         it0, it1,
-        [&](int buf, int it) { Base::load_stage(a, smem, buf, it, m0, n0, tid, policy); },
+        [&](int buf, int it) { copies.load(a, smem, buf, it, n0, tid, policy); },
         [&](int buf, int) { compute_stage(total, part, gp, sc, smem, buf, wn, wk, lane); });
     __syncthreads();
     reduce_warps_k<ACC, Tile::WARPS_N, Tile::WARPS_K>(total, reinterpret_cast<float*>(smem), wn,

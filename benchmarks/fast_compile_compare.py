@@ -1,0 +1,97 @@
+"""What NVRTC's --Ofast-compile levels trade: cold compile seconds against kernel GPU time (issue 4).
+
+    python3 benchmarks/fast_compile_compare.py W4A16_G128:4096x4096:64 ... [--levels min,mid,max]
+        [--out fast_compile.json]
+
+For each point SPEC:NxK:M, the device's chosen kernel is compiled without the flag and at each
+level (cold: NVRTC's and the driver's caches off, humming's cache bypassed; median of 3 compiles
+in this process, one at a time), and each build is timed by CUDA-graph replay of 20 calls on the
+same packed weights, x and output. Ratios are against the default build in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import time
+
+os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
+
+import torch
+
+from humming_core.device import GemmProblem
+from humming_core.spec import preset
+from humming_cuda.bench.dense import _random_canonical
+from humming_cuda.bench.timing import graph_time_us
+from humming_cuda.device import CudaDevice
+
+_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+def _compile_seconds(device: CudaDevice, source) -> tuple[float, object]:
+    times, artifact = [], None
+    for _ in range(3):
+        start = time.perf_counter()
+        artifact = device.compile(source)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), artifact
+
+
+def compare(device: CudaDevice, point: str, levels: list[str]) -> dict:
+    name, layer, m = point.split(":")
+    (n, k), m = (int(v) for v in layer.split("x")), int(m)
+    spec = preset(name)
+    act = spec.act.dtype.name if spec.act.dtype.name in _DTYPES else "fp16"
+    config = device.candidates(spec, GemmProblem(n=n, k=k, m=m, act_dtype=act))[0]
+    packed = device.weight_layout(spec, config).pack(
+        _random_canonical(spec, n, k, torch.device("cuda")), "cuda"
+    )
+    x = torch.randn(m, k, device="cuda").to(_DTYPES[act])
+    out = torch.empty(m, n, device="cuda", dtype=_DTYPES[spec.output_dtype])
+    source = device.render(spec, config)
+    row = {"point": point, "family": config.family, "builds": []}
+    for level in ["default", *levels]:
+        options = () if level == "default" else (f"--Ofast-compile={level}",)
+        variant = dataclasses.replace(source, options=(*source.options, *options))
+        seconds, artifact = _compile_seconds(device, variant)
+        kernel = device.load(artifact)
+        us = graph_time_us(lambda i, kernel=kernel: kernel(x=x, out=out, **packed), 20)
+        res = artifact.meta.get("resources", {})
+        row["builds"].append(
+            {
+                "level": level,
+                "compile_s": round(seconds, 3),
+                "us": us,
+                "registers": res.get("registers"),
+            }
+        )
+        base = row["builds"][0]
+        print(
+            f"{point:30s} {config.family:14s} {level:8s} compile {seconds:6.3f} s "
+            f"(x{seconds / base['compile_s']:.2f})  {us:9.1f} us (x{base['us'] / us:.2f} speed)  "
+            f"regs {res.get('registers')}",
+            flush=True,
+        )
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("points", nargs="+", help="SPEC:NxK:M")
+    parser.add_argument("--levels", default="min,mid,max")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    device = CudaDevice()
+    warm = preset("W4A16_G128")  # one compile first: loading NVRTC itself is not compile time
+    device.compile(device.render(warm, device.candidates(warm, GemmProblem(n=512, k=512, m=1))[0]))
+    rows = [compare(device, p, args.levels.split(",")) for p in args.points]
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
