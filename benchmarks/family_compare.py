@@ -17,30 +17,21 @@ import argparse
 import json
 
 import torch
+from points import Point
 
-from humming_core.device import GemmProblem
-from humming_core.spec import preset
-from humming_cuda.bench.dense import _random_canonical
 from humming_cuda.bench.timing import copies_for, graph_time_us
 from humming_cuda.device import CudaDevice
 from humming_cuda.kernels import FAMILIES
 
-_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
-
-def compare(device: CudaDevice, point: str) -> dict:
-    name, layer, m = point.split(":")
-    (n, k), m = (int(v) for v in layer.split("x")), int(m)
-    spec = preset(name)
-    act = spec.act.dtype.name if spec.act.dtype.name in _DTYPES else "fp16"
-    problem = GemmProblem(n=n, k=k, m=m, act_dtype=act)
+def compare(device: CudaDevice, text: str) -> dict:
+    point = Point.parse(text)
+    spec, problem = point.spec, point.problem
     caps = device.caps()
     routed = device.candidates(spec, problem)[0].family
-    cw = _random_canonical(spec, n, k, torch.device("cuda"))
-    x = torch.randn(m, k, device="cuda").to(_DTYPES[act])
-    out = torch.empty(m, n, device="cuda", dtype=_DTYPES[spec.output_dtype])
-    copies = copies_for(spec.weight_bytes(n, k), caps.l2_bytes or 50 << 20)
-    row = {"point": point, "routed": routed, "copies": copies, "families": []}
+    cw, x, out = point.tensors()
+    copies = copies_for(spec.weight_bytes(point.n, point.k), caps.l2_bytes or 50 << 20)
+    row = {"point": text, "routed": routed, "copies": copies, "families": []}
     for family in FAMILIES:
         if not family.supports(spec, problem, caps):
             continue
@@ -59,7 +50,7 @@ def compare(device: CudaDevice, point: str) -> dict:
         f["vs_routed"] = round(base / f["us"], 3) if base else None
         mark = "*" if f["family"] == routed else " "
         print(
-            f"{point:32s} {mark}{f['family']:14s} {f['us']:9.1f} us  x{f['vs_routed']}", flush=True
+            f"{text:32s} {mark}{f['family']:14s} {f['us']:9.1f} us  x{f['vs_routed']}", flush=True
         )
     return row
 

@@ -21,14 +21,12 @@ import time
 os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
 
 import torch
+from points import Point
 
 from humming_core.device import GemmProblem
 from humming_core.spec import preset
-from humming_cuda.bench.dense import _random_canonical
 from humming_cuda.bench.timing import graph_time_us
 from humming_cuda.device import CudaDevice
-
-_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
 
 def _compile_seconds(device: CudaDevice, source) -> tuple[float, object]:
@@ -40,19 +38,14 @@ def _compile_seconds(device: CudaDevice, source) -> tuple[float, object]:
     return statistics.median(times), artifact
 
 
-def compare(device: CudaDevice, point: str, levels: list[str]) -> dict:
-    name, layer, m = point.split(":")
-    (n, k), m = (int(v) for v in layer.split("x")), int(m)
-    spec = preset(name)
-    act = spec.act.dtype.name if spec.act.dtype.name in _DTYPES else "fp16"
-    config = device.candidates(spec, GemmProblem(n=n, k=k, m=m, act_dtype=act))[0]
-    packed = device.weight_layout(spec, config).pack(
-        _random_canonical(spec, n, k, torch.device("cuda")), "cuda"
-    )
-    x = torch.randn(m, k, device="cuda").to(_DTYPES[act])
-    out = torch.empty(m, n, device="cuda", dtype=_DTYPES[spec.output_dtype])
+def compare(device: CudaDevice, text: str, levels: list[str]) -> dict:
+    point = Point.parse(text)
+    spec = point.spec
+    config = device.candidates(spec, point.problem)[0]
+    cw, x, out = point.tensors()
+    packed = device.weight_layout(spec, config).pack(cw, "cuda")
     source = device.render(spec, config)
-    row = {"point": point, "family": config.family, "builds": []}
+    row = {"point": text, "family": config.family, "builds": []}
     for level in ["default", *levels]:
         options = () if level == "default" else (f"--Ofast-compile={level}",)
         variant = dataclasses.replace(source, options=(*source.options, *options))
@@ -70,7 +63,7 @@ def compare(device: CudaDevice, point: str, levels: list[str]) -> dict:
         )
         base = row["builds"][0]
         print(
-            f"{point:30s} {config.family:14s} {level:8s} compile {seconds:6.3f} s "
+            f"{text:30s} {config.family:14s} {level:8s} compile {seconds:6.3f} s "
             f"(x{seconds / base['compile_s']:.2f})  {us:9.1f} us (x{base['us'] / us:.2f} speed)  "
             f"regs {res.get('registers')}",
             flush=True,

@@ -16,30 +16,21 @@ import itertools
 import json
 
 import torch
+from points import Point
 
-from humming_core.device import GemmProblem
-from humming_core.spec import preset
-from humming_cuda.bench.dense import _random_canonical
 from humming_cuda.bench.timing import graph_time_us
 from humming_cuda.device import CudaDevice
 
-_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
-
-def sweep(device: CudaDevice, point: str, grid: dict[str, list[int]]) -> dict:
-    name, layer, m = point.split(":")
-    (n, k), m = (int(v) for v in layer.split("x")), int(m)
-    spec = preset(name)
-    act = spec.act.dtype.name if spec.act.dtype.name in _DTYPES else "fp16"
-    chosen = device.candidates(spec, GemmProblem(n=n, k=k, m=m, act_dtype=act))[0]
-    packed = device.weight_layout(spec, chosen).pack(
-        _random_canonical(spec, n, k, torch.device("cuda")), "cuda"
-    )
-    x = torch.randn(m, k, device="cuda").to(_DTYPES[act])
-    out = torch.empty(m, n, device="cuda", dtype=_DTYPES[spec.output_dtype])
+def sweep(device: CudaDevice, text: str, grid: dict[str, list[int]]) -> dict:
+    point = Point.parse(text)
+    spec, n, k = point.spec, point.n, point.k
+    chosen = device.candidates(spec, point.problem)[0]
+    cw, x, out = point.tensors()
+    packed = device.weight_layout(spec, chosen).pack(cw, "cuda")
     w16 = torch.randn(n, k, device="cuda", dtype=torch.float16)
     x16 = x.to(torch.float16)
-    row = {"point": point, "chosen": chosen.model_dump(mode="json"), "variants": []}
+    row = {"point": text, "chosen": chosen.model_dump(mode="json"), "variants": []}
     row["cublas_fp16_us"] = graph_time_us(lambda i: x16 @ w16.T, 20)
     for values in itertools.product(*grid.values()):
         cfg = chosen.model_copy(update=dict(zip(grid, values, strict=True)))
@@ -47,7 +38,7 @@ def sweep(device: CudaDevice, point: str, grid: dict[str, list[int]]) -> dict:
         us = graph_time_us(lambda i, kernel=kernel: kernel(x=x, out=out, **packed), 20)
         row["variants"].append({**dict(zip(grid, values, strict=True)), "us": us})
         print(
-            f"{point:32s} {dict(zip(grid, values, strict=True))} {us:9.1f} us  "
+            f"{text:32s} {dict(zip(grid, values, strict=True))} {us:9.1f} us  "
             f"x{row['cublas_fp16_us'] / us:.2f} cuBLAS fp16",
             flush=True,
         )

@@ -1,0 +1,52 @@
+"""The SPEC:NxK:M points the GPU benchmark scripts take (family_compare, wgmma_config_sweep,
+fast_compile_compare), and the tensors one needs: random canonical weights, x and the output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from humming_core.device import GemmProblem
+from humming_core.spec import QuantSpec, preset
+from humming_cuda.bench.dense import _random_canonical
+
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+@dataclass(frozen=True)
+class Point:
+    text: str
+    spec: QuantSpec
+    n: int
+    k: int
+    m: int
+
+    @classmethod
+    def parse(cls, text: str) -> Point:
+        try:
+            name, layer, m = text.split(":")
+            n, k = (int(v) for v in layer.split("x"))
+            rows = int(m)
+        except ValueError as exc:
+            raise SystemExit(
+                f"point {text!r}: expected SPEC:NxK:M, e.g. W4A16_G128:8192x8192:16"
+            ) from exc
+        return cls(text, preset(name), n, k, rows)
+
+    @property
+    def act(self) -> str:
+        """x's dtype: the spec's 16-bit activations, or fp16 where they are quantized in the kernel."""
+        name = self.spec.act.dtype.name
+        return name if name in DTYPES else "fp16"
+
+    @property
+    def problem(self) -> GemmProblem:
+        return GemmProblem(n=self.n, k=self.k, m=self.m, act_dtype=self.act)
+
+    def tensors(self) -> tuple[object, torch.Tensor, torch.Tensor]:
+        """(canonical weights, x [M, K], out [M, N]) on the GPU."""
+        cw = _random_canonical(self.spec, self.n, self.k, torch.device("cuda"))
+        x = torch.randn(self.m, self.k, device="cuda").to(DTYPES[self.act])
+        out = torch.empty(self.m, self.n, device="cuda", dtype=DTYPES[self.spec.output_dtype])
+        return cw, x, out
