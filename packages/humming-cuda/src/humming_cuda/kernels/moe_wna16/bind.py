@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import torch
@@ -105,6 +104,5 @@ class MoeWna16Kernel:
         flatten_topk_weights(values)
         dims = self._dims(values)
         launch = {k: v for k, v in values.items() if k not in ("top_k", "block_size")}
-        dims = self.signature.check(launch, dims, self.function.device_index)
-        params = partial(self.signature.pack, launch, dims)
-        launch_blocks(self, values["out"], dims["N"], dims["LEN"], params, self.smem)
+        dims, params = self.signature.bind(launch, dims, self.function.device_index)
+        launch_blocks(self, values["out"], dims["N"], dims["LEN"], lambda: params, self.smem)
