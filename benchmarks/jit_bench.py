@@ -10,8 +10,10 @@ and says so in the JSON.
 
 Measures (targets from shared/KERNELS.md):
 - cold_compile_s: NVRTC time per kernel, one at a time, no cache (after one warm-up compile that
-  loads NVRTC itself); mean over the layer's kernels (≤ 1 s).
-- layer_cold_compile_s: render + build_many of all the layer's kernels into an empty cache (≤ 2 s).
+  loads NVRTC itself), the median of REPEATS compiles; mean over the layer's kernels (≤ 1 s), with
+  the slowest kernel's as cold_compile_s_max.
+- layer_cold_compile_s: render + build_many of all the layer's kernels into an empty cache, the
+  median of REPEATS builds (≤ 2 s).
 - disk_load_ms: memo cleared, all the layer's kernels from the disk cache to callable kernels:
   render, key (header tree hash), read + verify, cuModuleLoadData, bind (≤ 20 ms); best of 5,
   garbage collector paused while timing (benchmarks/profile_disk_load.py splits it by step).
@@ -52,6 +54,7 @@ from humming_cuda.device import CudaDevice
 ROOT = Path(__file__).resolve().parents[1]
 M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 SPEC = "W4A16_G128"
+REPEATS = 3  # cold compiles per kernel and layer builds; the medians are reported
 TARGETS = {
     "cold_compile_s": 1.0,
     "layer_cold_compile_s": 2.0,
@@ -104,22 +107,41 @@ def timed(fn):
     return result, time.perf_counter() - start
 
 
-def measure_cold(device, sources):
+def measure_cold(device, sources, repeats=REPEATS):
+    """Each kernel compiled `repeats` times one after another; its median (single compiles on the
+    H200 host varied by ~30% between runs: benchmarks/notes/jit_session6_run.json)."""
     jit.clear_memo()
     device.compile(sources[0])  # warm-up: loads NVRTC and its builtins once
     rows = []
     for source in sources:
-        artifact, seconds = timed(lambda s=source: device.compile(s))
+        samples = []
+        for _ in range(repeats):
+            artifact, seconds = timed(lambda s=source: device.compile(s))
+            samples.append(round(seconds, 3))
         res = artifact.meta.get("resources", {})
-        rows.append({"kernel": source.name, "seconds": round(seconds, 3), **res})
+        rows.append(
+            {
+                "kernel": source.name,
+                "seconds": statistics.median(samples),
+                "samples": samples,
+                **res,
+            }
+        )
     return rows
 
 
-def measure_layer(device, render_all):
-    jit.clear_memo()
-    before = jit.compile_count()
-    artifacts, seconds = timed(lambda: jit.build_many([(device, s) for s in render_all()]))
-    return artifacts, seconds, jit.compile_count() - before
+def measure_layer(device, render_all, repeats=REPEATS):
+    """Median of `repeats` parallel builds of the layer, each into an empty disk cache (a fresh
+    HUMMING_CACHE_DIR); the last build's cache stays for the disk-load measurement."""
+    samples = []
+    for _ in range(repeats):
+        os.environ["HUMMING_CACHE_DIR"] = tempfile.mkdtemp(prefix="humming-jit-bench-")
+        jit.clear_memo()
+        before = jit.compile_count()
+        artifacts, seconds = timed(lambda: jit.build_many([(device, s) for s in render_all()]))
+        compiles = jit.compile_count() - before
+        samples.append(round(seconds, 3))
+    return artifacts, statistics.median(samples), samples, compiles
 
 
 def measure_disk_load(device, render_all, load_all, repeats=5):
@@ -291,12 +313,11 @@ def run(args) -> dict:
 
     device = CudaDevice()
     caps = device.caps()
-    os.environ["HUMMING_CACHE_DIR"] = tempfile.mkdtemp(prefix="humming-jit-bench-")
     render_all, load_all, make_call, note = kernel_set(
         device, caps, args.n, args.k, args.kernels == "family"
     )
     cold = measure_cold(device, render_all())
-    layer_artifacts, layer_s, layer_compiles = measure_layer(device, render_all)
+    layer_artifacts, layer_s, layer_samples, layer_compiles = measure_layer(device, render_all)
     disk_s = measure_disk_load(device, render_all, load_all)
     call, full_check_call = make_call()
     gpu_us = gpu_time_per_call(call)
@@ -307,6 +328,7 @@ def run(args) -> dict:
         "cold_compile_s_max": max(r["seconds"] for r in cold),
         "cold_compile_per_kernel": cold,
         "layer_cold_compile_s": round(layer_s, 3),
+        "layer_cold_compile_samples_s": layer_samples,
         "layer_kernels": len(cold),
         # each kernel's NVRTC time inside the parallel build: near cold_compile_per_kernel when
         # compiles run side by side, inflated when they serialise or share a core
