@@ -16,8 +16,8 @@ from .wna16_wgmma import FAMILY as _WNA16_WGMMA  # noqa: E402  (families import 
 
 FAMILIES.append(_WNA16_WGMMA)
 
-# Before wna16: decode-size problems (M <= 8) in the out^T form; offered only with
-# HUMMING_UNVERIFIED_KERNELS=1 until it has run on hardware, wna16 keeps decode until then.
+# Before wna16: decode-size problems (M <= 8) in the out^T form; wna16 takes M > 8 and the float
+# zero points this family refuses.
 from .wna16_decode import FAMILY as _WNA16_DECODE  # noqa: E402
 
 FAMILIES.append(_WNA16_DECODE)

@@ -12,6 +12,17 @@ import threading
 import torch
 
 
+def pow2_fill(ctas: int, tiles: int) -> int:
+    """The largest power of two s with tiles * s <= ctas (at least 1): how many K splits keep
+    `tiles` output tiles within `ctas` concurrent CTAs."""
+    return 1 << (max(1, ctas // tiles).bit_length() - 1)
+
+
+def clamp_split(split: int, iters: int) -> int:
+    """`split` cut to keep at least 4 K iterations per split and at most 16 splits (at least 1)."""
+    return max(1, min(split, iters // 4, 16))
+
+
 def split_iterations(iters: int, split_k: int) -> tuple[int, int]:
     """(splits, K iterations per split) for `iters` K iterations and a requested `split_k`: no
     split is left empty (a requested 4 over 6 iterations launches 3 splits of 2)."""

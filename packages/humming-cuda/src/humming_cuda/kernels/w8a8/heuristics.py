@@ -6,6 +6,7 @@ from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
 from ..act_quant import unsupported_reason
+from ..split_k import clamp_split, pow2_fill
 from ..warp_tile import staged_candidates, tile_for_m
 from ..wna16.heuristics import DEFAULT_SMS
 from .config import BLOCK_K, NIBBLE_TYPES, W8a8Config, W8a8Format
@@ -148,9 +149,8 @@ def pick_split_k(problem: GemmProblem, cfg: W8a8Config, caps: DeviceCaps) -> int
     m = max(1, problem.m or 1)
     tiles = -(-problem.n // cfg.block_n) * -(-m // cfg.block_m)
     iters = -(-problem.k // BLOCK_K)
-    fill = (SPLIT_CTAS_PER_SM * (caps.sm_count or DEFAULT_SMS)) // tiles
-    split = 1 << (fill.bit_length() - 1) if fill > 1 else 1
-    return max(1, min(split, iters // 4, 16))
+    split = pow2_fill(SPLIT_CTAS_PER_SM * (caps.sm_count or DEFAULT_SMS), tiles)
+    return clamp_split(split, iters)
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W8a8Config]:

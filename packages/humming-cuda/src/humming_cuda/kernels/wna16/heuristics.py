@@ -5,6 +5,7 @@ from __future__ import annotations
 from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
+from ..split_k import clamp_split, pow2_fill
 from .config import KernelFormat, Wna16Config
 
 DEFAULT_SMS = 132  # used when a caps row has no measured SM count (compile-only targets)
@@ -103,10 +104,8 @@ def pick_split_k(problem: GemmProblem, cfg: Wna16Config, caps: DeviceCaps) -> in
     m = max(1, problem.m or 1)
     tiles = -(-problem.n // cfg.block_n) * -(-m // cfg.block_m)
     iters = -(-problem.k // cfg.block_k)
-    sms = caps.sm_count or DEFAULT_SMS
-    fill = max(1, (2 * sms) // tiles)
-    split = max(2 if m <= 128 else 1, 1 << (fill.bit_length() - 1))
-    return max(1, min(split, iters // 4, 16))
+    split = pow2_fill(2 * (caps.sm_count or DEFAULT_SMS), tiles)
+    return clamp_split(max(2 if m <= 128 else 1, split), iters)
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[Wna16Config]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
+from ..split_k import clamp_split, pow2_fill
 from ..wna16 import heuristics as wna16
-from ..wna16.config import KernelFormat
 from .config import Wna16DecodeConfig
 
 MAX_M = 8  # one n8 block of tokens (include/humming/kernel/wna16_decode.cuh says why)
@@ -38,8 +38,7 @@ def pick_split_k(problem: GemmProblem, cfg: Wna16DecodeConfig, caps: DeviceCaps)
     tiles = -(-problem.n // cfg.block_n)
     iters = -(-problem.k // cfg.block_k)
     wave = 2 * (caps.sm_count or wna16.DEFAULT_SMS)
-    split = 2 if tiles > wave else 1 << ((max(1, wave // tiles)).bit_length() - 1)
-    return max(1, min(split, iters // 4, 16))
+    return clamp_split(2 if tiles > wave else pow2_fill(wave, tiles), iters)
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[Wna16DecodeConfig]:
@@ -51,7 +50,6 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     first = wna16.candidates(spec, GemmProblem(n=problem.n, k=problem.k, m=min(m, MAX_M)), caps)
     if not first:
         return []
+    # wna16's candidates fit the arch's shared memory already; the split does not change it
     config = Wna16DecodeConfig(**first[0].model_dump(exclude={"family"}))
-    config = config.model_copy(update={"split_k": pick_split_k(problem, config, caps)})
-    fmt = KernelFormat.from_spec(spec)
-    return [config] if fmt.smem_bytes(config) <= caps.smem_per_block else []
+    return [config.model_copy(update={"split_k": pick_split_k(problem, config, caps)})]

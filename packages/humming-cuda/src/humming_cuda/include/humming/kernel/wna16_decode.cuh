@@ -1,8 +1,9 @@
 // WnA16 decode GEMM (M <= 8): out[M, N] = x[M, K] @ dequant(W)[N, K]^T computed as out^T, so the
 // weights are the MMA's A operand and the tokens its n8 side.
 //
-// Same CTA, stages, loaders, K-warp and split-K reductions and epilogue as Wna16Kernel
-// (kernel/wna16.cuh), same pre-shuffled weight layout. What differs is the inner step:
+// Same CTA, stages, shared-memory layout, K-warp and split-K reductions and epilogue as Wna16Kernel
+// (kernel/wna16.cuh), same pre-shuffled weight layout. What differs is how stages are copied
+// (DecodeStageCopies below) and the inner step:
 // - Each m16n8k16 MMA takes 16 weight rows: the layout's B fragments of n8 blocks 2P and 2P+1 are
 //   exactly the A fragment of rows 16P..16P+15 (row g is column g of block 2P, row g + 8 column g of
 //   block 2P+1), and the tokens come as B from the ldmatrix.x4 wna16 already issues (registers 0
