@@ -1,6 +1,7 @@
 """One session per target (DESIGN.md, "Tests and sessions").
 
-Default (CPU-safe, what `uv run nox` and CI run): lint, tests_core, tests_compile, tests_vllm.
+Default (CPU-safe, what `uv run nox` and CI run): lint, tests_core, tests_compile,
+tests_compile_nvrtc13_0, tests_vllm.
 Hardware sessions, run by name on a machine that has the device: tests_cuda, tests_ppu, bench.
 Arguments after `--` go to pytest (or to the benchmark), e.g. `uv run nox -s tests_core -- -k packing`.
 """
@@ -10,7 +11,13 @@ from __future__ import annotations
 import nox
 
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["lint", "tests_core", "tests_compile", "tests_vllm"]
+nox.options.sessions = [
+    "lint",
+    "tests_core",
+    "tests_compile",
+    "tests_compile_nvrtc13_0",
+    "tests_vllm",
+]
 nox.options.reuse_existing_virtualenvs = True
 
 
@@ -50,6 +57,22 @@ def tests_compile(session: nox.Session) -> None:
     """NVRTC compilation of every generated kernel for every arch in the table (no GPU needed)."""
     _sync(session)
     _pytest(session, "compile", "packages")
+
+
+# The oldest NVRTC the package allows (nvidia-cuda-nvrtc>=13.0), which is what CUDA 13.0 installs
+# (the H200 machine's toolkit among them) carry. Its ptxas miscompiled evict-first copies into
+# operands of never-written uniform registers (illegal instruction on the GPU); the locked, newer
+# NVRTC does not, so the SASS audit runs again on this one.
+NVRTC_OLDEST = ("nvidia-cuda-nvrtc==13.0.88", "cuda-bindings==13.0.3")
+
+
+@nox.session(tags=["cpu", "cuda"])
+def tests_compile_nvrtc13_0(session: nox.Session) -> None:
+    """The SASS audit (tests/test_sass_audit.py) with NVRTC 13.0 instead of the locked one."""
+    _sync(session)
+    env = {"VIRTUAL_ENV": session.virtualenv.location}
+    session.run_install("uv", "pip", "install", *NVRTC_OLDEST, env=env)
+    _pytest(session, "compile", "packages/humming-cuda/tests/test_sass_audit.py")
 
 
 # vLLM is not in uv.lock (its torch pin conflicts with the CPU torch path source): tests_vllm

@@ -136,11 +136,11 @@ struct MoeWna16Kernel {
   }
 
   HM_DEVICE static void load_stage(const typename Dense::Args& d, char* smem, const int* src_rows,
-                                   int buf, int it, int n0, int tid, u64 policy) {
+                                   int buf, int it, int n0, int tid) {
     const int k0 = it * BK;
     ALoader::load(Dense::stage_a(smem, buf), d.x, src_rows, k0, d.K, d.lda, tid);
     Dense::BLoader::load(Dense::stage_b(smem, buf), d.w, n0 / 64, k0 / 16, d.n_pad / 64,
-                         d.k_tiles, tid, policy);
+                         d.k_tiles, tid);
     if constexpr (Fmt::GROUP > 0) {
       const int g0 = k0 / Fmt::GROUP;
       Dense::SLoader::load(Dense::stage_s(smem, buf), d.scales, g0, n0, d.groups, d.n_pad, tid);
@@ -220,15 +220,13 @@ struct MoeWna16Kernel {
     const int wn = warp % Tile::WARPS_N, wk = warp / Tile::WARPS_N;
     const int n0 = blockIdx.x * BN;
     const int iters = ceil_div(a.k_tiles * 16, BK);
-    const u64 policy = evict_first_policy();
-
     float acc[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
     GroupParams<T> gp[8];
     cp_async_pipeline<STAGES>(
         0, iters,
-        [&](int buf, int it) { load_stage(d, smem, src_rows, buf, it, n0, tid, policy); },
+        [&](int buf, int it) { load_stage(d, smem, src_rows, buf, it, n0, tid); },
         [&](int buf, int) { Dense::compute_stage(acc, gp, smem, buf, wn, wk, lane); });
     __syncthreads();
     reduce_warps_k<ACC, Tile::WARPS_N, Tile::WARPS_K>(acc, reinterpret_cast<float*>(smem), wn, wk,

@@ -122,10 +122,10 @@ struct Wna16Kernel {
   }
 
   HM_DEVICE static void load_stage(const Args& a, char* smem, int buf, int it, int m0, int n0,
-                                   int tid, u64 policy) {
+                                   int tid) {
     const int k0 = it * BK;
     ALoader::load(stage_a(smem, buf), a.x, m0, k0, a.M, a.K, a.lda, tid);
-    BLoader::load(stage_b(smem, buf), a.w, n0 / 64, k0 / 16, a.n_pad / 64, a.k_tiles, tid, policy);
+    BLoader::load(stage_b(smem, buf), a.w, n0 / 64, k0 / 16, a.n_pad / 64, a.k_tiles, tid);
     if constexpr (Fmt::GROUP > 0) {
       const int g0 = k0 / Fmt::GROUP;
       SLoader::load(stage_s(smem, buf), a.scales, g0, n0, a.groups, a.n_pad, tid);
@@ -262,15 +262,13 @@ struct Wna16Kernel {
     const int iters = ceil_div(a.k_tiles * 16, BK);
     const int it0 = blockIdx.z * a.iters_per_split;
     const int it1 = min(iters, it0 + a.iters_per_split);
-    const u64 policy = evict_first_policy();
-
     float acc[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
     GroupParams<T> gp[8];
     cp_async_pipeline<STAGES>(
         it0, it1,
-        [&](int buf, int it) { load_stage(a, smem, buf, it, m0, n0, tid, policy); },
+        [&](int buf, int it) { load_stage(a, smem, buf, it, m0, n0, tid); },
         [&](int buf, int) { compute_stage(acc, gp, smem, buf, wn, wk, lane); });
     __syncthreads();
     reduce_warps_k<ACC, Tile::WARPS_N, Tile::WARPS_K>(acc, reinterpret_cast<float*>(smem), wn, wk,

@@ -63,7 +63,7 @@ struct DecodeStageCopies {
                       u64 policy) const {
     const int k0 = it * Tile::BK;
     if (k0 + Tile::BK > a.K) {
-      Base::load_stage(a, smem, buf, it, 0, n0, tid, policy);
+      Base::load_stage(a, smem, buf, it, 0, n0, tid);
       return;
     }
     if (a_src >= 0) cp_async16(Base::stage_a(smem, buf) + a_dst, a.x + a_src + k0, true);

@@ -52,7 +52,7 @@ struct WeightTileLoader {
   static constexpr int kPerThread = (kChunks + THREADS - 1) / THREADS;
 
   HM_DEVICE static void load(u32* smem, const u32* w, int nt0, int kt0, int n_tiles, int k_tiles,
-                             int tid, u64 policy) {
+                             int tid) {
 #pragma unroll 4
     for (int i = 0; i < kPerThread; ++i) {
       const int c = tid + i * THREADS;
@@ -62,7 +62,11 @@ struct WeightTileLoader {
       const int nt = nt0 + ntl;
       const bool pred = nt < n_tiles && kt0 + rem / kChunksPerTile < k_tiles;
       const long long word = (static_cast<long long>(nt) * k_tiles + kt0) * kTileWords + rem * 4;
-      cp_async16_stream(smem + c * 4, pred ? w + word : w, pred, policy);
+      // A plain copy, not cp_async16_stream: with the evict-first hint, ptxas 13.0 addresses some
+      // of these copies through uniform registers nothing writes (`[R+UR0], desc[UR1]`), and the
+      // kernel dies with CUDA_ERROR_ILLEGAL_INSTRUCTION (W8A16 moe_wna16 at 2048 rows, for one).
+      // tests/test_sass_audit.py checks every family's SASS for such operands.
+      cp_async16(smem + c * 4, pred ? w + word : w, pred);
     }
   }
 };

@@ -40,6 +40,8 @@ HM_DEVICE void cp_async16(void* smem, const void* gmem, bool pred) {
 
 // Same, with an L2 evict-first hint: weights are streamed once per call and should not push the
 // activations (re-read by every CTA column) out of L2.
+// Only wna16_decode's weight copies take it: in the multistage loaders ptxas 13.0 miscompiled
+// it (tests/sass_audit.py, which checks every family's SASS, says how).
 // The PPU has no evict-first hint: its dialects take the plain copy (and a zero policy below).
 HM_DEVICE void cp_async16_stream(void* smem, const void* gmem, bool pred, u64 policy) {
 #if HM_HAS_CP_ASYNC && !HM_PPU_LAYOUT

@@ -1,0 +1,131 @@
+"""Every family's kernels, compiled by this machine's NVRTC, name no unwritten uniform register in a
+memory operand (sass_audit.py says why: a ptxas 13.0 bug that kills the context on the GPU).
+
+nox runs this file twice: in tests_compile with the locked NVRTC, and in tests_compile_nvrtc13_0
+with NVRTC 13.0, the toolchain that showed the bug (it flagged W8A16 moe_wna16 at 2048 rows before
+the weight copies dropped their evict-first hint).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
+from moe_cases import moe_spec
+from sass_audit import disassemble, unwritten_uniform_operands
+
+from humming_core.device import GemmProblem
+from humming_core.spec import presets
+from humming_cuda.caps import caps_for_arch
+from humming_cuda.compiler import compile_source
+from humming_cuda.kernels import FAMILIES
+
+# Lines as nvdisasm printed them: ptxas 13.0's wna16_decode (UR0/UR1 never written; it faulted at
+# exactly this instruction on the H200) and ptxas 13.5's w8a8 (UR4/UR5 written; it runs).
+_FAULTING = """
+        /*0020*/                   ULDC.64 UR12, c[0x0][0x208] ;
+        /*1230*/                   UMOV UR6, UR8 ;
+        /*12b0*/                   LDGSTS.E.BYPASS.128 [R9+UR0], desc[UR1][R6.64] ;
+        /*0df0*/                   LDGSTS.E.BYPASS.128 [R11], desc[UR12][R8.64] ;
+"""
+_RUNNING = """
+        /*0020*/                   ULDC.64 UR12, c[0x0][0x208] ;
+        /*0040*/                   UMOV UR4, 0xf0 ;
+        /*0080*/                   UMOV UR5, 0x120 ;
+        /*1eb0*/              @!P3 LDGSTS.E.BYPASS.128 [R19+UR4], desc[UR5][R16.64] ;
+        /*17c0*/                   LDGSTS.E.BYPASS.128 [R15], desc[UR4][R12.64] ;
+        /*0df0*/                   LDGSTS.E.BYPASS.128 [R11], desc[UR12][R8.64] ;
+        /*0e00*/                   LDG.E R0, desc[UR13][R4.64] ;
+"""
+
+
+def test_flags_the_faulting_form_and_passes_the_legal_one():
+    flagged = unwritten_uniform_operands(_FAULTING)
+    assert flagged == [
+        "/*12b0*/                   LDGSTS.E.BYPASS.128 [R9+UR0], desc[UR1][R6.64] ;"
+    ]
+    # UR13 is written as the high half of ULDC.64 UR12.
+    assert unwritten_uniform_operands(_RUNNING) == []
+
+
+_SPECS = (
+    presets.W4A16_G128,
+    presets.W8A16,
+    presets.GPTQ_INT4,
+    presets.MXFP4,
+    presets.NVFP4,
+    presets.W8A8_FP8,
+    presets.W8A8_INT8,
+    presets.W4A8_FP8,
+    presets.W4A8_INT8,
+    presets.W4A4_NVFP4,
+    presets.FP8_BLOCK128,
+)
+# Small and large layers x decode, small-M, prefill M; MoE at decode, mid and prefill row counts.
+_DENSE = [
+    (n, k, m)
+    for n, k in ((256, 512), (4096, 4096), (57344, 8192))
+    for m in (1, 8, 16, 33, 64, 256, 4096)
+]
+_MOE_ROWS = (8, 264, 2048)
+
+
+def _kernels(arch: str) -> list:
+    """(family, spec, config) for the first two candidates of every family that supports each
+    (spec, problem) of the grid, without repeats."""
+    caps = caps_for_arch(arch)
+    problems = [(s, GemmProblem(n=n, k=k, m=m)) for s in _SPECS for n, k, m in _DENSE]
+    problems += [
+        (moe_spec(s), GemmProblem(n=512, k=1024, m=rows, num_experts=64))
+        for s in _SPECS
+        for rows in _MOE_ROWS
+    ]
+    seen, jobs = set(), []
+    for spec, problem in problems:
+        for family in FAMILIES:
+            if not family.supports(spec, problem, caps):
+                continue
+            for config in family.candidates(spec, problem, caps)[:2]:
+                key = (repr(spec), repr(config))
+                if key not in seen:
+                    seen.add(key)
+                    jobs.append((family, spec, config))
+    return jobs
+
+
+# The families each arch's grid reaches: every registered family on at least one arch.
+_REACHED = {
+    "sm_80": {"wna16_decode", "wna16", "moe_wna16", "w8a8", "moe_w8a8"},
+    "sm_90a": {"wna16_wgmma", "wna16_decode", "wna16", "w8a8_wgmma", "w4a8_wgmma", "w8a8"}
+    | {"moe_wna16", "moe_w8a8"},
+    "sm_120a": {"wna16_decode", "wna16", "moe_wna16", "w8a8", "moe_w8a8", "w4a4"},
+}
+
+
+def test_the_grid_reaches_every_family():
+    assert set().union(*_REACHED.values()) == {family.name for family in FAMILIES}
+
+
+@pytest.mark.compile
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("arch", sorted(_REACHED))
+def test_no_memory_operand_names_an_unwritten_uniform_register(arch):
+    caps = caps_for_arch(arch)
+    jobs = _kernels(arch)
+    assert {family.name for family, _, _ in jobs} == _REACHED[arch]
+
+    def audit(job):
+        family, spec, config = job
+        source = family.render(spec, config, caps)
+        return (
+            source.name,
+            config,
+            unwritten_uniform_operands(disassemble(compile_source(source).binary)),
+        )
+
+    with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        bad = [(name, cfg, lines[:2]) for name, cfg, lines in pool.map(audit, jobs) if lines]
+    assert not bad, f"{len(bad)} of {len(jobs)} kernels name unwritten uniform registers: {bad}"
