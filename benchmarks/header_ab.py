@@ -1,0 +1,96 @@
+"""Same-run A/B of this tree's kernel headers against another version of them (issue 6 perf work).
+
+    git archive next/session7 packages/humming-cuda/src/humming_cuda/include | tar -x -C .ab
+    python3 benchmarks/header_ab.py --b .ab/packages/humming-cuda/src/humming_cuda/include \\
+        W4A16_G128:6144x4096:64 W4A16_G128:57344x8192:1 [--out ab.json]
+
+(.ab is git-ignored: name it in the device tool's `carry`.) For each point SPEC:NxK:M the device's
+chosen config is rendered once by this tree and compiled twice: against this tree's headers (A)
+and against the headers under --b (B). Both run on the same rotated weight copies (together over
+3x L2, as `humming bench` times), x and output, timed by CUDA-graph replay in A, B, A, B order;
+each variant's time is the lower of its two medians. cuBLAS fp16 (`x @ w.T`) is the reference.
+Only header changes can be compared: rendering, weight layout, binding and the launch's shared
+memory size are this tree's, so B must need no more than A gets (next/session7's wna16 does not
+qualify: its staged epilogue changed the shared-memory size in Python too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+from points import Point
+
+from humming_cuda import compiler
+from humming_cuda.bench.timing import copies_for, graph_time_us
+from humming_cuda.device import CudaDevice
+
+
+def _compile_against(device: CudaDevice, source, include_root: Path | None):
+    """Compile `source` with `include_root` in place of the package's headers (None: the package's)."""
+    original = compiler.humming_include_root
+    if include_root is not None:
+        compiler.humming_include_root = lambda: include_root
+    try:
+        return device.load(device.compile(source))
+    finally:
+        compiler.humming_include_root = original
+
+
+def ab(device: CudaDevice, text: str, b_root: Path) -> dict:
+    point = Point.parse(text)
+    spec, problem = point.spec, point.problem
+    caps = device.caps()
+    config = device.candidates(spec, problem)[0]
+    source = device.render(spec, config)
+    kernels = {
+        "A": _compile_against(device, source, None),
+        "B": _compile_against(device, source, b_root),
+    }
+    cw, x, out = point.tensors()
+    copies = copies_for(spec.weight_bytes(point.n, point.k), caps.l2_bytes or 50 << 20)
+    packed = [device.weight_layout(spec, config).pack(cw, "cuda") for _ in range(copies)]
+    reps = max(2 * copies, 8)
+    times: dict[str, list[float]] = {"A": [], "B": []}
+    for name in ("A", "B", "A", "B"):
+        kernel = kernels[name]
+        times[name].append(
+            graph_time_us(lambda i, kernel=kernel: kernel(x=x, out=out, **packed[i % copies]), reps)
+        )
+    w16 = torch.randn(point.n, point.k, device="cuda", dtype=torch.float16)
+    x16 = x.to(torch.float16)
+    cublas = graph_time_us(lambda i: x16 @ w16.T, 20)
+    a, b = min(times["A"]), min(times["B"])
+    row = {"point": text, "config": config.model_dump(mode="json"), "copies": copies}
+    row |= {"a_us": a, "b_us": b, "b_over_a": round(b / a, 3), "cublas_fp16_us": cublas}
+    row["samples"] = times
+    print(
+        f"{text:32s} A {a:9.1f} us  B {b:9.1f} us  B/A {b / a:5.2f}  cuBLAS fp16 {cublas:9.1f} us",
+        flush=True,
+    )
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("points", nargs="+", help="SPEC:NxK:M")
+    parser.add_argument("--b", required=True, type=Path, help="the other version's include/ root")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    if not (args.b / "humming").is_dir():
+        raise SystemExit(f"--b {args.b} has no humming/ headers: pass the include/ directory")
+    device = CudaDevice()
+    rows = [ab(device, p, args.b.resolve()) for p in args.points]
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(
+                {"device": torch.cuda.get_device_name(), "b": str(args.b), "rows": rows},
+                f,
+                indent=1,
+            )
+
+
+if __name__ == "__main__":
+    main()
