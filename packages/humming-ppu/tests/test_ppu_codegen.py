@@ -91,7 +91,7 @@ def test_ppu_ptx_has_the_dialect_and_no_nvidia_only_instructions(act):
     assert _nvidia_only(ptx) == []
     # The same check flags the NVIDIA kernel (so an empty list above means something).
     nvidia = FAMILY.render(spec, Wna16Config(arch="sm_80"), cuda_caps("sm_80"))
-    assert {"evict_first", "mma.sync.aligned.m16n8k16"} <= set(_nvidia_only(_ptx(nvidia)))
+    assert {"ldmatrix.sync", "mma.sync.aligned.m16n8k16"} <= set(_nvidia_only(_ptx(nvidia)))
 
 
 @pytest.mark.compile
@@ -171,7 +171,7 @@ def test_w8a8_ppu_ptx_has_the_int8_dialect(name):
     assert "ppu.ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
     assert _nvidia_only(ptx) == []
     nvidia = _ptx(_w8a8_source(spec, cuda_caps("sm_80"), "nvidia", m=256))
-    assert {"evict_first", "mma.sync.aligned.m16n8k32"} <= set(_nvidia_only(nvidia))
+    assert {"ldmatrix.sync", "mma.sync.aligned.m16n8k32"} <= set(_nvidia_only(nvidia))
 
 
 @pytest.mark.compile
