@@ -14,12 +14,9 @@ Packing is not timed; each family packs its own copies.
 from __future__ import annotations
 
 import argparse
-import json
 
-import torch
-from points import Point
+from points import Point, rotated_us, save
 
-from humming_cuda.bench.timing import copies_for, graph_time_us
 from humming_cuda.device import CudaDevice
 from humming_cuda.kernels import FAMILIES
 
@@ -30,7 +27,7 @@ def compare(device: CudaDevice, text: str) -> dict:
     caps = device.caps()
     routed = device.candidates(spec, problem)[0].family
     cw, x, out = point.tensors()
-    copies = copies_for(spec.weight_bytes(point.n, point.k), caps.l2_bytes or 50 << 20)
+    copies = point.copies(caps)
     row = {"point": text, "routed": routed, "copies": copies, "families": []}
     for family in FAMILIES:
         if not family.supports(spec, problem, caps):
@@ -39,10 +36,7 @@ def compare(device: CudaDevice, text: str) -> dict:
         layout = family.weight_layout(spec, config, caps)
         packed = [layout.pack(cw, "cuda") for _ in range(copies)]
         kernel = device.load(device.compile(device.render(spec, config)))
-        us = graph_time_us(
-            lambda i, kernel=kernel, packed=packed: kernel(x=x, out=out, **packed[i % copies]),
-            max(2 * copies, 8),
-        )
+        us = rotated_us(kernel, packed, x, out)
         row["families"].append({"family": family.name, "config": config.model_dump(), "us": us})
         del packed
     base = next((f["us"] for f in row["families"] if f["family"] == routed), None)
@@ -61,10 +55,7 @@ def main() -> None:
     parser.add_argument("--out")
     args = parser.parse_args()
     device = CudaDevice()
-    rows = [compare(device, p) for p in args.points]
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+    save(args.out, [compare(device, p) for p in args.points])
 
 
 if __name__ == "__main__":

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import statistics
 import time
 
 os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
 
-import torch
-from points import Point
+from points import Point, save
 
 from humming_core.device import GemmProblem
 from humming_core.spec import preset
@@ -80,10 +78,7 @@ def main() -> None:
     device = CudaDevice()
     warm = preset("W4A16_G128")  # one compile first: loading NVRTC itself is not compile time
     device.compile(device.render(warm, device.candidates(warm, GemmProblem(n=512, k=512, m=1))[0]))
-    rows = [compare(device, p, args.levels.split(",")) for p in args.points]
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+    save(args.out, [compare(device, p, args.levels.split(",")) for p in args.points])
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@
 chosen config is rendered once by this tree and compiled twice: against this tree's headers (A)
 and against the headers under --b (B). Both run on the same rotated weight copies (together over
 3x L2, as `humming bench` times), x and output, timed by CUDA-graph replay in A, B, A, B order;
-each variant's time is the lower of its two medians. cuBLAS fp16 (`x @ w.T`) is the reference.
+each variant's time is the lower of its two medians. cuBLAS fp16 (`x @ w.T`, over its own rotated
+fp16 weight copies, as `humming bench` times it) is the reference.
 Only header changes can be compared: rendering, weight layout, binding and the launch's shared
 memory size are this tree's, so B must need no more than A gets (next/session7's wna16 does not
 qualify: its staged epilogue changed the shared-memory size in Python too).
@@ -17,13 +18,12 @@ qualify: its staged epilogue changed the shared-memory size in Python too).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-import torch
-from points import Point
+from points import Point, rotated_us, save
 
 from humming_cuda import compiler
+from humming_cuda.bench.baselines import cublas_fp16
 from humming_cuda.bench.timing import copies_for, graph_time_us
 from humming_cuda.device import CudaDevice
 
@@ -50,18 +50,13 @@ def ab(device: CudaDevice, text: str, b_root: Path) -> dict:
         "B": _compile_against(device, source, b_root),
     }
     cw, x, out = point.tensors()
-    copies = copies_for(spec.weight_bytes(point.n, point.k), caps.l2_bytes or 50 << 20)
+    copies = point.copies(caps)
     packed = [device.weight_layout(spec, config).pack(cw, "cuda") for _ in range(copies)]
-    reps = max(2 * copies, 8)
     times: dict[str, list[float]] = {"A": [], "B": []}
     for name in ("A", "B", "A", "B"):
-        kernel = kernels[name]
-        times[name].append(
-            graph_time_us(lambda i, kernel=kernel: kernel(x=x, out=out, **packed[i % copies]), reps)
-        )
-    w16 = torch.randn(point.n, point.k, device="cuda", dtype=torch.float16)
-    x16 = x.to(torch.float16)
-    cublas = graph_time_us(lambda i: x16 @ w16.T, 20)
+        times[name].append(rotated_us(kernels[name], packed, x, out))
+    fp16_copies = copies_for(2 * point.n * point.k, caps.l2_bytes or 50 << 20)
+    cublas = graph_time_us(cublas_fp16(x, point.n, fp16_copies), max(2 * fp16_copies, 8))
     a, b = min(times["A"]), min(times["B"])
     row = {"point": text, "config": config.model_dump(mode="json"), "copies": copies}
     row |= {"a_us": a, "b_us": b, "b_over_a": round(b / a, 3), "cublas_fp16_us": cublas}
@@ -82,14 +77,7 @@ def main() -> None:
     if not (args.b / "humming").is_dir():
         raise SystemExit(f"--b {args.b} has no humming/ headers: pass the include/ directory")
     device = CudaDevice()
-    rows = [ab(device, p, args.b.resolve()) for p in args.points]
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(
-                {"device": torch.cuda.get_device_name(), "b": str(args.b), "rows": rows},
-                f,
-                indent=1,
-            )
+    save(args.out, [ab(device, p, args.b.resolve()) for p in args.points], b=str(args.b))
 
 
 if __name__ == "__main__":

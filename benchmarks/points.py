@@ -1,15 +1,18 @@
 """The SPEC:NxK:M points the GPU benchmark scripts take (family_compare, wgmma_config_sweep,
-fast_compile_compare), and the tensors one needs: random canonical weights, x and the output."""
+fast_compile_compare, header_ab), the tensors one needs (random canonical weights, x and the
+output), timing over rotated weight copies as `humming bench` does, and the scripts' JSON file."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import torch
 
-from humming_core.device import GemmProblem
+from humming_core.device import DeviceCaps, GemmProblem
 from humming_core.spec import QuantSpec, preset
 from humming_cuda.bench.dense import _random_canonical
+from humming_cuda.bench.timing import copies_for, graph_time_us
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
@@ -44,9 +47,26 @@ class Point:
     def problem(self) -> GemmProblem:
         return GemmProblem(n=self.n, k=self.k, m=self.m, act_dtype=self.act)
 
+    def copies(self, caps: DeviceCaps) -> int:
+        """How many packed weight copies a rotation needs to exceed 3x the L2 of `caps`."""
+        return copies_for(self.spec.weight_bytes(self.n, self.k), caps.l2_bytes or 50 << 20)
+
     def tensors(self) -> tuple[object, torch.Tensor, torch.Tensor]:
         """(canonical weights, x [M, K], out [M, N]) on the GPU."""
         cw = _random_canonical(self.spec, self.n, self.k, torch.device("cuda"))
         x = torch.randn(self.m, self.k, device="cuda").to(DTYPES[self.act])
         out = torch.empty(self.m, self.n, device="cuda", dtype=DTYPES[self.spec.output_dtype])
         return cw, x, out
+
+
+def rotated_us(kernel, packed: list[dict], x: torch.Tensor, out: torch.Tensor) -> float:
+    """`kernel`'s time by CUDA-graph replay, call i on weight copy i % len(packed)."""
+    copies = len(packed)
+    return graph_time_us(lambda i: kernel(x=x, out=out, **packed[i % copies]), max(2 * copies, 8))
+
+
+def save(path: str | None, rows: list[dict], **meta) -> None:
+    """Write {"device", **meta, "rows"} to `path` as JSON (nothing when `path` is None)."""
+    if path:
+        with open(path, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), **meta, "rows": rows}, f, indent=1)

@@ -13,25 +13,22 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 
-import torch
-from points import Point
+from points import Point, save
 
+from humming_cuda.bench.baselines import cublas_fp16
 from humming_cuda.bench.timing import graph_time_us
 from humming_cuda.device import CudaDevice
 
 
 def sweep(device: CudaDevice, text: str, grid: dict[str, list[int]]) -> dict:
     point = Point.parse(text)
-    spec, n, k = point.spec, point.n, point.k
+    spec = point.spec
     chosen = device.candidates(spec, point.problem)[0]
     cw, x, out = point.tensors()
     packed = device.weight_layout(spec, chosen).pack(cw, "cuda")
-    w16 = torch.randn(n, k, device="cuda", dtype=torch.float16)
-    x16 = x.to(torch.float16)
     row = {"point": text, "chosen": chosen.model_dump(mode="json"), "variants": []}
-    row["cublas_fp16_us"] = graph_time_us(lambda i: x16 @ w16.T, 20)
+    row["cublas_fp16_us"] = graph_time_us(cublas_fp16(x, point.n, 1), 20)
     for values in itertools.product(*grid.values()):
         cfg = chosen.model_copy(update=dict(zip(grid, values, strict=True)))
         kernel = device.load(device.compile(device.render(spec, cfg)))
@@ -53,10 +50,7 @@ def main() -> None:
     args = parser.parse_args()
     grid = {f: [int(v) for v in vs.split(",")] for f, vs in (s.split("=") for s in args.set)}
     device = CudaDevice()
-    rows = [sweep(device, p, grid) for p in args.points]
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+    save(args.out, [sweep(device, p, grid) for p in args.points])
 
 
 if __name__ == "__main__":
