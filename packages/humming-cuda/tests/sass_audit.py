@@ -69,13 +69,14 @@ def disassemble(cubin: bytes) -> str:
         ).stdout
 
 
-# An instruction line whose opcode may carry a shape (HGMMA.64x128x16.F32), a label line, and a
+# An instruction line whose opcode may carry a shape (QGMMA.64x128x32.F32), a label line, and a
 # branch's target: .L_x_12:  /  [@P0] BRA[.U.ANY] `(.L_x_12) ;
 _SHAPED = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Za-z0-9_.]+)\s*([^;]*);")
 _LABEL = re.compile(r"^(\.L_x_\d+):")
 _BRANCH_TARGET = re.compile(r"`\((\.L_x_\d+)\)")
-# HGMMA.64x128x16.F32[.BF16] Racc, ..., gdesc[...], Racc[, gsb0]: N / 2 fp32 accumulators per thread
-_HGMMA = re.compile(r"^HGMMA\.64x(\d+)x\d+\.F32")
+# A wgmma (HGMMA: 16-bit operands, QGMMA: fp8, IGMMA: int8) with 32-bit accumulators:
+# HGMMA.64x128x16.F32[.BF16] Racc, [RA, ]gdesc[...], Racc[, gsb0]: N / 2 per thread
+_WGMMA = re.compile(r"^[HQI]GMMA\.64x(\d+)x\d+\.[FS]32")
 
 
 Group = tuple[frozenset, frozenset]  # (accumulator, A-fragment registers) of one wgmma group
@@ -85,7 +86,7 @@ _NO_DESTINATION = ("ST", "RED", "ATOM", "BRA", "BSSY", "BSYNC", "WARPGROUP")
 
 
 def _hgmma_registers(shape: re.Match, operands: str) -> Group:
-    """An HGMMA's accumulators (N / 2 fp32 from its first operand) and, with A from registers,
+    """A wgmma's accumulators (N / 2 from its first operand) and, with A from registers,
     the 4 registers of its A fragment (its second operand)."""
     regs = re.findall(r"^\s*R(\d+),\s*(?:R(\d+))?", operands)[0]
     acc = range(int(regs[0]), int(regs[0]) + int(shape.group(1)) // 2)
@@ -113,7 +114,7 @@ def _merge(old: tuple, new: tuple) -> tuple:
 def accumulator_reads_in_flight(sass: str) -> list[str]:
     """Instructions that touch a wgmma group's accumulators, or write its register A fragment,
     while the group may still be in flight, found by a data flow over the kernel's branches. A
-    group runs from its HGMMAs (the last one marked `gsb0`) until a `WARPGROUP.DEPBAR.LE gsb0, n`
+    group runs from its wgmmas (the last one marked `gsb0`) until a `WARPGROUP.DEPBAR.LE gsb0, n`
     leaves at most n groups pending; before then its accumulators have not landed and its A
     registers may still be read. ptxas 13.0 and 13.5 scheduled F2FP conversions of accumulators
     above the final DEPBAR this way in a register-A wgmma kernel
@@ -136,7 +137,7 @@ def accumulator_reads_in_flight(sass: str) -> list[str]:
             if m is None:  # a label
                 continue
             guard, opcode, operands = m.groups()
-            shape = _HGMMA.match(opcode)
+            shape = _WGMMA.match(opcode)
             if shape:
                 acc, a = _hgmma_registers(shape, operands)
                 building = (building[0] | acc, building[1] | a)
