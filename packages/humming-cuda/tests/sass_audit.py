@@ -17,8 +17,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-# One instruction line of `nvdisasm -c`: /*0f70*/ [@P3 ]OPCODE operands ;
-_INSTRUCTION = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)\s*([^;]*);")
+# One instruction line of `nvdisasm -c`: /*0f70*/ [@P3 ]OPCODE operands ; (guard, opcode,
+# operands). An opcode may carry a shape: QGMMA.64x128x32.F32.
+_INSTRUCTION = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Za-z0-9_.]+)\s*([^;]*);")
 
 
 def unwritten_uniform_operands(sass: str) -> list[str]:
@@ -32,7 +33,7 @@ def unwritten_uniform_operands(sass: str) -> list[str]:
         m = _INSTRUCTION.match(line)
         if not m:
             continue
-        opcode, operands = m.groups()
+        _, opcode, operands = m.groups()
         dest = re.fullmatch(r"UR(\d+)", operands.split(",")[0].strip())
         if dest:
             width = 4 if ".128" in opcode else 2 if (".64" in opcode or ".WIDE" in opcode) else 1
@@ -69,9 +70,7 @@ def disassemble(cubin: bytes) -> str:
         ).stdout
 
 
-# An instruction line whose opcode may carry a shape (QGMMA.64x128x32.F32), a label line, and a
-# branch's target: .L_x_12:  /  [@P0] BRA[.U.ANY] `(.L_x_12) ;
-_SHAPED = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Za-z0-9_.]+)\s*([^;]*);")
+# A label line and a branch's target: .L_x_12:  /  [@P0] BRA[.U.ANY] `(.L_x_12) ;
 _LABEL = re.compile(r"^(\.L_x_\d+):")
 _BRANCH_TARGET = re.compile(r"`\((\.L_x_\d+)\)")
 # A wgmma (HGMMA: 16-bit operands, QGMMA: fp8, IGMMA: int8) with 32-bit accumulators:
@@ -81,11 +80,13 @@ _WGMMA = re.compile(r"^[HQI]GMMA\.64x(\d+)x\d+\.[FS]32")
 
 Group = tuple[frozenset, frozenset]  # (accumulator, A-fragment registers) of one wgmma group
 _NO_GROUP: Group = (frozenset(), frozenset())
-# Operands that are read, not written, by a first register operand: stores, reductions, branches.
-_NO_DESTINATION = ("ST", "RED", "ATOM", "BRA", "BSSY", "BSYNC", "WARPGROUP")
+# Control instructions: they neither read nor write data registers the audit follows.
+_CONTROL = ("BRA", "BSSY", "BSYNC", "WARPGROUP")
+# Opcodes whose first register operand is read, not written: stores, reductions, control.
+_NO_DESTINATION = ("ST", "RED", "ATOM", *_CONTROL)
 
 
-def _hgmma_registers(shape: re.Match, operands: str) -> Group:
+def _wgmma_registers(shape: re.Match, operands: str) -> Group:
     """A wgmma's accumulators (N / 2 from its first operand) and, with A from registers,
     the 4 registers of its A fragment (its second operand)."""
     regs = re.findall(r"^\s*R(\d+),\s*(?:R(\d+))?", operands)[0]
@@ -120,7 +121,7 @@ def accumulator_reads_in_flight(sass: str) -> list[str]:
     above the final DEPBAR this way in a register-A wgmma kernel
     (benchmarks/notes/wna16_wgmma_rs.md). Another group's registers (a second accumulator set) are
     free to use."""
-    lines = [line for line in sass.splitlines() if _SHAPED.match(line) or _LABEL.match(line)]
+    lines = [line for line in sass.splitlines() if _INSTRUCTION.match(line) or _LABEL.match(line)]
     labels = {m.group(1): i for i, line in enumerate(lines) if (m := _LABEL.match(line))}
     seen: dict[int, tuple] = {}
     flagged: set[int] = set()
@@ -132,14 +133,14 @@ def accumulator_reads_in_flight(sass: str) -> list[str]:
             if i in seen and state == seen[i] and building == _NO_GROUP:
                 break  # nothing new reaches this line
             seen[i] = pending = state
-            m = _SHAPED.match(lines[i])
+            m = _INSTRUCTION.match(lines[i])
             i += 1
             if m is None:  # a label
                 continue
             guard, opcode, operands = m.groups()
             shape = _WGMMA.match(opcode)
             if shape:
-                acc, a = _hgmma_registers(shape, operands)
+                acc, a = _wgmma_registers(shape, operands)
                 building = (building[0] | acc, building[1] | a)
                 if "gsb0" in operands:
                     pending, building = (*pending, building)[-8:], _NO_GROUP
@@ -152,7 +153,7 @@ def accumulator_reads_in_flight(sass: str) -> list[str]:
             accumulators = set().union(*(g[0] for g in live))
             fragments = set().union(*(g[1] for g in live))
             named = {int(r) for r in re.findall(r"\bR(\d+)\b", operands)}
-            if not opcode.startswith(("BRA", "BSSY", "BSYNC", "WARPGROUP")) and (
+            if not opcode.startswith(_CONTROL) and (
                 named & accumulators or _destination(opcode, operands) & fragments
             ):
                 flagged.add(i - 1)

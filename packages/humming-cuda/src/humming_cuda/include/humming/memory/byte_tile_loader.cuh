@@ -22,7 +22,7 @@ struct ByteTileLoader {
 
   // Rows at or past `rows` are not copied: they only feed output rows (or columns) that are never
   // stored. Chunks past K are zero-filled: they meet valid rows of the other operand. STREAM
-  // (weights) takes the evict-first `policy` where HM_BYTE_WEIGHT_HINT says it pays.
+  // (weights) copies through cp_async16_byte_weight with `policy`.
   template <bool STREAM>
   HM_DEVICE static void load(char* smem, const char* src, int r0, int k0, int rows, int K, int ld,
                              int tid, u64 policy) {
@@ -34,8 +34,8 @@ struct ByteTileLoader {
       const int k = k0 + chunk * 16;
       const bool pred = k < K;
       const char* g = pred ? src + static_cast<long long>(r0 + row) * ld + k : src;
-      if constexpr (STREAM && HM_BYTE_WEIGHT_HINT) {
-        cp_async16_stream(smem + offset(row, chunk), g, pred, policy);
+      if constexpr (STREAM) {
+        cp_async16_byte_weight(smem + offset(row, chunk), g, pred, policy);
       } else {
         cp_async16(smem + offset(row, chunk), g, pred);
       }
@@ -66,11 +66,7 @@ struct NibbleTileLoader {
       if (c >= chunks) break;
       const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;
       const char* g = src + static_cast<long long>(r0 + row) * ld + k0 / 2 + chunk * 16;
-      if constexpr (HM_BYTE_WEIGHT_HINT) {
-        cp_async16_stream(smem + offset(row, chunk), g, true, policy);
-      } else {
-        cp_async16(smem + offset(row, chunk), g, true);
-      }
+      cp_async16_byte_weight(smem + offset(row, chunk), g, true, policy);
     }
   }
 };

@@ -61,8 +61,8 @@ HM_DEVICE void cp_async16_stream(void* smem, const void* gmem, bool pred, u64 po
 }
 
 // Whether the 8-bit GEMMs' weight copies take the hint: on sm_90, where it is measured (H200,
-// same run, 2026-11-30, benchmarks/header_ab.py: W4A8 fp8 6-12% and W8A8 fp8 3% faster at M <= 32)
-// and where ptxas 13.0 compiles it correctly; at sm_120a ptxas 13.0 miscompiles those copies.
+// same run, 2026-11-30, benchmarks/header_ab.py: W4A8 fp8 6-12% faster at M <= 32, W8A8 -1% to
+// +5%) and where ptxas 13.0 compiles it correctly; at sm_120a ptxas 13.0 miscompiles those copies.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && !HM_PPU_LAYOUT
 #define HM_BYTE_WEIGHT_HINT 1
 #else
@@ -84,6 +84,16 @@ HM_DEVICE u64 evict_first_policy() {
 HM_DEVICE u64 byte_weight_policy() {
   if constexpr (HM_BYTE_WEIGHT_HINT) return evict_first_policy();
   return 0;
+}
+
+// One 16-byte weight copy of the 8-bit loaders: hinted with `policy` where HM_BYTE_WEIGHT_HINT
+// holds, a plain copy elsewhere.
+HM_DEVICE void cp_async16_byte_weight(void* smem, const void* gmem, bool pred, u64 policy) {
+  if constexpr (HM_BYTE_WEIGHT_HINT) {
+    cp_async16_stream(smem, gmem, pred, policy);
+  } else {
+    cp_async16(smem, gmem, pred);
+  }
 }
 
 HM_DEVICE void cp_async_commit() {
