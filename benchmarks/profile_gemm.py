@@ -6,7 +6,8 @@
 Each argument SPEC:NxK:M builds a PreparedGemm on full-size random weights (the bench's), then
 makes three calls: two warm-ups (the first also sets up tensor maps) and one to profile; a
 profiler's launch-skip / launch-count pick the third. Prints the family and config each call
-runs, so the profile can be matched to its kernel.
+runs, so the profile can be matched to its kernel. `--set field=value` (repeatable) runs the
+device's first candidate with those config fields changed instead (e.g. another kernel form).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 import torch
+from points import Point
 
 from humming_core.ops import PreparedGemm, bucket_of
 from humming_core.spec import preset
@@ -23,7 +25,13 @@ from humming_cuda.bench.dense import _random_canonical
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("points", nargs="+", help="SPEC:NxK:M, e.g. W4A16_G128:57344x8192:4096")
+    parser.add_argument("--set", action="append", default=[], help="field=int value")
     args = parser.parse_args()
+    if args.set:
+        update = {f: int(v) for f, v in (s.split("=") for s in args.set)}
+        for text in args.points:
+            run_config(Point.parse(text), update)
+        return
     device = torch.device("cuda")
     for point in args.points:
         name, layer, m = point.split(":")
@@ -37,6 +45,21 @@ def main() -> None:
             gemm.run(x)
         torch.cuda.synchronize()
         print(point, gemm.configs[bucket_of(int(m))])
+
+
+def run_config(point: Point, update: dict[str, int]) -> None:
+    """Three calls of the device's first candidate for `point` with `update` applied."""
+    from humming_cuda.device import CudaDevice
+
+    device = CudaDevice()
+    config = device.candidates(point.spec, point.problem)[0].model_copy(update=update)
+    kernel = device.load(device.compile(device.render(point.spec, config)))
+    cw, x, out = point.tensors()
+    packed = device.weight_layout(point.spec, config).pack(cw, "cuda")
+    for _ in range(3):
+        kernel(x=x, out=out, **packed)
+    torch.cuda.synchronize()
+    print(point.text, config)
 
 
 if __name__ == "__main__":

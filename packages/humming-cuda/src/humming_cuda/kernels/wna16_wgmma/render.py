@@ -23,7 +23,8 @@ def template_arguments(fmt: KernelFormat, cfg: WgmmaWna16Config) -> tuple[str, s
         f"{str(fmt.group > 0).lower()}, {EPI_SCALE_CODES[fmt.epi_scale]}, "
         f"{str(fmt.epi_global).lower()}{floats}>"
     )
-    return weight, f"humming::WgmmaWna16Tile<{cfg.stages}, {cfg.group_m}>"
+    tile = "WgmmaWna16RsTile" if cfg.weights_in_registers else "WgmmaWna16Tile"
+    return weight, f"humming::{tile}<{cfg.stages}, {cfg.group_m}>"
 
 
 def render(spec: QuantSpec, config: WgmmaWna16Config, caps: DeviceCaps) -> KernelSource:
@@ -34,11 +35,16 @@ def render(spec: QuantSpec, config: WgmmaWna16Config, caps: DeviceCaps) -> Kerne
     act, out = CXX_TYPES[fmt.act], CXX_TYPES[fmt.out]
     key = f"{weight}|{tile}|{act}|{out}|{fmt.bias}"
     name = f"humming_wna16_wgmma_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+    header, entry = (
+        ("wna16_wgmma_rs", "HUMMING_WNA16_WGMMA_RS_ENTRY")
+        if config.weights_in_registers
+        else ("wna16_wgmma", "HUMMING_WNA16_WGMMA_ENTRY")
+    )
     code = (
-        '#include "humming/kernel/wna16_wgmma.cuh"\n'
+        f'#include "humming/kernel/{header}.cuh"\n'
         f"using Fmt = {weight};\n"
         f"using Tile = {tile};\n"
-        f"HUMMING_WNA16_WGMMA_ENTRY({name}, Fmt, Tile, {act}, {out}, {str(fmt.bias).lower()})\n"
+        f"{entry}({name}, Fmt, Tile, {act}, {out}, {str(fmt.bias).lower()})\n"
     )
     meta = {"family": "wna16_wgmma", "config": config.model_dump(), "spec": spec.to_json()}
     return KernelSource(name=name, code=code, arch=config.arch, meta=meta)
