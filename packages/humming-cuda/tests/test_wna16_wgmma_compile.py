@@ -84,6 +84,8 @@ def _register_a_units() -> Units:
             problem = GemmProblem(N, K, m=1024, act_dtype=act)
             for cfg in FAMILY.candidates(spec, problem, units.caps):
                 units.add(spec, cfg.model_copy(update={"weights_in_registers": True}))
+                producer = {"rs_producer": True, "rs_frag_buffers": 4}
+                units.add(spec, cfg.model_copy(update={"weights_in_registers": True, **producer}))
     return units
 
 
@@ -93,7 +95,7 @@ def test_register_a_form_compiles_without_spills_or_serialized_wgmma(monkeypatch
     units = _register_a_units()
     assert len(units) >= 2 * len(INTEGER_FORMATS)
     for spec, cfg, artifact in units.compile(workers=4):
-        assert cfg.threads == 256
+        assert cfg.threads == (384 if cfg.rs_producer else 256)
         assert_fits_registers(artifact, cfg.threads, f"{spec.weight} {spec.act} {cfg}")
     for text in dumped_ptx(tmp_path, units, RS_PTX_NEEDS):
         act = "bf16" if ".bf16.bf16" in text else "f16"

@@ -97,13 +97,20 @@ def test_deeper_ring_matches_reference(case: Case, device, kernels):
     _check(case, device, config, kernel)
 
 
-@pytest.fixture(scope="module")
-def register_a_kernels(device):
-    """Every integer and float case with the heuristic's config in the register-A form."""
+# the register-A form as thread 0 feeds it, and with a producer warpgroup and 4 fragment buffers
+RS_FORMS = {
+    "rs": {"weights_in_registers": True},
+    "rs-producer-4buf": {"weights_in_registers": True, "rs_producer": True, "rs_frag_buffers": 4},
+}
+
+
+@pytest.fixture(scope="module", params=list(RS_FORMS))
+def register_a_kernels(request, device):
+    """Every integer and float case with the heuristic's config in a register-A form."""
     from humming_cuda.kernels.wna16_wgmma import FAMILY
 
     cases = CASES + FLOAT
-    built = build_kernels(device, FAMILY, [(c, 0) for c in cases], {"weights_in_registers": True})
+    built = build_kernels(device, FAMILY, [(c, 0) for c in cases], RS_FORMS[request.param])
     return {(c.id, c.seed): b for c, b in zip(cases, built, strict=True)}
 
 

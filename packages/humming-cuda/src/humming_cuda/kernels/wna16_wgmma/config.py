@@ -36,6 +36,9 @@ class WgmmaWna16Config(WgmmaTileConfig):
     family: Literal["wna16_wgmma"] = "wna16_wgmma"
     stages: int = Field(4, ge=2, le=8)
     weights_in_registers: bool = False
+    # the register-A form's copies from a producer warpgroup (setmaxnreg) instead of thread 0
+    rs_producer: bool = False
+    rs_frag_buffers: Literal[2, 4] = 2
 
     @property
     def block_n(self) -> int:
@@ -44,7 +47,9 @@ class WgmmaWna16Config(WgmmaTileConfig):
     @property
     def threads(self) -> int:
         """The register-A form has no producer warpgroup (its thread 0 issues the copies)."""
-        return 128 * 2 if self.weights_in_registers else super().threads
+        if self.weights_in_registers:
+            return 128 * (3 if self.rs_producer else 2)
+        return super().threads
 
     @property
     def a_bytes(self) -> int:

@@ -23,8 +23,13 @@ def template_arguments(fmt: KernelFormat, cfg: WgmmaWna16Config) -> tuple[str, s
         f"{str(fmt.group > 0).lower()}, {EPI_SCALE_CODES[fmt.epi_scale]}, "
         f"{str(fmt.epi_global).lower()}{floats}>"
     )
-    tile = "WgmmaWna16RsTile" if cfg.weights_in_registers else "WgmmaWna16Tile"
-    return weight, f"humming::{tile}<{cfg.stages}, {cfg.group_m}>"
+    if cfg.weights_in_registers:
+        producer = str(bool(cfg.rs_producer)).lower()
+        return weight, (
+            f"humming::WgmmaWna16RsTile<{cfg.stages}, {cfg.group_m}, {producer}, "
+            f"{cfg.rs_frag_buffers}>"
+        )
+    return weight, f"humming::WgmmaWna16Tile<{cfg.stages}, {cfg.group_m}>"
 
 
 def render(spec: QuantSpec, config: WgmmaWna16Config, caps: DeviceCaps) -> KernelSource:

@@ -33,11 +33,18 @@
 namespace humming {
 
 // GROUP_M: M tiles walked down before moving one N tile right (humming/memory/tile_order.cuh).
-template <int STAGES_, int GROUP_M_>
+// PRODUCER: a third warpgroup issues the copies (setmaxnreg moves its registers to the consumers:
+// 40 there, 232 here); without it thread 0 refills each stage once both warpgroups released it.
+// FRAG_BUFS: A-fragment buffers (2: a slice's are rewritten two slices later, right after its
+// group retired; 4: one per slice of a step, rewritten a whole step later).
+template <int STAGES_, int GROUP_M_, bool PRODUCER_ = false, int FRAG_BUFS_ = 2>
 struct WgmmaWna16RsTile {
   static constexpr int BM = 128, BN = 256, BK = 64, STAGES = STAGES_, GROUP_M = GROUP_M_;
   static constexpr int CONSUMERS = 2;
-  static constexpr int THREADS = 128 * CONSUMERS;
+  static constexpr bool PRODUCER = PRODUCER_;
+  static constexpr int FRAG_BUFS = FRAG_BUFS_;
+  static_assert(FRAG_BUFS == 2 || FRAG_BUFS == 4, "buffers cycle within a step's 4 slices");
+  static constexpr int THREADS = 128 * (CONSUMERS + (PRODUCER ? 1 : 0));
   static constexpr int TILES_N = BN / 64, TILES_K = BK / 16;  // layout tiles per step
   static constexpr int X_BYTES = BM * BK * 2;
   // group-scale rows a step can span (groups are at least 16 deep) x BN columns of 2 bytes
@@ -111,7 +118,7 @@ struct Wna16WgmmaRsKernel {
   static constexpr int S_BYTES = Fmt::IN_LOOP ? Tile::SCALE_BYTES : 0;
   static constexpr int Z_BYTES = Fmt::ZERO != 0 ? Tile::SCALE_BYTES : 0;
   static constexpr int STAGE_BYTES = Tile::X_BYTES + W_BYTES + S_BYTES + Z_BYTES;
-  static constexpr int OUT_BYTES = BM * BN * static_cast<int>(sizeof(OutT));
+  static constexpr int OUT_BYTES = BM * BN * 4;  // the fp32 output tile
   // 1024 bytes of slack to align the ring to the 128B-swizzle atom, the ring (reused by the
   // epilogue's transposed tile), then the full / empty barriers (mirrors WgmmaWna16Config)
   static constexpr int SMEM_BYTES = 1024 + Max<STAGES * STAGE_BYTES, OUT_BYTES>::value + 16 * STAGES;
@@ -213,7 +220,8 @@ struct Wna16WgmmaRsKernel {
                                 float (&acc)[2][ACC]) {
     const int v = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const bool column_valid = n0 + 64 * warp < a.n_pad;
-    u32 frag[2][2][4] = {};
+    constexpr int BUFS = Tile::FRAG_BUFS;
+    u32 frag[BUFS][2][4] = {};
     // iters >= 1 (K >= 1): a loop that may run zero times makes ptxas join the initial zero
     // accumulators with the wgmma results by moves, and then serialize every wgmma (C7515)
     int it = 0;
@@ -225,7 +233,7 @@ struct Wna16WgmmaRsKernel {
       mbar_wait(sm.full_bar(s), (it / STAGES) & 1);
 #pragma unroll
       for (int kk = 0; kk < TILES_K; ++kk) {
-        const int b = kk % 2, kt = kt0 + kk;
+        const int b = kk % BUFS, kt = kt0 + kk;
         const int row = Fmt::IN_LOOP ? ((kt * 16) >> a.group_shift) - r0 : 0;
         dequant(stage, row, column_valid && kt < a.k_tiles, kk, warp, lane, v, frag[b]);
         wgmma_fence();
@@ -235,12 +243,13 @@ struct Wna16WgmmaRsKernel {
         // the previous slice is done: its fragments may be overwritten, and after slice 0 the
         // previous stage is no longer read
         wgmma_wait<1>();
-        fence_registers_u32(frag[b ^ 1][0]);
-        fence_registers_u32(frag[b ^ 1][1]);
+        fence_registers_u32(frag[(kk + BUFS - 1) % BUFS][0]);
+        fence_registers_u32(frag[(kk + BUFS - 1) % BUFS][1]);
         if (kk == 0 && it > 0 && lane == 0) mbar_arrive(sm.empty_bar((it - 1) % STAGES));
         // Refill the stage of step it - 1 with step it - 1 + STAGES late in the step, when the
         // other warpgroup has most likely released it too (the wait blocks warpgroup 0).
-        if (kk == TILES_K - 1 && it > 0 && it - 1 + STAGES < iters && threadIdx.x == 0) {
+        if (!Tile::PRODUCER && kk == TILES_K - 1 && it > 0 && it - 1 + STAGES < iters &&
+            threadIdx.x == 0) {
           mbar_wait(sm.empty_bar((it - 1) % STAGES), ((it - 1) / STAGES) & 1);
           produce(tx, a, sm, it - 1 + STAGES, m0, n0);
         }
@@ -251,62 +260,62 @@ struct Wna16WgmmaRsKernel {
     fence_registers(acc[1]);
   }
 
-  // Element (m, n) of the transposed output tile [BM][BN] in shared memory: 8-element chunks of a
-  // row XOR-ed with m % 8, so the fragment writes (8 columns x 4 rows per instruction) and the
-  // row reads both spread over all banks.
+  // Element (m, n) of the transposed fp32 output tile [BM][BN] in shared memory: 8-element
+  // chunks of a row XOR-ed with m % 8, so the accumulator writes (8 columns x 4 rows per
+  // instruction) and the row reads both spread over all banks.
   HM_DEVICE static int out_index(int m, int n) {
     return m * BN + (((n / 8) ^ (m % 8)) * 8) + n % 8;
   }
 
-  HM_DEVICE static void store(const Args& a, const float (&acc)[2][ACC], OutT* tile, int m0,
+  // The accumulators go to shared memory as they are and the epilogue runs on what is read back:
+  // ptxas (13.0 and 13.5) schedules F2FP conversions of accumulators (bf16 and fp16 pairs alike)
+  // before the final wgmma wait, where they read the last slices' results before they land.
+  HM_DEVICE static void store(const Args& a, const float (&acc)[2][ACC], float* tile, int m0,
                               int n0) {
     const int v = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
-    const float global = Fmt::GLOBAL ? a.global[0] : 1.f;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int nl = 64 * warp + 8 * (4 * v + 2 * i + h) + g, n = n0 + nl;
-        // Epilogue::apply's order: channel / tensor scale, global scale, bias
-        float scale = 1.f, bias = 0.f;
-        if (n < a.N) {
-          if constexpr (Fmt::EPI_SCALE == kEpiScaleChannel) scale = a.channel[n];
-          if constexpr (Fmt::EPI_SCALE == kEpiScaleTensor) scale = a.channel[0];
-          if constexpr (BIAS) bias = a.bias[n];
-        }
+        const int nl = 64 * warp + 8 * (4 * v + 2 * i + h) + g;
 #pragma unroll
         for (int c = 0; c < ACC / 4; ++c) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            float r = acc[i][4 * c + 2 * h + e];
-            if constexpr (Fmt::EPI_SCALE != kEpiScaleNone) r *= scale;
-            if constexpr (Fmt::GLOBAL) r *= global;
-            if constexpr (BIAS) r += bias;
-            tile[out_index(8 * c + 2 * t + e, nl)] = convert_out<OutT>(r);
+            tile[out_index(8 * c + 2 * t + e, nl)] = acc[i][4 * c + 2 * h + e];
           }
         }
       }
     }
-    __syncthreads();
-    // 16 bytes (or 32 for fp32) per chunk; a warp writes one row's 32 chunks
+    named_barrier<128 * Tile::CONSUMERS>(1);
+    // a chunk is 8 columns of a row; a warp stores one row's 32 chunks
     constexpr int CHUNKS = BN / 8;
     const int ct = threadIdx.x, chunk = ct % CHUNKS, n = n0 + 8 * chunk;
+    const Epilogue<OutT, Fmt::EPI_SCALE, Fmt::GLOBAL, BIAS> epi{a.channel, a.global, a.bias};
+    const float global = Fmt::GLOBAL ? a.global[0] : 1.f;
     const bool vector = ((reinterpret_cast<unsigned long long>(a.out) |
                           static_cast<unsigned long long>(a.ldc) * sizeof(OutT)) & 15) == 0;
-#pragma unroll 4
+#pragma unroll 2
     for (int r = ct / CHUNKS; r < BM; r += 128 * Tile::CONSUMERS / CHUNKS) {
       const int m = m0 + r;
       if (m >= a.M || n >= a.N) continue;
-      const OutT* src = tile + out_index(r, 8 * chunk);
+      const float4* src = reinterpret_cast<const float4*>(tile + out_index(r, 8 * chunk));
+      const float4 lo = src[0], hi = src[1];
+      const float f[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
       OutT* dst = a.out + static_cast<long long>(m) * a.ldc + n;
       if (vector && n + 8 <= a.N) {
+        OutT o[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[e] = convert_out<OutT>(epi.apply(f[e], n + e, global));
 #pragma unroll
         for (int q = 0; q < static_cast<int>(sizeof(OutT)) / 2; ++q) {
-          reinterpret_cast<uint4*>(dst)[q] = reinterpret_cast<const uint4*>(src)[q];
+          reinterpret_cast<uint4*>(dst)[q] = reinterpret_cast<const uint4*>(o)[q];
         }
       } else {
-        for (int e = 0; e < 8 && n + e < a.N; ++e) dst[e] = src[e];
+        for (int e = 0; e < 8 && n + e < a.N; ++e) {
+          dst[e] = convert_out<OutT>(epi.apply(f[e], n + e, global));
+        }
       }
     }
   }
@@ -320,7 +329,21 @@ struct Wna16WgmmaRsKernel {
     const TileCoord tile = grouped_tile<Tile::GROUP_M>();
     const int n0 = tile.n * BN, m0 = tile.m * BM, iters = ceil_div(a.K, BK);
     init_ring_barriers<STAGES, Tile::CONSUMERS>(sm.full, sm.empty);
-    if (threadIdx.x == 0) {
+    if constexpr (Tile::PRODUCER) {
+      if (threadIdx.x >= 128 * Tile::CONSUMERS) {
+        // The consumers synchronise on their own named barrier: the producer may exit.
+        setmaxnreg_dec<40>();
+        if (threadIdx.x == 128 * Tile::CONSUMERS) {
+          tma_prefetch_descriptor(&tx);
+          for (int it = 0; it < iters; ++it) {
+            mbar_wait(sm.empty_bar(it % STAGES), ((it / STAGES) & 1) ^ 1);
+            produce(&tx, a, sm, it, m0, n0);
+          }
+        }
+        return;
+      }
+      setmaxnreg_inc<232>();
+    } else if (threadIdx.x == 0) {
       tma_prefetch_descriptor(&tx);
       for (int it = 0; it < min(STAGES, iters); ++it) produce(&tx, a, sm, it, m0, n0);
     }
@@ -329,8 +352,8 @@ struct Wna16WgmmaRsKernel {
     for (int i = 0; i < ACC; ++i) acc[0][i] = acc[1][i] = 0.f;
     consume(&tx, a, sm, ring, iters, m0, n0, acc);
     // both warpgroups' wgmmas are done before the ring turns into the output tile
-    __syncthreads();
-    store(a, acc, reinterpret_cast<OutT*>(ring), m0, n0);
+    named_barrier<128 * Tile::CONSUMERS>(1);
+    store(a, acc, reinterpret_cast<float*>(ring), m0, n0);
   }
 };
 

@@ -36,6 +36,18 @@ HM_DEVICE void fence_proxy_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
+// Hand registers between warpgroups (every thread of the warpgroup executes it): a producer
+// warpgroup drops to N per thread, the consumers take the freed ones (N a multiple of 8).
+template <int N>
+HM_DEVICE void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+
+template <int N>
+HM_DEVICE void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+
 // Named barrier `id` over THREADS threads (id 0 is __syncthreads): consumer warpgroups
 // synchronise on their own while the producer warpgroup has left.
 template <int THREADS>
