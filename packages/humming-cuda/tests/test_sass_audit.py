@@ -1,5 +1,7 @@
 """Every family's kernels, compiled by this machine's NVRTC, name no unwritten uniform register in a
-memory operand (sass_audit.py says why: a ptxas 13.0 bug that kills the context on the GPU).
+memory operand (sass_audit.py says why: a ptxas 13.0 bug that kills the context on the GPU), and
+no instruction of a wgmma kernel touches accumulators that an in-flight wgmma group still writes
+(a ptxas scheduling hazard seen in a register-A wgmma kernel).
 
 nox runs this file twice: in tests_compile with the locked NVRTC, and in tests_compile_nvrtc13_0
 with NVRTC 13.0, the toolchain that showed the bug (it flagged W8A16 moe_wna16 at 2048 rows before
@@ -15,7 +17,7 @@ import pytest
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
 from moe_cases import moe_spec
-from sass_audit import disassemble, unwritten_uniform_operands
+from sass_audit import accumulator_reads_in_flight, disassemble, unwritten_uniform_operands
 
 from humming_core.device import GemmProblem
 from humming_core.spec import presets
@@ -49,6 +51,36 @@ def test_flags_the_faulting_form_and_passes_the_legal_one():
     ]
     # UR13 is written as the high half of ULDC.64 UR12.
     assert unwritten_uniform_operands(_RUNNING) == []
+
+
+# A wgmma loop keeping one group in flight (DEPBAR.LE gsb0, 0x1) whose exit reads accumulators
+# before the final wait: the F2FP at 0x0300 is what ptxas 13.5 made of a register-A kernel, the
+# FADD at 0x0100 reads an accumulator at the loop top while the previous iteration's group is
+# still pending (reached only through the back edge).
+_IN_FLIGHT = """
+        /*0000*/                   CS2R R24, SRZ ;
+.L_x_1:
+        /*0100*/                   FADD R7, R25, 1 ;
+        /*0110*/                   WARPGROUP.ARRIVE ;
+        /*0120*/                   HGMMA.64x128x16.F32 R24, R152, gdesc[UR8], R24, gsb0 ;
+        /*0130*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*0140*/              @!P0 BRA `(.L_x_1) ;
+        /*0300*/                   F2FP.F16.F32.PACK_AB R5, R27, R26 ;
+        /*0310*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*0320*/                   F2FP.F16.F32.PACK_AB R6, R29, R28 ;
+        /*0330*/                   EXIT ;
+"""
+
+
+def test_flags_accumulator_reads_before_the_wait_that_covers_them():
+    flagged = accumulator_reads_in_flight(_IN_FLIGHT)
+    assert [line.split()[0] for line in flagged] == ["/*0100*/", "/*0300*/"]
+    # R5..R7 and R152 are not accumulators; after the final wait everything may be read
+    fixed = _IN_FLIGHT.replace("FADD R7, R25, 1", "FADD R7, R5, 1").replace(
+        "F2FP.F16.F32.PACK_AB R5, R27, R26 ;\n        /*0310*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;",
+        "WARPGROUP.DEPBAR.LE gsb0, 0x0 ;\n        /*0310*/                   F2FP.F16.F32.PACK_AB R5, R27, R26 ;",
+    )
+    assert accumulator_reads_in_flight(fixed) == []
 
 
 _SPECS = (
@@ -119,12 +151,19 @@ def test_no_memory_operand_names_an_unwritten_uniform_register(arch):
     def audit(job):
         family, spec, config = job
         source = family.render(spec, config, caps)
+        sass = disassemble(compile_source(source).binary)
         return (
             source.name,
             config,
-            unwritten_uniform_operands(disassemble(compile_source(source).binary)),
+            unwritten_uniform_operands(sass),
+            accumulator_reads_in_flight(sass),
         )
 
     with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        bad = [(name, cfg, lines[:2]) for name, cfg, lines in pool.map(audit, jobs) if lines]
+        results = list(pool.map(audit, jobs))
+    bad = [(name, cfg, lines[:2]) for name, cfg, lines, _ in results if lines]
     assert not bad, f"{len(bad)} of {len(jobs)} kernels name unwritten uniform registers: {bad}"
+    early = [(name, cfg, lines[:2]) for name, cfg, _, lines in results if lines]
+    assert not early, (
+        f"{len(early)} of {len(jobs)} kernels read in-flight wgmma accumulators: {early}"
+    )

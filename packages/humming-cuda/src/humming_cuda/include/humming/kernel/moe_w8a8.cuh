@@ -77,14 +77,14 @@ struct MoeW8a8Kernel {
   }
 
   HM_DEVICE static void load_stage(const typename Dense::Args& d, char* smem, const int* src_rows,
-                                   int buf, int it, int n0, int tid) {
+                                   int buf, int it, int n0, int tid, u64 policy) {
     char* s = smem + buf * Dense::kStage;
     ALoader::load(s, d.a, src_rows, it * BK, d.K, d.K, tid);
     char* b = s + Dense::ALoader::kBytes;
     if constexpr (W::NIBBLES) {
-      Dense::BLoader::load(b, d.w, n0, it * BK, d.N, ceil_div(d.K, BK) * (BK / 2), tid);
+      Dense::BLoader::load(b, d.w, n0, it * BK, d.N, ceil_div(d.K, BK) * (BK / 2), tid, policy);
     } else {
-      Dense::BLoader::load(b, d.w, n0, it * BK, d.N, d.K, d.K, tid);
+      Dense::BLoader::template load<true>(b, d.w, n0, it * BK, d.N, d.K, d.K, tid, policy);
     }
   }
 
@@ -160,6 +160,7 @@ struct MoeW8a8Kernel {
     const int wm = warp / Tile::WARPS_N, wn = warp % Tile::WARPS_N;
     const int n0 = blockIdx.x * BN;
     const int iters = ceil_div(a.K, BK);
+    const u64 policy = byte_weight_policy();
 
     typename Dense::Acc acc[ACC];
     float total[Dense::TOTAL];
@@ -170,7 +171,7 @@ struct MoeW8a8Kernel {
     // m0 = 0 in compute_stage: only activation group scales would read rows by it (excluded above)
     cp_async_pipeline<STAGES>(
         0, iters,
-        [&](int buf, int it) { load_stage(d, smem, src_rows, buf, it, n0, tid); },
+        [&](int buf, int it) { load_stage(d, smem, src_rows, buf, it, n0, tid, policy); },
         [&](int buf, int it) {
           Dense::compute_stage(acc, total, d, smem, buf, it, 0, n0, wm, wn, lane);
         });

@@ -193,6 +193,7 @@ struct W4a4Kernel {
     const int wm = warp / Tile::WARPS_N, wn = warp % Tile::WARPS_N;
     const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
     const int iters = ceil_div(a.K, BK);
+    const u64 policy = byte_weight_policy();
     // K/2 bytes per row; only the fields the staging reads are set.
     const typename Bytes::Args bytes{a.a,   nullptr, a.w,     nullptr, nullptr, nullptr, nullptr,
                                      a.M,   a.N,     a.K / 2, 0,       0};
@@ -205,7 +206,7 @@ struct W4a4Kernel {
     for (int i = 0; i < TOTAL; ++i) total[i] = 0.f;
     cp_async_pipeline<STAGES>(
         0, iters,
-        [&](int buf, int it) { Bytes::load_stage(bytes, smem, buf, it, m0, n0, tid); },
+        [&](int buf, int it) { Bytes::load_stage(bytes, smem, buf, it, m0, n0, tid, policy); },
         [&](int buf, int it) { compute_stage(acc, total, a, smem, buf, it, m0, n0, wm, wn, lane); });
     if constexpr (Fmt::PROMOTE) {
       store(a, total, m0, n0, wm, wn, lane);

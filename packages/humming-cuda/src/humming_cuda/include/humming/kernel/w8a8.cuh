@@ -148,14 +148,14 @@ struct W8a8Kernel {
   }
 
   HM_DEVICE static void load_stage(const Args& a, char* smem, int buf, int it, int m0, int n0,
-                                   int tid) {
+                                   int tid, u64 policy) {
     char* s = smem + buf * kStage;
-    ALoader::load(s, a.a, m0, it * BK, a.M, a.K, a.K, tid);
+    ALoader::template load<false>(s, a.a, m0, it * BK, a.M, a.K, a.K, tid, policy);
     char* b = s + ALoader::kBytes;
     if constexpr (W::NIBBLES) {
-      BLoader::load(b, a.w, n0, it * BK, a.N, ceil_div(a.K, BK) * (BK / 2), tid);
+      BLoader::load(b, a.w, n0, it * BK, a.N, ceil_div(a.K, BK) * (BK / 2), tid, policy);
     } else {
-      BLoader::load(b, a.w, n0, it * BK, a.N, a.K, a.K, tid);
+      BLoader::template load<true>(b, a.w, n0, it * BK, a.N, a.K, a.K, tid, policy);
     }
   }
 
@@ -354,6 +354,7 @@ struct W8a8Kernel {
     const int iters = ceil_div(a.K, BK);
     const int it0 = Tile::SPLIT_K ? blockIdx.z * a.iters_per_split : 0;
     const int it1 = Tile::SPLIT_K ? min(iters, it0 + a.iters_per_split) : iters;
+    const u64 policy = byte_weight_policy();
 
     Acc acc[ACC];
     float total[TOTAL];
@@ -363,7 +364,7 @@ struct W8a8Kernel {
     for (int i = 0; i < TOTAL; ++i) total[i] = 0.f;
     cp_async_pipeline<STAGES>(
         it0, it1,
-        [&](int buf, int it) { load_stage(a, smem, buf, it, m0, n0, tid); },
+        [&](int buf, int it) { load_stage(a, smem, buf, it, m0, n0, tid, policy); },
         [&](int buf, int it) { compute_stage(acc, total, a, smem, buf, it, m0, n0, wm, wn, lane); });
     if constexpr (Fmt::PROMOTE) {
       if constexpr (Tile::SPLIT_K) {

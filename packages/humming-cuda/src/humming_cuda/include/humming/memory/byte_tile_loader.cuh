@@ -21,11 +21,11 @@ struct ByteTileLoader {
   }
 
   // Rows at or past `rows` are not copied: they only feed output rows (or columns) that are never
-  // stored. Chunks past K are zero-filled: they meet valid rows of the other operand. Weights too
-  // are plain copies (no evict-first hint): with the hint, ptxas 13.0 addresses some of them
-  // through uniform registers nothing writes (tests/sass_audit.py), for sm_120a here.
+  // stored. Chunks past K are zero-filled: they meet valid rows of the other operand. STREAM
+  // (weights) takes the evict-first `policy` where HM_BYTE_WEIGHT_HINT says it pays.
+  template <bool STREAM>
   HM_DEVICE static void load(char* smem, const char* src, int r0, int k0, int rows, int K, int ld,
-                             int tid) {
+                             int tid, u64 policy) {
     const int chunks = min(kChunks, (rows - r0) * kChunksPerRow);
 #pragma unroll
     for (int c = tid; c < kChunks; c += THREADS) {
@@ -34,7 +34,11 @@ struct ByteTileLoader {
       const int k = k0 + chunk * 16;
       const bool pred = k < K;
       const char* g = pred ? src + static_cast<long long>(r0 + row) * ld + k : src;
-      cp_async16(smem + offset(row, chunk), g, pred);
+      if constexpr (STREAM && HM_BYTE_WEIGHT_HINT) {
+        cp_async16_stream(smem + offset(row, chunk), g, pred, policy);
+      } else {
+        cp_async16(smem + offset(row, chunk), g, pred);
+      }
     }
   }
 };
@@ -53,16 +57,20 @@ struct NibbleTileLoader {
   HM_DEVICE static int offset(int row, int chunk) { return row * kRowBytes + (chunk << 4); }
 
   // Rows at or past `rows` are not copied (they only feed columns that are never stored). `k0` is
-  // in elements, `ld` the row pitch in bytes.
-  HM_DEVICE static void load(char* smem, const char* src, int r0, int k0, int rows, int ld,
-                             int tid) {
+  // in elements, `ld` the row pitch in bytes; `policy` as ByteTileLoader's.
+  HM_DEVICE static void load(char* smem, const char* src, int r0, int k0, int rows, int ld, int tid,
+                             u64 policy) {
     const int chunks = min(kChunks, (rows - r0) * kChunksPerRow);
 #pragma unroll
     for (int c = tid; c < kChunks; c += THREADS) {
       if (c >= chunks) break;
       const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;
       const char* g = src + static_cast<long long>(r0 + row) * ld + k0 / 2 + chunk * 16;
-      cp_async16(smem + offset(row, chunk), g, true);
+      if constexpr (HM_BYTE_WEIGHT_HINT) {
+        cp_async16_stream(smem + offset(row, chunk), g, true, policy);
+      } else {
+        cp_async16(smem + offset(row, chunk), g, true);
+      }
     }
   }
 };

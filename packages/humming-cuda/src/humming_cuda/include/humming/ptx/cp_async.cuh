@@ -39,9 +39,10 @@ HM_DEVICE void cp_async16(void* smem, const void* gmem, bool pred) {
 }
 
 // Same, with an L2 evict-first hint: weights are streamed once per call and should not push the
-// activations (re-read by every CTA column) out of L2.
-// Only wna16_decode's weight copies take it: in the multistage loaders ptxas 13.0 miscompiled
-// it (tests/sass_audit.py, which checks every family's SASS, says how).
+// activations (re-read by every CTA column) out of L2. wna16_decode's weight copies take it, and
+// the 8-bit GEMMs' (humming/memory/byte_tile_loader.cuh) on sm_90 only (HM_BYTE_WEIGHT_HINT). In
+// the other multistage loaders ptxas 13.0 miscompiled it (tests/sass_audit.py, which checks every
+// family's SASS, says how).
 // The PPU has no evict-first hint: its dialects take the plain copy (and a zero policy below).
 HM_DEVICE void cp_async16_stream(void* smem, const void* gmem, bool pred, u64 policy) {
 #if HM_HAS_CP_ASYNC && !HM_PPU_LAYOUT
@@ -59,6 +60,15 @@ HM_DEVICE void cp_async16_stream(void* smem, const void* gmem, bool pred, u64 po
 #endif
 }
 
+// Whether the 8-bit GEMMs' weight copies take the hint: on sm_90, where it is measured (H200,
+// same run, 2026-11-30, benchmarks/header_ab.py: W4A8 fp8 6-12% and W8A8 fp8 3% faster at M <= 32)
+// and where ptxas 13.0 compiles it correctly; at sm_120a ptxas 13.0 miscompiles those copies.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && !HM_PPU_LAYOUT
+#define HM_BYTE_WEIGHT_HINT 1
+#else
+#define HM_BYTE_WEIGHT_HINT 0
+#endif
+
 HM_DEVICE u64 evict_first_policy() {
 #if HM_HAS_CP_ASYNC && !HM_PPU_LAYOUT
   u64 policy;
@@ -67,6 +77,13 @@ HM_DEVICE u64 evict_first_policy() {
 #else
   return 0;
 #endif
+}
+
+// The `policy` the 8-bit loaders' weight copies take: evict-first where HM_BYTE_WEIGHT_HINT holds,
+// else none (no createpolicy instruction is emitted).
+HM_DEVICE u64 byte_weight_policy() {
+  if constexpr (HM_BYTE_WEIGHT_HINT) return evict_first_policy();
+  return 0;
 }
 
 HM_DEVICE void cp_async_commit() {

@@ -1,0 +1,98 @@
+"""Where a humming kernel's warps stall, per SASS instruction (issue 6/7 tuning on the GPU host).
+
+    python3 benchmarks/ncu_stalls.py W4A16_G128:6144x4096:4096 [--set stages=6] [--top 25] \\
+        [--out $OUT/stalls]
+
+Profiles the third call of benchmarks/profile_gemm.py for the point (its `--set` config changes
+pass through) with ncu's WarpStateStats and SourceCounters sections, keeps the report
+(`<out>.ncu-rep`) and its per-instruction page (`<out>.csv`), and prints the instructions with the
+most warp-stall samples (share of all samples, main reason) after the kernel's stall reasons.
+Needs ncu.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+SAMPLES = "Warp Stall Sampling (All Samples)"
+
+
+def profile(point: str, sets: list[str], out: Path) -> None:
+    """ncu over profile_gemm.py's third call of `point`: writes out.ncu-rep and out.csv."""
+    cmd = [
+        "ncu", "--kernel-name", "regex:humming", "--launch-skip", "2", "--launch-count", "1",
+        "--section", "WarpStateStats", "--section", "SourceCounters", "-f", "-o", str(out),
+        sys.executable, str(HERE / "profile_gemm.py"), point,
+    ]  # fmt: skip
+    for s in sets:
+        cmd += ["--set", s]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    page = subprocess.run(
+        ["ncu", "-i", f"{out}.ncu-rep", "--page", "source", "--csv", "--print-source", "sass"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    out.with_suffix(".csv").write_text(page)
+
+
+def _table(csv_text: str) -> tuple[list[str], list[list[str]]]:
+    """(column titles, instruction rows) of the source page (its first row names the kernel)."""
+    rows = list(csv.reader(csv_text.splitlines()))
+    start = next(i for i, r in enumerate(rows) if SAMPLES in r)
+    return rows[start], [r for r in rows[start + 1 :] if len(r) == len(rows[start])]
+
+
+def _reasons(header: list[str]) -> list[int]:
+    """Columns of the per-reason sample counts (stall_*, issued and not)."""
+    return [i for i, h in enumerate(header) if h.startswith("stall_") and "Not Issued" not in h]
+
+
+def top_stalls(csv_text: str, top: int) -> list[tuple[float, str, str, str]]:
+    """(share of all stall samples, address, SASS, its main stall reason) of the `top`
+    most-sampled instructions."""
+    header, rows = _table(csv_text)
+    at, source, reasons = header.index(SAMPLES), header.index("Source"), _reasons(header)
+    total = sum(float(r[at] or 0) for r in rows) or 1.0
+    ranked = sorted(rows, key=lambda r: -float(r[at] or 0))[:top]
+    return [
+        (
+            float(r[at] or 0) / total,
+            r[0],
+            r[source],
+            header[max(reasons, key=lambda i: float(r[i] or 0))],
+        )
+        for r in ranked
+    ]
+
+
+def reason_shares(csv_text: str) -> list[tuple[float, str]]:
+    """Every stall reason's share of the kernel's samples, largest first."""
+    header, rows = _table(csv_text)
+    sums = {header[i]: sum(float(r[i] or 0) for r in rows) for i in _reasons(header)}
+    total = sum(sums.values()) or 1.0
+    return sorted(((v / total, k) for k, v in sums.items() if v), reverse=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("point", help="SPEC:NxK:M")
+    parser.add_argument("--set", action="append", default=[], help="config field=value")
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--out", default="stalls", help="report path without suffix")
+    args = parser.parse_args()
+    out = Path(args.out)
+    profile(args.point, args.set, out)
+    page = out.with_suffix(".csv").read_text()
+    print("  ".join(f"{k} {100 * v:.1f}%" for v, k in reason_shares(page)[:8]))
+    for share, address, sass, reason in top_stalls(page, args.top):
+        print(f"{100 * share:5.1f}%  {reason:22s} {address}  {sass}")
+
+
+if __name__ == "__main__":
+    main()
