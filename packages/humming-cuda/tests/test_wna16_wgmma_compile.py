@@ -15,6 +15,7 @@ import re
 
 import pytest
 from compile_units import Units, assert_fits_registers, dumped_ptx
+from sass_audit import accumulator_reads_in_flight, disassemble
 from wna16_cases import make_spec
 from wna16_wgmma_cases import FLOAT_FORMATS, INTEGER_FORMATS
 
@@ -97,6 +98,8 @@ def test_register_a_form_compiles_without_spills_or_serialized_wgmma(monkeypatch
     for spec, cfg, artifact in units.compile(workers=4):
         assert cfg.threads == (384 if cfg.rs_producer else 256)
         assert_fits_registers(artifact, cfg.threads, f"{spec.weight} {spec.act} {cfg}")
+        early = accumulator_reads_in_flight(disassemble(artifact.binary))
+        assert not early, f"{spec.weight} {spec.act} {cfg}: {early[:2]}"
     for text in dumped_ptx(tmp_path, units, RS_PTX_NEEDS):
         act = "bf16" if ".bf16.bf16" in text else "f16"
         # the A operand is a register vector, the B operand a descriptor
