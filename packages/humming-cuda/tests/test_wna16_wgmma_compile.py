@@ -11,8 +11,11 @@ group per unit covers them all.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from compile_units import Units, assert_fits_registers, dumped_ptx
+from sass_audit import accumulator_reads_in_flight, disassemble
 from wna16_cases import make_spec
 from wna16_wgmma_cases import FLOAT_FORMATS, INTEGER_FORMATS
 
@@ -60,3 +63,44 @@ def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
     for text in dumped_ptx(tmp_path, units, PTX_NEEDS):
         act = "bf16" if ".bf16.bf16" in text else "f16"
         assert f"m64n128k16.f32.{act}.{act}" in text
+
+
+RS_PTX_NEEDS = (
+    "cp.async.bulk.tensor.2d",  # x
+    "cp.async.bulk.shared::cluster.global",  # codes and scale rows
+    "mbarrier.arrive.expect_tx",
+    "wgmma.wait_group.sync.aligned 1;",  # one K slice stays in flight
+)
+
+
+def _register_a_units() -> Units:
+    """The register-A form (weights_in_registers) of every integer and float format, both ring
+    depths, with group scales, and per-channel scales with an fp32 output."""
+    units = Units(FAMILY, "sm_90a")
+    formats = INTEGER_FORMATS + FLOAT_FORMATS
+    for i, fmt in enumerate(formats):
+        act = ("fp16", "bf16")[i % 2]
+        for group, bias, out in ((128, True, None), ("channel", False, "fp32")):
+            spec = make_spec(fmt, act, group if fmt[3] is None else fmt[3], K, bias, out, fmt[2][0])
+            problem = GemmProblem(N, K, m=1024, act_dtype=act)
+            for cfg in FAMILY.candidates(spec, problem, units.caps):
+                units.add(spec, cfg.model_copy(update={"weights_in_registers": True}))
+                producer = {"rs_producer": True, "rs_frag_buffers": 4}
+                units.add(spec, cfg.model_copy(update={"weights_in_registers": True, **producer}))
+    return units
+
+
+@pytest.mark.compile
+def test_register_a_form_compiles_without_spills_or_serialized_wgmma(monkeypatch, tmp_path):
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = _register_a_units()
+    assert len(units) >= 2 * len(INTEGER_FORMATS)
+    for spec, cfg, artifact in units.compile(workers=4):
+        assert cfg.threads == (384 if cfg.rs_producer else 256)
+        assert_fits_registers(artifact, cfg.threads, f"{spec.weight} {spec.act} {cfg}")
+        early = accumulator_reads_in_flight(disassemble(artifact.binary))
+        assert not early, f"{spec.weight} {spec.act} {cfg}: {early[:2]}"
+    for text in dumped_ptx(tmp_path, units, RS_PTX_NEEDS):
+        act = "bf16" if ".bf16.bf16" in text else "f16"
+        # the A operand is a register vector, the B operand a descriptor
+        assert re.search(rf"m64n128k16\.f32\.{act}\.{act} \{{[^}}]*\}}, \{{%r", text)

@@ -97,6 +97,32 @@ def test_deeper_ring_matches_reference(case: Case, device, kernels):
     _check(case, device, config, kernel)
 
 
+# the register-A form as thread 0 feeds it, and with a producer warpgroup and 4 fragment buffers
+RS_FORMS = {
+    "rs": {"weights_in_registers": True},
+    "rs-producer-4buf": {"weights_in_registers": True, "rs_producer": True, "rs_frag_buffers": 4},
+}
+
+
+@pytest.fixture(scope="module", params=list(RS_FORMS))
+def register_a_kernels(request, device):
+    """Every integer and float case with the heuristic's config in a register-A form."""
+    from humming_cuda.kernels.wna16_wgmma import FAMILY
+
+    cases = CASES + FLOAT
+    built = build_kernels(device, FAMILY, [(c, 0) for c in cases], RS_FORMS[request.param])
+    return {(c.id, c.seed): b for c, b in zip(cases, built, strict=True)}
+
+
+@pytest.mark.parametrize("case", CASES + FLOAT, ids=[f"{c.id}-s{c.seed}" for c in CASES + FLOAT])
+def test_weights_in_registers_matches_reference(case: Case, device, register_a_kernels):
+    """The out^T form (wna16_wgmma_rs.cuh): its own 256 x 128 tile tails, scale rows streamed per
+    step (groups of 16 to whole-K zero points), the transposed epilogue."""
+    config, kernel = register_a_kernels[(case.id, case.seed)]
+    assert config.weights_in_registers
+    _check(case, device, config, kernel)
+
+
 def test_device_routes_large_m_here_and_replays_in_a_graph(device):
     from humming_core.device import GemmProblem
     from humming_core.numerics import quantize_weight, reference_gemm

@@ -1,8 +1,11 @@
 """WnA16-wgmma kernel configuration (the weight format is the wna16 family's KernelFormat).
 
-The CTA tile is fixed by the kernel's structure (include/humming/kernel/wna16_wgmma.cuh): two
-consumer warpgroups of 64 rows, one wgmma m64n128k16 column block, 64-deep K steps (128 bytes of
-16-bit activations: one 128B-swizzle row). Only the depth of the activation TMA ring varies.
+Two forms, both with 64-deep K steps (128 bytes of 16-bit activations: one 128B-swizzle row):
+- shared-memory B (include/humming/kernel/wna16_wgmma.cuh): a producer and two consumer
+  warpgroups of 64 rows over a 128 (M) x 128 (N) tile, the dequantized weights written to smem;
+- `weights_in_registers` (wna16_wgmma_rs.cuh): the weights are wgmma's register A operand, two
+  warpgroups over 256 (N) x 128 (M), codes and scales streamed through the ring with x.
+The depth of the ring varies.
 """
 
 from __future__ import annotations
@@ -14,6 +17,11 @@ from pydantic import Field
 from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, WgmmaTileConfig
 
 BLOCK_K = 64
+RS_BLOCK_N = 256  # weight columns of the register-A form's tile
+# The register-A form's ring stage for the widest format: x (128 x 64 x 2 bytes), 8-bit codes of
+# 4 x 4 layout tiles, 4 group rows of 256 scales and of zero points (2 bytes each). Its kernel
+# uses less for narrower codes; reserving the most costs nothing at one CTA per SM.
+RS_STAGE_BYTES = BLOCK_M * BLOCK_K * 2 + 16 * 32 * 8 * 4 + 2 * 4 * RS_BLOCK_N * 2
 # dequantized weight tiles: one read by wgmma, the next being written, and the previous one, which
 # the still-running wgmma of the step before may read
 B_BUFFERS = 3
@@ -22,10 +30,26 @@ __all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "WgmmaWna16Config"]
 
 
 class WgmmaWna16Config(WgmmaTileConfig):
-    """One producer and two consumer warpgroups; `stages` x tiles in flight."""
+    """Two consumer warpgroups (and a producer warpgroup in the shared-memory form); `stages`
+    steps in flight."""
 
     family: Literal["wna16_wgmma"] = "wna16_wgmma"
     stages: int = Field(4, ge=2, le=8)
+    weights_in_registers: bool = False
+    # the register-A form's copies from a producer warpgroup (setmaxnreg) instead of thread 0
+    rs_producer: bool = False
+    rs_frag_buffers: Literal[2, 4] = 2
+
+    @property
+    def block_n(self) -> int:
+        return RS_BLOCK_N if self.weights_in_registers else BLOCK_N
+
+    @property
+    def threads(self) -> int:
+        """The register-A form has no producer warpgroup (its thread 0 issues the copies)."""
+        if self.weights_in_registers:
+            return 128 * (3 if self.rs_producer else 2)
+        return super().threads
 
     @property
     def a_bytes(self) -> int:
@@ -34,6 +58,10 @@ class WgmmaWna16Config(WgmmaTileConfig):
     @property
     def smem_bytes(self) -> int:
         """Mirrors WgmmaWna16Tile::SMEM_BYTES: alignment slack, the x ring, the B buffers, the
-        ring's mbarriers."""
+        ring's mbarriers; for the register-A form Wna16WgmmaRsKernel::SMEM_BYTES of the widest
+        format (its ring also holds the epilogue's output tile, at most 128 x 256 fp32)."""
+        if self.weights_in_registers:
+            ring = max(self.stages * RS_STAGE_BYTES, BLOCK_M * RS_BLOCK_N * 4)
+            return ALIGN_SLACK + ring + self.barrier_bytes
         b_bytes = BLOCK_N * BLOCK_K * 2
         return ALIGN_SLACK + self.stages * self.a_bytes + B_BUFFERS * b_bytes + self.barrier_bytes

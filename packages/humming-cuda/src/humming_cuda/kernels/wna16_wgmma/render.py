@@ -23,6 +23,12 @@ def template_arguments(fmt: KernelFormat, cfg: WgmmaWna16Config) -> tuple[str, s
         f"{str(fmt.group > 0).lower()}, {EPI_SCALE_CODES[fmt.epi_scale]}, "
         f"{str(fmt.epi_global).lower()}{floats}>"
     )
+    if cfg.weights_in_registers:
+        producer = str(bool(cfg.rs_producer)).lower()
+        return weight, (
+            f"humming::WgmmaWna16RsTile<{cfg.stages}, {cfg.group_m}, {producer}, "
+            f"{cfg.rs_frag_buffers}>"
+        )
     return weight, f"humming::WgmmaWna16Tile<{cfg.stages}, {cfg.group_m}>"
 
 
@@ -34,11 +40,16 @@ def render(spec: QuantSpec, config: WgmmaWna16Config, caps: DeviceCaps) -> Kerne
     act, out = CXX_TYPES[fmt.act], CXX_TYPES[fmt.out]
     key = f"{weight}|{tile}|{act}|{out}|{fmt.bias}"
     name = f"humming_wna16_wgmma_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+    header, entry = (
+        ("wna16_wgmma_rs", "HUMMING_WNA16_WGMMA_RS_ENTRY")
+        if config.weights_in_registers
+        else ("wna16_wgmma", "HUMMING_WNA16_WGMMA_ENTRY")
+    )
     code = (
-        '#include "humming/kernel/wna16_wgmma.cuh"\n'
+        f'#include "humming/kernel/{header}.cuh"\n'
         f"using Fmt = {weight};\n"
         f"using Tile = {tile};\n"
-        f"HUMMING_WNA16_WGMMA_ENTRY({name}, Fmt, Tile, {act}, {out}, {str(fmt.bias).lower()})\n"
+        f"{entry}({name}, Fmt, Tile, {act}, {out}, {str(fmt.bias).lower()})\n"
     )
     meta = {"family": "wna16_wgmma", "config": config.model_dump(), "spec": spec.to_json()}
     return KernelSource(name=name, code=code, arch=config.arch, meta=meta)

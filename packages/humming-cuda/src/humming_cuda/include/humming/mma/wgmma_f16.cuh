@@ -19,7 +19,35 @@ HM_DEVICE void wgmma_m64n128k16_bf16(float (&d)[64], u64 desc_a, u64 desc_b, boo
   HM_WGMMA_M64N128_F32("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", ", 0, 0");
 }
 
+// The same with A from registers: lane l of warp w holds a[0] = row 16w + g, K 2t..2t+1; a[1] =
+// row + 8; a[2] / a[3] the same at K + 8 (g = l / 4, t = l % 4): the mma.sync m16n8k16 A fragment
+// per warp, which tests/test_wgmma_register_a.py checks on the GPU. B K-major in smem (trans-b 0).
+HM_DEVICE void wgmma_m64n128k16_f16_rs(float (&d)[64], const u32 (&a)[4], u64 desc_b,
+                                       bool accumulate) {
+  HM_WGMMA_M64N128_F32_RS("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", ", 0");
+}
+
+HM_DEVICE void wgmma_m64n128k16_bf16_rs(float (&d)[64], const u32 (&a)[4], u64 desc_b,
+                                        bool accumulate) {
+  HM_WGMMA_M64N128_F32_RS("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", ", 0");
+}
+
 // Dispatch on the activation type (half -> f16, nv_bfloat16 -> bf16); defined for those two only.
+template <typename ActT>
+HM_DEVICE void wgmma_m64n128k16_rs(float (&d)[64], const u32 (&a)[4], u64 desc_b, bool accumulate);
+
+template <>
+HM_DEVICE void wgmma_m64n128k16_rs<half>(float (&d)[64], const u32 (&a)[4], u64 desc_b,
+                                         bool accumulate) {
+  wgmma_m64n128k16_f16_rs(d, a, desc_b, accumulate);
+}
+
+template <>
+HM_DEVICE void wgmma_m64n128k16_rs<nv_bfloat16>(float (&d)[64], const u32 (&a)[4], u64 desc_b,
+                                                bool accumulate) {
+  wgmma_m64n128k16_bf16_rs(d, a, desc_b, accumulate);
+}
+
 template <typename ActT>
 HM_DEVICE void wgmma_m64n128k16(float (&d)[64], u64 desc_a, u64 desc_b, bool accumulate);
 

@@ -1,5 +1,6 @@
-// sm_90 asynchronous copies: mbarriers with transaction counts, and 2-D TMA tile loads
-// (cp.async.bulk.tensor) described by a CUtensorMap that the host encodes.
+// sm_90 asynchronous copies: mbarriers with transaction counts, 2-D TMA tile loads
+// (cp.async.bulk.tensor) described by a CUtensorMap that the host encodes, and plain bulk copies
+// of contiguous bytes (cp.async.bulk).
 #pragma once
 #include "humming/arith/common.cuh"
 
@@ -59,6 +60,16 @@ HM_DEVICE void tma_load_2d(u32 dst, const TmaDescriptor* desc, int inner, int ou
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
       "l"(reinterpret_cast<u64>(desc)), "r"(inner), "r"(outer), "r"(bar)
+      : "memory");
+}
+
+// Copy `bytes` (a multiple of 16, both addresses 16-byte aligned) of contiguous global memory to
+// smem `dst` with the bulk-copy engine; completion is counted on `bar` in bytes.
+HM_DEVICE void bulk_load(u32 dst, const void* src, u32 bytes, u32 bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(dst),
+      "l"(reinterpret_cast<u64>(src)), "r"(bytes), "r"(bar)
       : "memory");
 }
 
