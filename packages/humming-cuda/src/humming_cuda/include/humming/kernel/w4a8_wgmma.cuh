@@ -107,21 +107,41 @@ struct W4a8WgmmaKernel {
     return n < a.N ? __ldg(a.w_scales + static_cast<long long>(g) * a.N + n) : 0.f;
   }
 
+  // acc * the group's weight scale per column into total (acc[4j + 2h + c]: column
+  // 8j + 2(lane%4) + c, rows +0 / +8 (h)).
+  HM_DEVICE static void promote(const Args& a, const float (&acc)[ACC], int g, int n0,
+                                float (&total)[ACC]) {
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const float ws = column_scale(a, g, n0, j, c);
+        total[4 * j + c] += acc[4 * j + c] * ws;
+        total[4 * j + 2 + c] += acc[4 * j + 2 + c] * ws;
+      }
+    }
+  }
+
+  // Step it's wgmma runs while the warpgroup expands step it + 1's slab into the other buffer, so
+  // the tensor cores no longer wait for the expansion (it used to run between wgmma_wait and the
+  // next wgmma). Buffer it % 2 is written by the expansion of step it and read by its wgmma; the
+  // expansion of step it + 2 rewrites it only after this thread's wgmma_wait of step it and the
+  // named barrier that follows in every thread of the warpgroup.
   HM_DEVICE static void consume(const Args& a, const Smem& sm, int iters, int n0, int wg,
                                 float (&total)[ACC]) {
     const int lane = threadIdx.x % 32;
     float acc[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
+    if (iters > 0) {
+      mbar_wait(sm.full_bar(0), 0);
+      expand(sm.b(0), sm.expanded(wg, 0));
+      named_barrier<128>(1 + wg);
+    }
     for (int it = 0; it < iters; ++it) {
       const int s = it % STAGES;
-      mbar_wait(sm.full_bar(s), (it / STAGES) & 1);
-      const u32 xw = sm.expanded(wg, it);
-      // Its last reader, step it-2, finished before every warp of the group passed the barrier of
-      // step it-1, which comes after its wgmma_wait.
-      expand(sm.b(s), xw);
-      named_barrier<128>(1 + wg);  // the warpgroup's tile is complete
-      const u64 da = sw128_kmajor_desc(sm.a(s) + wg * 64 * BK), db = sw128_kmajor_desc(xw);
+      const u64 da = sw128_kmajor_desc(sm.a(s) + wg * 64 * BK);
+      const u64 db = sw128_kmajor_desc(sm.expanded(wg, it));
       fence_registers(acc);
       wgmma_fence();
 #pragma unroll
@@ -129,20 +149,16 @@ struct W4a8WgmmaKernel {
         wgmma_m64n128k32_e4m3(acc, desc_advance(da, 32 * k), desc_advance(db, 32 * k), k > 0);
       }
       wgmma_commit();
+      if (it + 1 < iters) {
+        const int next = (it + 1) % STAGES;
+        mbar_wait(sm.full_bar(next), ((it + 1) / STAGES) & 1);
+        expand(sm.b(next), sm.expanded(wg, it + 1));
+      }
       wgmma_wait<0>();
       fence_registers(acc);
       if (lane == 0) mbar_arrive(sm.empty_bar(s));  // this warp no longer reads the stage
-      const int g = it * BK / Fmt::W_GROUP;
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          // acc[4j + 2h + c]: column 8j + 2(lane%4) + c, rows +0 / +8 (h)
-          const float ws = column_scale(a, g, n0, j, c);
-          total[4 * j + c] += acc[4 * j + c] * ws;
-          total[4 * j + 2 + c] += acc[4 * j + 2 + c] * ws;
-        }
-      }
+      promote(a, acc, it * BK / Fmt::W_GROUP, n0, total);
+      named_barrier<128>(1 + wg);  // step it + 1's tile is complete, step it's reads are done
     }
   }
 
