@@ -33,13 +33,16 @@ def problem_of(case):
     return GemmProblem(n=case.n, k=case.k, m=case.m, act_dtype=case.spec.act.dtype.name)
 
 
-def build_kernels(device, family, jobs: list[tuple[object, int]]) -> list[tuple[object, object]]:
+def build_kernels(
+    device, family, jobs: list[tuple[object, int]], update: dict | None = None
+) -> list[tuple[object, object]]:
     """(config, kernel) per (case, candidate index) job, compiled in parallel up front; index 0
-    is the heuristic's choice."""
+    is the heuristic's choice, with the config fields in `update` replaced."""
 
     def build(job):
         case, index = job
         config = family.candidates(case.spec, problem_of(case), device.caps())[index]
+        config = config.model_copy(update=update or {})
         return config, device.load(device.compile(device.render(case.spec, config)))
 
     with ThreadPoolExecutor(max_workers=16) as pool:

@@ -55,6 +55,13 @@ HM_DEVICE void fence_registers(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// The same for register A fragments: keeps them allocated (and unchanged) up to this point, for a
+// wgmma that reads them asynchronously until its wgmma_wait.
+HM_DEVICE void fence_registers_u32(u32 (&r)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(r[i])::"memory");
+}
+
 // The body of an m64n128 wgmma with fp32 accumulators in `float (&d)[64]`, operands from the smem
 // descriptors `desc_a` / `desc_b`, and `accumulate` (false: scale-d = 0 overwrites d). `INSTR` is
 // the instruction, `TAIL` what follows its scale-a / scale-b immediates (the transposes of 16-bit
