@@ -69,65 +69,96 @@ def disassemble(cubin: bytes) -> str:
         ).stdout
 
 
-# An instruction line whose opcode may carry a shape (HGMMA.64x128x16.F32), a label line, and a
+# An instruction line whose opcode may carry a shape (QGMMA.64x128x32.F32), a label line, and a
 # branch's target: .L_x_12:  /  [@P0] BRA[.U.ANY] `(.L_x_12) ;
 _SHAPED = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Za-z0-9_.]+)\s*([^;]*);")
 _LABEL = re.compile(r"^(\.L_x_\d+):")
 _BRANCH_TARGET = re.compile(r"`\((\.L_x_\d+)\)")
-# HGMMA.64x128x16.F32[.BF16] Racc, ..., gdesc[...], Racc[, gsb0]: N / 2 fp32 accumulators per thread
-_HGMMA = re.compile(r"^HGMMA\.64x(\d+)x\d+\.F32")
+# A wgmma (HGMMA: 16-bit operands, QGMMA: fp8, IGMMA: int8) with 32-bit accumulators:
+# HGMMA.64x128x16.F32[.BF16] Racc, [RA, ]gdesc[...], Racc[, gsb0]: N / 2 per thread
+_WGMMA = re.compile(r"^[HQI]GMMA\.64x(\d+)x\d+\.[FS]32")
 
 
-def _accumulator_registers(lines: list[str]) -> set[int]:
-    """Every register an HGMMA of `lines` accumulates into."""
-    registers: set[int] = set()
-    for line in lines:
-        m = _SHAPED.match(line)
-        shape = m and _HGMMA.match(m.group(2))
-        if shape:
-            first = int(re.match(r"\s*R(\d+)", m.group(3)).group(1))
-            registers.update(range(first, first + int(shape.group(1)) // 2))
-    return registers
+Group = tuple[frozenset, frozenset]  # (accumulator, A-fragment registers) of one wgmma group
+_NO_GROUP: Group = (frozenset(), frozenset())
+# Operands that are read, not written, by a first register operand: stores, reductions, branches.
+_NO_DESTINATION = ("ST", "RED", "ATOM", "BRA", "BSSY", "BSYNC", "WARPGROUP")
 
 
-def _touches(opcode: str, operands: str, registers: set[int]) -> bool:
-    """Whether a non-wgmma instruction names one of `registers`."""
-    if opcode.startswith(("HGMMA", "WARPGROUP", "BRA", "BSSY", "BSYNC")):
-        return False
-    return bool({int(r) for r in re.findall(r"\bR(\d+)\b", operands)} & registers)
+def _hgmma_registers(shape: re.Match, operands: str) -> Group:
+    """A wgmma's accumulators (N / 2 from its first operand) and, with A from registers,
+    the 4 registers of its A fragment (its second operand)."""
+    regs = re.findall(r"^\s*R(\d+),\s*(?:R(\d+))?", operands)[0]
+    acc = range(int(regs[0]), int(regs[0]) + int(shape.group(1)) // 2)
+    a = range(int(regs[1]), int(regs[1]) + 4) if regs[1] else range(0)
+    return frozenset(acc), frozenset(a)
+
+
+def _destination(opcode: str, operands: str) -> set[int]:
+    """The registers an instruction writes: its first operand (a pair for .64 / CS2R, four for
+    .128), none for stores and the like."""
+    m = re.match(r"\s*R(\d+)\b", operands)
+    if m is None or opcode.startswith(_NO_DESTINATION):
+        return set()
+    width = 4 if ".128" in opcode else 2 if (".64" in opcode or opcode.startswith("CS2R")) else 1
+    return set(range(int(m.group(1)), int(m.group(1)) + width))
+
+
+def _merge(old: tuple, new: tuple) -> tuple:
+    """Pending groups reaching one instruction along two paths, most recent last."""
+    n = max(len(old), len(new))
+    pad = lambda groups: (_NO_GROUP,) * (n - len(groups)) + groups  # noqa: E731
+    return tuple((a[0] | b[0], a[1] | b[1]) for a, b in zip(pad(old), pad(new), strict=True))
 
 
 def accumulator_reads_in_flight(sass: str) -> list[str]:
-    """Instructions that touch a wgmma's accumulator registers while a wgmma group may still be in
-    flight, found by a data flow over the kernel's branches. A group is in flight from its
-    `gsb0` HGMMA until a `WARPGROUP.DEPBAR.LE gsb0, n` leaves at most n groups pending; reading
-    or writing an accumulator register before then sees (or clobbers) a result that has not
-    landed. ptxas 13.0 and 13.5 scheduled F2FP conversions of accumulators above the final
-    DEPBAR this way in a register-A wgmma kernel (benchmarks/notes/wna16_wgmma_rs.md)."""
+    """Instructions that touch a wgmma group's accumulators, or write its register A fragment,
+    while the group may still be in flight, found by a data flow over the kernel's branches. A
+    group runs from its wgmmas (the last one marked `gsb0`) until a `WARPGROUP.DEPBAR.LE gsb0, n`
+    leaves at most n groups pending; before then its accumulators have not landed and its A
+    registers may still be read. ptxas 13.0 and 13.5 scheduled F2FP conversions of accumulators
+    above the final DEPBAR this way in a register-A wgmma kernel
+    (benchmarks/notes/wna16_wgmma_rs.md). Another group's registers (a second accumulator set) are
+    free to use."""
     lines = [line for line in sass.splitlines() if _SHAPED.match(line) or _LABEL.match(line)]
-    accumulators = _accumulator_registers(lines)
     labels = {m.group(1): i for i, line in enumerate(lines) if (m := _LABEL.match(line))}
-    pending_at = [-1] * len(lines)  # the most groups seen pending at each line (-1: unreached)
+    seen: dict[int, tuple] = {}
     flagged: set[int] = set()
-    work = [(0, 0)] if accumulators else []
+    work: list[tuple[int, tuple, Group]] = [(0, (), _NO_GROUP)]
     while work:
-        i, pending = work.pop()
-        while i < len(lines) and pending > pending_at[i]:
-            pending_at[i] = pending
+        i, pending, building = work.pop()
+        while i < len(lines):
+            state = _merge(seen[i], pending) if i in seen else pending
+            if i in seen and state == seen[i] and building == _NO_GROUP:
+                break  # nothing new reaches this line
+            seen[i] = pending = state
             m = _SHAPED.match(lines[i])
             i += 1
             if m is None:  # a label
                 continue
             guard, opcode, operands = m.groups()
-            if _HGMMA.match(opcode):
-                pending = min(pending + ("gsb0" in operands), 8)
-            elif opcode.startswith("WARPGROUP.DEPBAR"):
-                pending = min(pending, int(operands.split(",")[-1].strip(), 16))
-            elif pending and _touches(opcode, operands, accumulators):
+            shape = _WGMMA.match(opcode)
+            if shape:
+                acc, a = _hgmma_registers(shape, operands)
+                building = (building[0] | acc, building[1] | a)
+                if "gsb0" in operands:
+                    pending, building = (*pending, building)[-8:], _NO_GROUP
+                continue
+            if opcode.startswith("WARPGROUP.DEPBAR"):
+                keep = int(operands.split(",")[-1].strip(), 16)
+                pending = pending[len(pending) - keep :] if keep else ()
+                continue
+            live = (*pending, building)
+            accumulators = set().union(*(g[0] for g in live))
+            fragments = set().union(*(g[1] for g in live))
+            named = {int(r) for r in re.findall(r"\bR(\d+)\b", operands)}
+            if not opcode.startswith(("BRA", "BSSY", "BSYNC", "WARPGROUP")) and (
+                named & accumulators or _destination(opcode, operands) & fragments
+            ):
                 flagged.add(i - 1)
             target = _BRANCH_TARGET.search(operands) if opcode.startswith("BRA") else None
             if target:
-                work.append((labels[target.group(1)], pending))
+                work.append((labels[target.group(1)], pending, building))
             if (target or opcode == "EXIT") and guard is None:
                 break  # no fall-through
     return [lines[i].strip() for i in sorted(flagged)]

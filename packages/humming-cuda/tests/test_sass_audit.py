@@ -83,6 +83,28 @@ def test_flags_accumulator_reads_before_the_wait_that_covers_them():
     assert accumulator_reads_in_flight(fixed) == []
 
 
+# Two accumulator sets (R24.., R88..) in turn, fp8 A fragments from registers (QGMMA: what
+# fp8 wgmma is called in SASS): promoting the set of
+# the retired group while the other runs is fine; rewriting the running group's A fragment
+# (R160..R163) at 0x0230 is not.
+_PING_PONG = """
+        /*0100*/                   QGMMA.64x128x32.F32.E4M3.E4M3 R24, R156, gdesc[UR8], R24, gsb0 ;
+        /*0110*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*0120*/                   QGMMA.64x128x32.F32.E4M3.E4M3 R88, R160, gdesc[UR8], R88, gsb0 ;
+        /*0200*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*0210*/                   FFMA R152, R24, R5, R152 ;
+        /*0220*/                   LDS.64 R156, [R10] ;
+        /*0230*/                   LDS.64 R162, [R10+0x8] ;
+        /*0240*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*0250*/                   FFMA R153, R88, R5, R153 ;
+        /*0260*/                   EXIT ;
+"""
+
+
+def test_another_groups_registers_are_free_and_running_fragments_are_not():
+    assert [line.split()[0] for line in accumulator_reads_in_flight(_PING_PONG)] == ["/*0230*/"]
+
+
 _SPECS = (
     presets.W4A16_G128,
     presets.W8A16,
