@@ -59,6 +59,19 @@ class Point:
         return cw, x, out
 
 
+def with_fields(config, update: dict):
+    """`config` with `update`'s fields, validated as a new config: a field the config type lacks,
+    or a value it refuses, stops the script (model_copy would keep either silently, and the kernel
+    rendered from it would be the unchanged one)."""
+    unknown = set(update) - set(type(config).model_fields)
+    if unknown:
+        raise SystemExit(
+            f"{type(config).__name__} has no field {sorted(unknown)}; it has "
+            f"{sorted(type(config).model_fields)}"
+        )
+    return type(config).model_validate({**config.model_dump(), **update})
+
+
 def rotated_us(kernel, packed: list[dict], x: torch.Tensor, out: torch.Tensor) -> float:
     """`kernel`'s time by CUDA-graph replay, call i on weight copy i % len(packed)."""
     copies = len(packed)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from points import Point
+from points import Point, with_fields
 
 from humming_core.ops import PreparedGemm, bucket_of
 from humming_core.spec import preset
@@ -52,7 +52,7 @@ def run_config(point: Point, update: dict[str, int]) -> None:
     from humming_cuda.device import CudaDevice
 
     device = CudaDevice()
-    config = device.candidates(point.spec, point.problem)[0].model_copy(update=update)
+    config = with_fields(device.candidates(point.spec, point.problem)[0], update)
     kernel = device.load(device.compile(device.render(point.spec, config)))
     cw, x, out = point.tensors()
     packed = device.weight_layout(point.spec, config).pack(cw, "cuda")

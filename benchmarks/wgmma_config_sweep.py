@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import itertools
 
-from points import Point, save
+from points import Point, save, with_fields
 
 from humming_cuda.bench.baselines import cublas_fp16
 from humming_cuda.bench.timing import graph_time_us
@@ -30,7 +30,7 @@ def sweep(device: CudaDevice, text: str, grid: dict[str, list[int]]) -> dict:
     row = {"point": text, "chosen": chosen.model_dump(mode="json"), "variants": []}
     row["cublas_fp16_us"] = graph_time_us(cublas_fp16(x, point.n, 1), 20)
     for values in itertools.product(*grid.values()):
-        cfg = chosen.model_copy(update=dict(zip(grid, values, strict=True)))
+        cfg = with_fields(chosen, dict(zip(grid, values, strict=True)))
         kernel = device.load(device.compile(device.render(spec, cfg)))
         us = graph_time_us(lambda i, kernel=kernel: kernel(x=x, out=out, **packed), 20)
         row["variants"].append({**dict(zip(grid, values, strict=True)), "us": us})
