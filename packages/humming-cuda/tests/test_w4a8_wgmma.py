@@ -58,11 +58,24 @@ def test_configs_mirror_the_header():
     assert [c.stages for c in configs] == [4, 6]
     assert all(c.smem_bytes <= SM90.smem_per_block for c in configs)
     assert "A_BYTES = BM * BK, P_BYTES = BN * BK / 2, STAGE_BYTES = A_BYTES + P_BYTES" in HEADER
-    assert "X_BYTES = BN * BK, X_BUFFERS = 2" in HEADER
+    assert "X_BYTES = BN * BK, X_BUFFERS = REG_A ? 0 : 2" in HEADER
     assert "1024 + STAGES * STAGE_BYTES + CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES" in HEADER
     assert W4a8WgmmaConfig(arch="sm_90a", stages=4).smem_bytes == (
         1024 + 4 * (16384 + 8192) + 2 * 2 * 16384 + 64
     )
+    # the out^T form keeps no expanded tiles
+    assert W4a8WgmmaConfig(arch="sm_90a", stages=4, weights_in_registers=True).smem_bytes == (
+        1024 + 4 * (16384 + 8192) + 64
+    )
+
+
+def test_register_a_form_renders_its_tile_and_the_default_is_unchanged():
+    cfg = FAMILY.candidates(presets.W4A8_FP8, LARGE, SM90)[0]
+    assert not cfg.weights_in_registers
+    reg_a = cfg.model_copy(update={"weights_in_registers": True})
+    source = FAMILY.render(presets.W4A8_FP8, reg_a, SM90)
+    assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}, true>" in source.code
+    assert source.name != FAMILY.render(presets.W4A8_FP8, cfg, SM90).name
 
 
 def test_render_bakes_the_code_table_and_the_group():

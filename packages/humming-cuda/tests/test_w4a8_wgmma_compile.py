@@ -11,11 +11,15 @@ Units: every format of w4a8_wgmma_cases x every candidate over the M buckets the
 from __future__ import annotations
 
 import pytest
-from act8_wgmma_compile import PTX_NEEDS, act8_wgmma_units, check_act8_wgmma_units
+from act8_wgmma_compile import PTX_NEEDS, SHAPE, act8_wgmma_units, check_act8_wgmma_units
+from compile_units import Units
 from w4a8_wgmma_cases import W4_WGMMA_FORMATS
 from w8a8_cases import make_w4_spec
 
+from humming_core.device import GemmProblem
+
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
+from humming_cuda.caps import caps_for_arch
 from humming_cuda.kernels.w4a8_wgmma import FAMILY
 
 
@@ -24,4 +28,18 @@ def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
     units = act8_wgmma_units(FAMILY, make_w4_spec, W4_WGMMA_FORMATS)
     assert len(units) >= 2 * len(W4_WGMMA_FORMATS) + 2 * len(W4_WGMMA_FORMATS)
+    check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "prmt.b32"))
+
+
+@pytest.mark.compile
+def test_register_a_form_compiles_without_spills(monkeypatch, tmp_path):
+    """weights_in_registers (the out^T form) on every format, bias and fp16 / fp32 outputs."""
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = Units(FAMILY, "sm_90a")
+    caps = caps_for_arch("sm_90a")
+    for fmt in W4_WGMMA_FORMATS:
+        for bias, out in ((True, "bf16"), (False, "fp16"), (False, "fp32")):
+            spec = make_w4_spec(*fmt, bias=bias, out=out)
+            cfg = FAMILY.candidates(spec, GemmProblem(*SHAPE, m=256), caps)[0]
+            units.add(spec, cfg.model_copy(update={"weights_in_registers": True}))
     check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "prmt.b32"))

@@ -16,6 +16,7 @@ from w4a8_wgmma_cases import wgmma_cases
 from w8a8_cases import Case
 from w8a8_wgmma_cases import SHAPES
 from wgmma_conformance import (
+    build_kernels,
     check_act8_case,
     check_routed_graph_replay,
     check_user_api_switch,
@@ -59,6 +60,23 @@ def test_matches_reference(case: Case, device, kernels):
 def test_deeper_ring_matches_reference(case: Case, device, kernels):
     config, kernel = kernels[(case.id, 1)]
     assert config.stages == 6
+    check_act8_case(case, device, config, kernel)
+
+
+@pytest.fixture(scope="module")
+def register_a_kernels(device):
+    """The out^T form (weights_in_registers): every case with the heuristic's config so changed."""
+    from humming_cuda.kernels.w4a8_wgmma import FAMILY
+
+    jobs = [(c, 0) for c in CASES]
+    built = build_kernels(device, FAMILY, jobs, update={"weights_in_registers": True})
+    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_weights_in_registers_matches_reference(case: Case, device, register_a_kernels):
+    config, kernel = register_a_kernels[case.id]
+    assert config.weights_in_registers
     check_act8_case(case, device, config, kernel)
 
 

@@ -25,6 +25,9 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
 
     family: Literal["w4a8_wgmma"] = "w4a8_wgmma"
     stages: int = Field(4, ge=2, le=8)
+    # The out^T form: weights as wgmma's register A operand (expanded in registers, no expanded
+    # tiles in shared memory), activations as its B operand. Not verified on hardware yet.
+    weights_in_registers: bool = False
 
     @property
     def stage_bytes(self) -> int:
@@ -34,5 +37,6 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
     def smem_bytes(self) -> int:
         """Mirrors WgmmaW4a8Tile::SMEM_BYTES: alignment slack, the ring, the expanded tiles, the
         ring's mbarriers."""
-        expanded = CONSUMERS * EXPANDED_BUFFERS * BLOCK_N * BLOCK_K
+        buffers = 0 if self.weights_in_registers else EXPANDED_BUFFERS
+        expanded = CONSUMERS * buffers * BLOCK_N * BLOCK_K
         return ALIGN_SLACK + self.stages * self.stage_bytes + expanded + self.barrier_bytes

@@ -17,7 +17,8 @@ def template_arguments(fmt: W8a8Format, cfg: W4a8WgmmaConfig) -> tuple[str, str]
     """(WgmmaW4a8Format<...>, WgmmaW4a8Tile<...>) as C++ text."""
     words = ", ".join(f"0x{w:08x}u" for w in table_words(nibble_table(fmt.weight, fmt.code, False)))
     weight = f"humming::WgmmaW4a8Format<{fmt.group}, {words}>"
-    return weight, f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}>"
+    reg_a = ", true" if cfg.weights_in_registers else ""
+    return weight, f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}{reg_a}>"
 
 
 def render(spec: QuantSpec, config: W4a8WgmmaConfig, caps: DeviceCaps) -> KernelSource:

@@ -37,13 +37,16 @@ struct WgmmaW4a8Format {
 };
 
 // GROUP_M: M tiles walked down before moving one N tile right (humming/memory/tile_order.cuh).
-template <int STAGES_, int GROUP_M_>
+// REG_A: the out^T form (W4a8WgmmaKernel::consume_t): the weights are wgmma's A operand, expanded
+// in registers, and the activations its B operand, so no expanded tiles in shared memory.
+template <int STAGES_, int GROUP_M_, bool REG_A_ = false>
 struct WgmmaW4a8Tile {
   static constexpr int BM = 128, BN = 128, BK = 128, STAGES = STAGES_, GROUP_M = GROUP_M_;
+  static constexpr bool REG_A = REG_A_;
   static constexpr int CONSUMERS = 2;  // warpgroups of 64 rows each
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
   static constexpr int A_BYTES = BM * BK, P_BYTES = BN * BK / 2, STAGE_BYTES = A_BYTES + P_BYTES;
-  static constexpr int X_BYTES = BN * BK, X_BUFFERS = 2;  // expanded W, per consumer warpgroup
+  static constexpr int X_BYTES = BN * BK, X_BUFFERS = REG_A ? 0 : 2;  // expanded W per consumer
   // 1024 bytes of slack to align everything to the 128B-swizzle atom, the ring, the expanded
   // tiles, then the full / empty barriers (mirrors W4a8WgmmaConfig.smem_bytes)
   static constexpr int SMEM_BYTES =
@@ -107,21 +110,41 @@ struct W4a8WgmmaKernel {
     return n < a.N ? __ldg(a.w_scales + static_cast<long long>(g) * a.N + n) : 0.f;
   }
 
+  // acc * the group's weight scale per column into total (acc[4j + 2h + c]: column
+  // 8j + 2(lane%4) + c, rows +0 / +8 (h)).
+  HM_DEVICE static void promote(const Args& a, const float (&acc)[ACC], int g, int n0,
+                                float (&total)[ACC]) {
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const float ws = column_scale(a, g, n0, j, c);
+        total[4 * j + c] += acc[4 * j + c] * ws;
+        total[4 * j + 2 + c] += acc[4 * j + 2 + c] * ws;
+      }
+    }
+  }
+
+  // Step it's wgmma runs while the warpgroup expands step it + 1's slab into the other buffer, so
+  // the tensor cores no longer wait for the expansion (it used to run between wgmma_wait and the
+  // next wgmma). Buffer it % 2 is written by the expansion of step it and read by its wgmma; the
+  // expansion of step it + 2 rewrites it only after this thread's wgmma_wait of step it and the
+  // named barrier that follows in every thread of the warpgroup.
   HM_DEVICE static void consume(const Args& a, const Smem& sm, int iters, int n0, int wg,
                                 float (&total)[ACC]) {
     const int lane = threadIdx.x % 32;
     float acc[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
+    if (iters > 0) {
+      mbar_wait(sm.full_bar(0), 0);
+      expand(sm.b(0), sm.expanded(wg, 0));
+      named_barrier<128>(1 + wg);
+    }
     for (int it = 0; it < iters; ++it) {
       const int s = it % STAGES;
-      mbar_wait(sm.full_bar(s), (it / STAGES) & 1);
-      const u32 xw = sm.expanded(wg, it);
-      // Its last reader, step it-2, finished before every warp of the group passed the barrier of
-      // step it-1, which comes after its wgmma_wait.
-      expand(sm.b(s), xw);
-      named_barrier<128>(1 + wg);  // the warpgroup's tile is complete
-      const u64 da = sw128_kmajor_desc(sm.a(s) + wg * 64 * BK), db = sw128_kmajor_desc(xw);
+      const u64 da = sw128_kmajor_desc(sm.a(s) + wg * 64 * BK);
+      const u64 db = sw128_kmajor_desc(sm.expanded(wg, it));
       fence_registers(acc);
       wgmma_fence();
 #pragma unroll
@@ -129,18 +152,119 @@ struct W4a8WgmmaKernel {
         wgmma_m64n128k32_e4m3(acc, desc_advance(da, 32 * k), desc_advance(db, 32 * k), k > 0);
       }
       wgmma_commit();
+      if (it + 1 < iters) {
+        const int next = (it + 1) % STAGES;
+        mbar_wait(sm.full_bar(next), ((it + 1) / STAGES) & 1);
+        expand(sm.b(next), sm.expanded(wg, it + 1));
+      }
       wgmma_wait<0>();
       fence_registers(acc);
       if (lane == 0) mbar_arrive(sm.empty_bar(s));  // this warp no longer reads the stage
-      const int g = it * BK / Fmt::W_GROUP;
+      promote(a, acc, it * BK / Fmt::W_GROUP, n0, total);
+      named_barrier<128>(1 + wg);  // step it + 1's tile is complete, step it's reads are done
+    }
+  }
+
+  // ---- the out^T form (Tile::REG_A) ----------------------------------------------------------
+  // Thread (warp w, lane 4g + t) of consumer warpgroup wg holds weight rows 64wg + 16w + g and
+  // that + 8 of the tile. Chunk t (words 4t..4t+3) of a row's 64-byte slab is its A fragment for
+  // all four k32 steps: word ks holds K 32ks + 4t..+3 and 32ks + 16 + 4t..+3, which the code
+  // table expands to e4m3 as b0 / b1 (wgmma_m64n128k32_e4m3_rs's register layout).
+  HM_DEVICE static int tile_row() {
+    const int t = threadIdx.x % 128;
+    return 16 * (t / 32) + (t % 32) / 4;
+  }
+
+  HM_DEVICE static void load_slab_words(u32 slab, int wg, u32 (&raw)[2][4]) {
+    const int row = 64 * wg + tile_row(), chunk = threadIdx.x % 4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(raw[h][0]), "=r"(raw[h][1]), "=r"(raw[h][2]), "=r"(raw[h][3])
+                   : "r"(slab + (row + 8 * h) * 64 + chunk * 16));
+    }
+  }
+
+  HM_DEVICE static void expand_fragments(const u32 (&raw)[2][4], u32 (&frag)[4][4]) {
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      Fmt::Lut::expand(raw[0][ks], frag[ks][0], frag[ks][2]);
+      Fmt::Lut::expand(raw[1][ks], frag[ks][1], frag[ks][3]);
+    }
+  }
+
+  // The group's weight scale of this thread's rows (0 past N): the accumulator rows are weight
+  // rows in this form, so two scales per thread and block instead of 32.
+  HM_DEVICE static void promote_rows(const Args& a, const float (&acc)[ACC], int g, int n0,
+                                     int wg, float (&total)[ACC]) {
+    float ws[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int n = n0 + 64 * wg + tile_row() + 8 * h;
+      ws[h] = n < a.N ? __ldg(a.w_scales + static_cast<long long>(g) * a.N + n) : 0.f;
+    }
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) total[i] += acc[i] * ws[(i / 2) % 2];
+  }
+
+  // Step it's four wgmma read its fragments from registers and the stage's activation tile (all
+  // 128 tokens, K-major, 128B swizzle) from shared memory; meanwhile the next stage's slab words
+  // are read. The fragments stay live (fence_registers) until the wgmma_wait: the hardware reads
+  // register operands while the wgmma runs.
+  HM_DEVICE static void consume_t(const Args& a, const Smem& sm, int iters, int n0, int wg,
+                                  float (&total)[ACC]) {
+    const int lane = threadIdx.x % 32;
+    float acc[ACC];
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
+    u32 raw[2][4];
+    if (iters > 0) {
+      mbar_wait(sm.full_bar(0), 0);
+      load_slab_words(sm.b(0), wg, raw);
+    }
+    for (int it = 0; it < iters; ++it) {
+      const int s = it % STAGES;
+      u32 frag[4][4];
+      expand_fragments(raw, frag);
+      const u64 db = sw128_kmajor_desc(sm.a(s));
+      fence_registers(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        wgmma_m64n128k32_e4m3_rs(acc, frag[ks], desc_advance(db, 32 * ks), ks > 0);
+      }
+      wgmma_commit();
+      if (it + 1 < iters) {
+        const int next = (it + 1) % STAGES;
+        mbar_wait(sm.full_bar(next), ((it + 1) / STAGES) & 1);
+        load_slab_words(sm.b(next), wg, raw);
+      }
+      wgmma_wait<0>();
+      fence_registers(acc);
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) fence_registers_u32(frag[ks]);
+      if (lane == 0) mbar_arrive(sm.empty_bar(s));  // this warp no longer reads the stage
+      promote_rows(a, acc, it * BK / Fmt::W_GROUP, n0, wg, total);
+    }
+  }
+
+  // total[4j + 2h + c] is weight row n0 + 64wg + tile_row() + 8h, token m0 + 8j + 2(lane%4) + c:
+  // out[m, n] = total * a_scales[m] (+ bias[n]).
+  HM_DEVICE static void store_t(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
+    const Epilogue<OutT, kEpiScaleNone, false, BIAS> epi{nullptr, nullptr, a.bias};
+    const int t = threadIdx.x % 4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int n = n0 + 64 * wg + tile_row() + 8 * h;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
-          // acc[4j + 2h + c]: column 8j + 2(lane%4) + c, rows +0 / +8 (h)
-          const float ws = column_scale(a, g, n0, j, c);
-          total[4 * j + c] += acc[4 * j + c] * ws;
-          total[4 * j + 2 + c] += acc[4 * j + 2 + c] * ws;
+          const int m = m0 + 8 * j + 2 * t + c;
+          if (m < a.M) {
+            epi.store_one(a.out, a.ldc, a.M, a.N, m, n, total[4 * j + 2 * h + c] * a.a_scales[m],
+                          1.f);
+          }
         }
       }
     }
@@ -172,8 +296,13 @@ struct W4a8WgmmaKernel {
     float total[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) total[i] = 0.f;
-    consume(a, sm, iters, n0, wg - 1, total);
-    store(a, total, m0, n0, wg - 1);
+    if constexpr (Tile::REG_A) {
+      consume_t(a, sm, iters, n0, wg - 1, total);
+      store_t(a, total, m0, n0, wg - 1);
+    } else {
+      consume(a, sm, iters, n0, wg - 1, total);
+      store(a, total, m0, n0, wg - 1);
+    }
   }
 };
 

@@ -142,4 +142,12 @@ HM_DEVICE void wgmma_m64n128k32_e4m3(float (&d)[64], u64 desc_a, u64 desc_b, boo
   HM_WGMMA_M64N128_F32("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", "");
 }
 
+// The same with A from registers: lane l of warp w holds rows 16w + l/4 (a[0], a[2]) and that + 8
+// (a[1], a[3]), K bytes 4(l%4)..+3 (a[0], a[1]) and 16 + 4(l%4)..+3 (a[2], a[3]) of the k32 step:
+// the mma.sync m16n8k32 A fragment per warp (tests/test_wgmma_register_a.py checks it on the GPU).
+HM_DEVICE void wgmma_m64n128k32_e4m3_rs(float (&d)[64], const u32 (&a)[4], u64 desc_b,
+                                        bool accumulate) {
+  HM_WGMMA_M64N128_F32_RS("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", "");
+}
+
 }  // namespace humming
