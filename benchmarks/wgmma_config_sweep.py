@@ -7,6 +7,8 @@ For each point SPEC:NxK:M: the device's chosen config, then every combination of
 values applied to it (fields of the config), each compiled and timed by CUDA-graph replay of 20
 calls on the same packed weights, x and output; cuBLAS fp16 (`x @ w.T`) in the same run as the
 reference ratio. The first combination that equals the chosen config is the baseline of the row.
+`--family NAME` sweeps that family's first candidate instead of the device's choice (a family the
+heuristic does not prefer at this point) and also times the device's choice (`routed_us`).
 """
 
 from __future__ import annotations
@@ -19,16 +21,32 @@ from points import Point, save, with_fields
 from humming_cuda.bench.baselines import cublas_fp16
 from humming_cuda.bench.timing import graph_time_us
 from humming_cuda.device import CudaDevice
+from humming_cuda.kernels import family_named
 
 
-def sweep(device: CudaDevice, text: str, grid: dict[str, list[int]]) -> dict:
+def _time(device: CudaDevice, spec, cfg, cw, x, out) -> float:
+    packed = device.weight_layout(spec, cfg).pack(cw, "cuda")
+    kernel = device.load(device.compile(device.render(spec, cfg)))
+    return graph_time_us(lambda i: kernel(x=x, out=out, **packed), 20)
+
+
+def sweep(device: CudaDevice, text: str, grid: dict[str, list[int]], family: str | None) -> dict:
     point = Point.parse(text)
     spec = point.spec
-    chosen = device.candidates(spec, point.problem)[0]
+    routed = chosen = device.candidates(spec, point.problem)[0]
+    if family and family != routed.family:
+        own = family_named(family).candidates(spec, point.problem, device.caps())
+        if not own:
+            raise SystemExit(f"{text}: the {family} family has no candidate for this point")
+        chosen = own[0]
     cw, x, out = point.tensors()
-    packed = device.weight_layout(spec, chosen).pack(cw, "cuda")
     row = {"point": text, "chosen": chosen.model_dump(mode="json"), "variants": []}
     row["cublas_fp16_us"] = graph_time_us(cublas_fp16(x, point.n, 1), 20)
+    if chosen is not routed:
+        row["routed"] = routed.model_dump(mode="json")
+        row["routed_us"] = _time(device, spec, routed, cw, x, out)
+        print(f"{text:32s} routed to {routed.family} {row['routed_us']:9.1f} us", flush=True)
+    packed = device.weight_layout(spec, chosen).pack(cw, "cuda")
     for values in itertools.product(*grid.values()):
         cfg = with_fields(chosen, dict(zip(grid, values, strict=True)))
         kernel = device.load(device.compile(device.render(spec, cfg)))
@@ -46,11 +64,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("points", nargs="+", help="SPEC:NxK:M")
     parser.add_argument("--set", action="append", default=[], help="field=v1,v2,...")
+    parser.add_argument("--family", help="sweep this family's first candidate")
     parser.add_argument("--out")
     args = parser.parse_args()
     grid = {f: [int(v) for v in vs.split(",")] for f, vs in (s.split("=") for s in args.set)}
     device = CudaDevice()
-    save(args.out, [sweep(device, p, grid) for p in args.points])
+    save(args.out, [sweep(device, p, grid, args.family) for p in args.points])
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@
     compute-sanitizer --tool racecheck python3 scripts/sanitize_kernels.py
 
 Covers split-K (M=1, long K; wna16 and w8a8), N/M/K tails, integer zero points, float zero points,
-MX scales and bf16, and the sm_90a wgmma kernels (wna16_wgmma on a grid large enough to be chosen,
-w8a8_wgmma with its activation quantizer, w4a8_wgmma); the M <= 8 WnA16 cases run the
+MX scales and bf16, and the sm_90a wgmma kernels (wna16_wgmma on grids large enough to be chosen,
+in both forms, w8a8_wgmma with its activation quantizer, w4a8_wgmma); the M <= 8 WnA16 cases run the
 wna16_decode kernels (split-K included at M=1), the others wna16's. Each result is checked against
 the reference so a silent corruption also fails.
 """
@@ -28,6 +28,7 @@ CASES = [  # (preset, act dtype, M, N, K)
     ("W8A16", "bf16", 100, 72, 264),
     ("GGUF_Q4_K", "fp16", 17, 96, 256),
     ("W4A16_G128", "fp16", 300, 3968, 256),
+    ("W8A16", "bf16", 1030, 4100, 320),  # wna16_wgmma's register-A form (2 waves against 3)
     ("W8A8_FP8", "bf16", 200, 264, 384),
     ("W4A8_FP8", "bf16", 200, 264, 384),
     ("W8A8_FP8", "bf16", 1, 520, 4096),  # w8a8 split-K

@@ -60,22 +60,22 @@ def test_configs_mirror_the_header():
     assert "A_BYTES = BM * BK, P_BYTES = BN * BK / 2, STAGE_BYTES = A_BYTES + P_BYTES" in HEADER
     assert "X_BYTES = BN * BK, X_BUFFERS = REG_A ? 0 : 2" in HEADER
     assert "1024 + STAGES * STAGE_BYTES + CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES" in HEADER
-    assert W4a8WgmmaConfig(arch="sm_90a", stages=4).smem_bytes == (
+    assert W4a8WgmmaConfig(arch="sm_90a", stages=4, weights_in_registers=False).smem_bytes == (
         1024 + 4 * (16384 + 8192) + 2 * 2 * 16384 + 64
     )
-    # the out^T form keeps no expanded tiles
-    assert W4a8WgmmaConfig(arch="sm_90a", stages=4, weights_in_registers=True).smem_bytes == (
-        1024 + 4 * (16384 + 8192) + 64
-    )
+    # the out^T form (the default) keeps no expanded tiles
+    assert W4a8WgmmaConfig(arch="sm_90a", stages=4).smem_bytes == (1024 + 4 * (16384 + 8192) + 64)
 
 
-def test_register_a_form_renders_its_tile_and_the_default_is_unchanged():
+def test_register_a_form_is_the_default_and_each_form_renders_its_tile():
     cfg = FAMILY.candidates(presets.W4A8_FP8, LARGE, SM90)[0]
-    assert not cfg.weights_in_registers
-    reg_a = cfg.model_copy(update={"weights_in_registers": True})
-    source = FAMILY.render(presets.W4A8_FP8, reg_a, SM90)
+    assert cfg.weights_in_registers
+    source = FAMILY.render(presets.W4A8_FP8, cfg, SM90)
     assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}, true>" in source.code
-    assert source.name != FAMILY.render(presets.W4A8_FP8, cfg, SM90).name
+    shared = cfg.model_copy(update={"weights_in_registers": False})
+    shared_source = FAMILY.render(presets.W4A8_FP8, shared, SM90)
+    assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}>" in shared_source.code
+    assert source.name != shared_source.name
 
 
 def test_render_bakes_the_code_table_and_the_group():
@@ -83,7 +83,7 @@ def test_render_bakes_the_code_table_and_the_group():
     source = FAMILY.render(presets.W4A8_FP8, cfg, SM90)
     words = ", ".join(f"0x{w:08x}u" for w in table_words(nibble_table("int4", "e4m3", False)))
     assert f"humming::WgmmaW4a8Format<128, {words}>" in source.code
-    assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}>" in source.code
+    assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}, true>" in source.code
     assert re.search(
         rf"HUMMING_W4A8_WGMMA_ENTRY\({source.name}, Fmt, Tile, nv_bfloat16, false\)", source.code
     )
@@ -105,11 +105,14 @@ def test_before_w8a8_and_sharing_its_packed_weights(monkeypatch):
     mine = device.candidates(presets.W4A8_FP8, LARGE)[0]
     decode = device.candidates(presets.W4A8_FP8, GemmProblem(n=4096, k=4096, m=16))[0]
     assert (mine.family, decode.family) == ("w4a8_wgmma", "w8a8")
-    # M 17..64: this family runs it (supports) but the mma.sync kernels are faster there
-    mid = GemmProblem(n=4096, k=4096, m=64)
+    # M 17..64: this family runs it (supports), but the mma.sync kernels are faster on grids of
+    # fewer than 0.45 tiles per SM (6144 columns: 48 tiles on 132 SMs; 8192: 64)
+    mid = GemmProblem(n=6144, k=4096, m=64)
     assert FAMILY.supports(presets.W4A8_FP8, mid, SM90)
     assert not FAMILY.prefers(presets.W4A8_FP8, mid, SM90)
     assert device.candidates(presets.W4A8_FP8, mid)[0].family == "w8a8"
+    wide = GemmProblem(n=8192, k=28672, m=32)
+    assert device.candidates(presets.W4A8_FP8, wide)[0].family == "w4a8_wgmma"
     assert device.candidates(presets.W4A8_FP8, GemmProblem(n=4096, k=4096, m=65))[0].family == (
         "w4a8_wgmma"
     )

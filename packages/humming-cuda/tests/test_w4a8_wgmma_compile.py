@@ -32,8 +32,9 @@ def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
 
 
 @pytest.mark.compile
-def test_register_a_form_compiles_without_spills(monkeypatch, tmp_path):
-    """weights_in_registers (the out^T form) on every format, bias and fp16 / fp32 outputs."""
+def test_shared_memory_form_compiles_without_spills(monkeypatch, tmp_path):
+    """The shared-memory form (weights_in_registers off) on every format, bias and fp16 / fp32
+    outputs."""
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
     units = Units(FAMILY, "sm_90a")
     caps = caps_for_arch("sm_90a")
@@ -41,5 +42,5 @@ def test_register_a_form_compiles_without_spills(monkeypatch, tmp_path):
         for bias, out in ((True, "bf16"), (False, "fp16"), (False, "fp32")):
             spec = make_w4_spec(*fmt, bias=bias, out=out)
             cfg = FAMILY.candidates(spec, GemmProblem(*SHAPE, m=256), caps)[0]
-            units.add(spec, cfg.model_copy(update={"weights_in_registers": True}))
+            units.add(spec, cfg.model_copy(update={"weights_in_registers": False}))
     check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "prmt.b32"))

@@ -79,7 +79,9 @@ def test_configs_mirror_the_header():
 
 
 def test_render_instantiates_one_entry_with_the_spec_arguments():
+    """The shared-memory form (the register-A form's render: test_wna16_wgmma_compile.py)."""
     cfg = FAMILY.candidates(presets.W4A16_G128, LARGE, SM90)[0]
+    cfg = cfg.model_copy(update={"weights_in_registers": False})
     source = FAMILY.render(presets.W4A16_G128, cfg, SM90)
     assert source.arch == "sm_90a"
     assert '#include "humming/kernel/wna16_wgmma.cuh"' in source.code
@@ -230,3 +232,24 @@ def test_tiles_are_grouped_only_when_the_weights_overflow_l2(n, k, group_m):
     problem = GemmProblem(n=n, k=k, m=4096)
     configs = FAMILY.candidates(presets.W4A16_G128, problem, SM90)
     assert configs and {c.group_m for c in configs} == {group_m}
+
+
+@pytest.mark.parametrize(
+    "n, k, m, registers",
+    [
+        (57344, 8192, 256, True),  # 4 register-form waves (x1.4) against 7
+        (8192, 28672, 512, True),  # 1 against 2
+        (6144, 4096, 512, True),
+        (8192, 28672, 256, False),  # one wave either way: the smaller tile is cheaper
+        (4096, 14336, 512, False),
+        (4096, 14336, 1024, True),
+    ],
+)
+def test_register_form_where_its_waves_finish_first(n, k, m, registers):
+    """The H200 points behind RS_TILE_COST: the heuristic's first config takes the register-A
+    form (producer warpgroup, 4 fragment buffers) exactly where it measured faster."""
+    spec = presets.W4A16_G128
+    cfg = FAMILY.candidates(spec, GemmProblem(n=n, k=k, m=m, act_dtype="fp16"), SM90)[0]
+    assert cfg.weights_in_registers == registers
+    if registers:
+        assert cfg.rs_producer and cfg.rs_frag_buffers == 4 and cfg.threads == 384

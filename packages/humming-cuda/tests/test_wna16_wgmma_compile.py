@@ -85,8 +85,8 @@ def _register_a_units() -> Units:
             problem = GemmProblem(N, K, m=1024, act_dtype=act)
             for cfg in FAMILY.candidates(spec, problem, units.caps):
                 units.add(spec, cfg.model_copy(update={"weights_in_registers": True}))
-                producer = {"rs_producer": True, "rs_frag_buffers": 4}
-                units.add(spec, cfg.model_copy(update={"weights_in_registers": True, **producer}))
+                thread0 = {"rs_producer": False, "rs_frag_buffers": 2}
+                units.add(spec, cfg.model_copy(update={"weights_in_registers": True, **thread0}))
     return units
 
 

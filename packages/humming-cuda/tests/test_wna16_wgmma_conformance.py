@@ -97,10 +97,11 @@ def test_deeper_ring_matches_reference(case: Case, device, kernels):
     _check(case, device, config, kernel)
 
 
-# the register-A form as thread 0 feeds it, and with a producer warpgroup and 4 fragment buffers
+# the register-A form as the heuristic builds it (a producer warpgroup, 4 fragment buffers), and
+# as thread 0 feeds it with 2 fragment buffers in turn
 RS_FORMS = {
     "rs": {"weights_in_registers": True},
-    "rs-producer-4buf": {"weights_in_registers": True, "rs_producer": True, "rs_frag_buffers": 4},
+    "rs-thread0-2buf": {"weights_in_registers": True, "rs_producer": False, "rs_frag_buffers": 2},
 }
 
 

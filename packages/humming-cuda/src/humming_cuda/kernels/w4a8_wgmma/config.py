@@ -2,8 +2,8 @@
 
 The tile is fixed by the kernel's structure (include/humming/kernel/w4a8_wgmma.cuh): two consumer
 warpgroups of 64 rows, one wgmma m64n128k32 column block, 128-deep stages (one slab of the W4A8
-layout). Each stage holds the A tile and the packed 4-bit slab; each consumer warpgroup expands the
-slab into one of its two e4m3 tiles.
+layout). Each stage holds the A tile and the packed 4-bit slab; each consumer warpgroup expands its
+rows of the slab in registers (the default out^T form) or into one of its two e4m3 tiles.
 """
 
 from __future__ import annotations
@@ -25,9 +25,13 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
 
     family: Literal["w4a8_wgmma"] = "w4a8_wgmma"
     stages: int = Field(4, ge=2, le=8)
-    # The out^T form: weights as wgmma's register A operand (expanded in registers, no expanded
-    # tiles in shared memory), activations as its B operand. Not verified on hardware yet.
-    weights_in_registers: bool = False
+    # The out^T form (default): weights as wgmma's register A operand, expanded in registers (no
+    # expanded tiles in shared memory), activations as its B operand. False: the shared-memory form,
+    # each consumer expanding the slab into an e4m3 tile for a smem x smem wgmma. H200, same run
+    # (2026-11-30, wgmma_config_sweep): the register form took 230 / 3237 / 1610 / 33 us where the
+    # shared-memory form took 543 / 7772 / 3756 / 73 us (W4A8_FP8 4096x14336 M=1024, 8192x28672
+    # M=4096, 57344x8192 M=1024, 6144x4096 M=256).
+    weights_in_registers: bool = True
 
     @property
     def stage_bytes(self) -> int:

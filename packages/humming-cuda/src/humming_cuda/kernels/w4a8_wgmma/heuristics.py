@@ -3,7 +3,8 @@ M > 16), and its configs.
 
 Decode-size M (<= 16) stays with the mma.sync W8A8 family (its W4A8 kernels read the same packed
 weights), so `supports` refuses it with a reason and CudaDevice moves on; up to M = 64 this family
-runs when asked but does not `prefer` it, so the device routes those M to the mma.sync kernels too.
+`prefers` only grids of enough 128-column tiles, and the device routes the rest to the mma.sync
+kernels too.
 """
 
 from __future__ import annotations
@@ -15,16 +16,19 @@ from ..act_quant import unsupported_reason
 from ..w8a8.config import W8a8Format
 from ..w8a8_wgmma.heuristics import MIN_M, WGMMA_FORM
 from ..wgmma_tile import arch_reason, fitting_configs, problem_reason
-from .config import BLOCK_K, W4a8WgmmaConfig
+from ..wna16.heuristics import DEFAULT_SMS
+from .config import BLOCK_K, BLOCK_N, W4a8WgmmaConfig
 
 WEIGHTS = ("int4", "e2m1")  # 4-bit codes whose every value is exact in e4m3
 STAGE_CHOICES = (4, 6)
-# H200, `humming bench --suite act8` (two runs of 2026-11-29 whose cuBLASLt columns agree within
-# 5%): at M = 32 and 64 this kernel took 74 / 247 / 530 / 470 us on the four KERNELS.md layers,
-# the mma.sync W4A8 kernels 47 / 150-152 / 429-451 / 294-301 us; from M = 256 this one is ~2x
-# faster (917 vs 1814 us at 57344x8192). Its time is flat in M up to 128: the per-weight 4-to-8-bit
-# expansion, not the MMAs, bounds it there.
+# H200, benchmarks/family_compare.py (same run, 2026-11-30), the register-A form against the
+# mma.sync W4A8 kernels at M = 32 / 64 / 128, in us: 4096x14336 (32 N tiles) 110 / 111 / 113 vs
+# 67 / 70 / 227; 6144x4096 (48) 37 / 37 / 39 vs 34 / 35 / 69; 8192x28672 (64) 220 / 215 / 223 vs
+# 234 / 244 / 464; 57344x8192 (448) 257 / 249 / 254 vs 431 / 452 / 940. The time is flat in M up
+# to 128 (one M tile), so from M = 65 this family wins on every layer, and below it where the
+# grid has 0.45 tiles per SM or more.
 PREFER_MIN_M = 65
+SMALL_M_MIN_TILES_PER_SM = 0.45
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -74,5 +78,8 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
 
 
 def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
-    """Take M from PREFER_MIN_M; below it the mma.sync w8a8 kernels are faster (see above)."""
-    return (problem.m or 0) >= PREFER_MIN_M
+    """Take M from PREFER_MIN_M, and smaller M on grids of SMALL_M_MIN_TILES_PER_SM (see above)."""
+    if (problem.m or 0) >= PREFER_MIN_M:
+        return True
+    tiles = -(-problem.n // BLOCK_N)  # one 128-row M tile
+    return tiles >= SMALL_M_MIN_TILES_PER_SM * (caps.sm_count or DEFAULT_SMS)
