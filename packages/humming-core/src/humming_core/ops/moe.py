@@ -8,6 +8,7 @@ second reads the [M*top_k, I] intermediate with top_k = 1 and multiplies by the 
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import torch
@@ -100,40 +101,24 @@ class PreparedMoe(PreparedLayer):
             )
         if rows:
             self._calls[bucket_of(rows)](
-                x.contiguous(),
-                out,
-                sorted_token_ids,
-                expert_ids,
-                num_tokens_post_padded,
-                top_k,
-                block_size,
-                topk_weights,
+                x=x.contiguous(),
+                out=out,
+                sorted_token_ids=sorted_token_ids,
+                expert_ids=expert_ids,
+                num_tokens_post_padded=num_tokens_post_padded,
+                top_k=top_k,
+                block_size=block_size,
+                topk_weights=topk_weights,
             )
         return out
 
 
 def _bind_moe_weights(kernel: Kernel, packed: dict[str, torch.Tensor]) -> Any:
-    """`call(x, out, sorted_token_ids, expert_ids, num_tokens_post_padded, top_k, block_size,
-    topk_weights)` with this layer's packed weights bound: the kernel's own `prepare(**packed)`
-    when it has one (a kernel that keeps a checked argument template), else a forwarding call."""
+    """The kernel's call with this layer's packed weights bound (the keywords of PreparedMoe.run's
+    call): the kernel's own `prepare(**packed)` when it has one (a kernel that keeps a checked
+    argument template), else the kernel with the weights as fixed keywords."""
     prepare = getattr(kernel, "prepare", None)
-    if prepare is not None:
-        return prepare(**packed)
-
-    def call(x, out, sorted_token_ids, expert_ids, num_tokens_post_padded, top_k, block_size, tw):
-        kernel(
-            x=x,
-            out=out,
-            sorted_token_ids=sorted_token_ids,
-            expert_ids=expert_ids,
-            num_tokens_post_padded=num_tokens_post_padded,
-            top_k=top_k,
-            block_size=block_size,
-            topk_weights=tw,
-            **packed,
-        )
-
-    return call
+    return prepare(**packed) if prepare is not None else functools.partial(kernel, **packed)
 
 
 def moe_gemm(

@@ -12,12 +12,11 @@ argument.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import torch
 
-from ...launch import ParamBlock
+from ...launch import ThreadParams
 from ..moe_bind import MAX_GRID_Y, launch_blocks
 from .bind import _OUT, MoeWna16Kernel
 
@@ -46,9 +45,8 @@ class MoeWna16Call:
         self.device_index = kernel.function.device_index
         self.block = (kernel.config.threads, 1, 1)
         self.block_m = kernel.config.block_m
-        self.template: list | None = None  # set by the first fully checked call
+        self.template: ThreadParams | None = None  # set by the first fully checked call
         self.k = self.n_out = self.grid_n = -1
-        self._local = threading.local()
 
     def __call__(
         self,
@@ -113,7 +111,7 @@ class MoeWna16Call:
         if not fast:
             self._checked_call(values)
             return
-        params = self._params()
+        params = self.template.block()
         struct = params.struct
         struct.x, struct.out, struct.lda, struct.ldc = x.data_ptr(), out.data_ptr(), lda, ldc
         struct.topk_weights = 0 if topk_weights is None else topk_weights.data_ptr()
@@ -132,13 +130,4 @@ class MoeWna16Call:
         if self.template is None:
             self.k, self.n_out = dims["K"], dims["NOUT"]
             self.grid_n = -(-dims["N"] // kernel.config.block_n)
-            self.template = params
-
-    def _params(self) -> ParamBlock:
-        try:
-            return self._local.params
-        except AttributeError:  # first launch on this thread: its own block, from the template
-            params = ParamBlock(self.kernel.signature.ctypes, self.kernel.signature.names)
-            params.fill(self.template)
-            self._local.params = params
-            return params
+            self.template = ThreadParams(kernel.signature.ctypes, kernel.signature.names, params)
