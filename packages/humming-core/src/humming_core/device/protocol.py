@@ -105,9 +105,11 @@ class Kernel(Protocol):
     kernels also get `sorted_token_ids, expert_ids, num_tokens_post_padded, top_k, block_size,
     topk_weights`. Kernels write `out` in place and reject keywords they do not take.
 
-    Optional, for dense kernels: `kernel.prepare(**packed) -> call`, with `call(x, out, **extra)`
-    equal to `kernel(x=x, out=out, **extra, **packed)`; it lets a kernel check the weights and
-    build its launch arguments once per layer instead of on every call (PreparedGemm uses it).
+    Optional: `kernel.prepare(**packed) -> call`; it lets a kernel check the weights and build its
+    launch arguments once per layer instead of on every call. For dense kernels
+    `call(x, out, **extra)` equals `kernel(x=x, out=out, **extra, **packed)` (PreparedGemm uses
+    it); for MoE kernels `call(**values)` with the keywords above equals
+    `kernel(**values, **packed)` (PreparedMoe uses it).
     """
 
     name: str
