@@ -24,10 +24,14 @@ from humming_cuda.device import CudaDevice
 from humming_cuda.kernels import family_named
 
 
-def _time(device: CudaDevice, spec, cfg, cw, x, out) -> float:
-    packed = device.weight_layout(spec, cfg).pack(cw, "cuda")
+def _time(device: CudaDevice, spec, cfg, packed: dict, x, out) -> float:
+    """`cfg`'s kernel compiled and timed by CUDA-graph replay of 20 calls on `packed`."""
     kernel = device.load(device.compile(device.render(spec, cfg)))
     return graph_time_us(lambda i: kernel(x=x, out=out, **packed), 20)
+
+
+def _pack(device: CudaDevice, spec, cfg, cw) -> dict:
+    return device.weight_layout(spec, cfg).pack(cw, "cuda")
 
 
 def sweep(device: CudaDevice, text: str, grid: dict[str, list[int]], family: str | None) -> dict:
@@ -44,13 +48,12 @@ def sweep(device: CudaDevice, text: str, grid: dict[str, list[int]], family: str
     row["cublas_fp16_us"] = graph_time_us(cublas_fp16(x, point.n, 1), 20)
     if chosen is not routed:
         row["routed"] = routed.model_dump(mode="json")
-        row["routed_us"] = _time(device, spec, routed, cw, x, out)
+        row["routed_us"] = _time(device, spec, routed, _pack(device, spec, routed, cw), x, out)
         print(f"{text:32s} routed to {routed.family} {row['routed_us']:9.1f} us", flush=True)
-    packed = device.weight_layout(spec, chosen).pack(cw, "cuda")
+    packed = _pack(device, spec, chosen, cw)  # one layout for every variant of the chosen config
     for values in itertools.product(*grid.values()):
         cfg = with_fields(chosen, dict(zip(grid, values, strict=True)))
-        kernel = device.load(device.compile(device.render(spec, cfg)))
-        us = graph_time_us(lambda i, kernel=kernel: kernel(x=x, out=out, **packed), 20)
+        us = _time(device, spec, cfg, packed, x, out)
         row["variants"].append({**dict(zip(grid, values, strict=True)), "us": us})
         print(
             f"{text:32s} {dict(zip(grid, values, strict=True))} {us:9.1f} us  "

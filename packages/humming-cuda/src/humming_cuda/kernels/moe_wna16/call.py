@@ -17,10 +17,10 @@ from typing import Any
 import torch
 
 from ...launch import ThreadParams
+from ..common_bind import OUT_DTYPES
 from ..moe_bind import MAX_GRID_Y, launch_blocks
-from .bind import _OUT, MoeWna16Kernel
-
-_ACT = {"fp16": torch.float16, "bf16": torch.bfloat16}
+from ..wna16.bind import _ACT
+from .bind import MoeWna16Kernel
 
 
 def _ids_ok(t: Any, device_index: int) -> bool:
@@ -41,7 +41,7 @@ class MoeWna16Call:
     def __init__(self, kernel: MoeWna16Kernel, packed: dict[str, torch.Tensor]) -> None:
         self.kernel = kernel
         self.packed = dict(packed)  # holds the weights alive: the template points at them
-        self.act, self.out_dtype = _ACT[kernel.fmt.act], _OUT[kernel.fmt.out]
+        self.act, self.out_dtype = _ACT[kernel.fmt.act], OUT_DTYPES[kernel.fmt.out]
         self.device_index = kernel.function.device_index
         self.block = (kernel.config.threads, 1, 1)
         self.block_m = kernel.config.block_m
@@ -106,10 +106,9 @@ class MoeWna16Call:
             )
         except (AttributeError, TypeError, ValueError):  # not 2-D tensors: the full check says so
             fast = False
-        values = {"x": x, "out": out, **routing, "top_k": top_k, "block_size": block_size}
-        values["topk_weights"] = topk_weights
         if not fast:
-            self._checked_call(values)
+            values = {"x": x, "out": out, **routing, "top_k": top_k, "block_size": block_size}
+            self._checked_call({**values, "topk_weights": topk_weights})
             return
         params = self.template.block()
         struct = params.struct

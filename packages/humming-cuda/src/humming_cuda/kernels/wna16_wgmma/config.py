@@ -4,7 +4,8 @@ Two forms, both with 64-deep K steps (128 bytes of 16-bit activations: one 128B-
 - shared-memory B (include/humming/kernel/wna16_wgmma.cuh): a producer and two consumer
   warpgroups of 64 rows over a 128 (M) x 128 (N) tile, the dequantized weights written to smem;
 - `weights_in_registers` (wna16_wgmma_rs.cuh): the weights are wgmma's register A operand, two
-  warpgroups over 256 (N) x 128 (M), codes and scales streamed through the ring with x.
+  consumer warpgroups over 256 (N) x 128 (M), codes and scales streamed through the ring with x
+  by a producer warpgroup (`rs_producer`, the default) or by consumer thread 0.
 The depth of the ring varies.
 """
 
@@ -49,7 +50,8 @@ class WgmmaWna16Config(WgmmaTileConfig):
 
     @property
     def threads(self) -> int:
-        """The register-A form has no producer warpgroup (its thread 0 issues the copies)."""
+        """The register-A form adds a producer warpgroup only with `rs_producer` (else consumer
+        thread 0 issues the copies)."""
         if self.weights_in_registers:
             return 128 * (3 if self.rs_producer else 2)
         return super().threads
