@@ -8,9 +8,12 @@
 //
 // CTA: 3 warpgroups over a 128 x 128 tile. Warpgroup 0 is the producer: one thread streams A
 // (128 x 128 bytes, 128B swizzle) and the packed W slab (128 rows x 64 bytes, no swizzle) of every
-// stage through a `STAGES`-deep mbarrier ring. Warpgroups 1 and 2 (rows 0-63 and 64-127) each
-// expand the slab through the 16-entry code table (humming/datatype/nibble8.cuh; every int4 and
-// E2M1 value is exact in e4m3) into their own 128B-swizzled K-major e4m3 tile, alternating two
+// stage through a `STAGES`-deep mbarrier ring. In the out^T form (Tile::REG_A, the configs'
+// default; consume_t below) each consumer thread expands its two weight rows of the slab straight
+// into wgmma's register A fragments, the A tile being wgmma's B operand. Otherwise warpgroups 1
+// and 2 (rows 0-63 and 64-127) each expand the slab through the 16-entry code table
+// (humming/datatype/nibble8.cuh; every int4 and E2M1 value is exact in e4m3) into their own
+// 128B-swizzled K-major e4m3 tile, alternating two
 // buffers, synchronise on their own named barrier, then run 4 wgmma m64n128k32 and promote the
 // block's fp32 sum into the totals times its group's weight scale per column, as the W4A8
 // mma.sync kernels do. Per-token / static activation scales and bias are applied in the epilogue. Tails: TMA zero-fills A rows past M and K

@@ -9,19 +9,22 @@
 // plus one read per warpgroup) and the packed codes, about 60 KB per 256 x 128 x 64 step (twice
 // the work).
 //
-// CTA: 2 warpgroups over 256 weight columns (N) x 128 activation rows (M), 64 K per step. Thread 0
-// also streams, per step, x's 128 x 64 tile (TMA, 128B swizzle: the K-major B operand of wgmma
-// m64n128k16), the 4 x 4 layout tiles (64 N x 16 K) of packed codes and the step's group-scale /
-// zero-point rows (bulk copies) through a `STAGES`-deep mbarrier ring, refilling a stage once
-// every warp has released it. There is no producer warp: with one, 9 warps put 3 on one SM
-// sub-partition, whose 16K registers then cap each thread at 168, too few for the 128
-// accumulators plus two slices' fragments in flight (ptxas serializes the wgmmas, C7512). Warp w of warpgroup v owns layout-tile column w (weight columns
+// CTA: 2 consumer warpgroups over 256 weight columns (N) x 128 activation rows (M), 64 K per step.
+// Per step, x's 128 x 64 tile (TMA, 128B swizzle: the K-major B operand of wgmma m64n128k16), the
+// 4 x 4 layout tiles (64 N x 16 K) of packed codes and the step's group-scale / zero-point rows
+// (bulk copies) stream through a `STAGES`-deep mbarrier ring, a stage refilled once every warp has
+// released it. Tile::PRODUCER (the heuristic's choice) issues the copies from a third warpgroup
+// that hands its registers to the consumers (setmaxnreg 40 / 232): without setmaxnreg, 12 warps
+// would cap each thread at 168 registers, too few for the 128 accumulators plus the fragments in
+// flight (ptxas serializes the wgmmas, C7512). Without PRODUCER, consumer thread 0 issues them
+// (8 warps, 255 registers each). Warp w of warpgroup v owns layout-tile column w (weight columns
 // n0 + 64w ..) and, of each lane's 16 code pairs, the eight of columns 8j + lane/4 with j in
 // 4v .. 4v+3 (the wna16 layout, humming/memory/bitplanes.cuh). Per 16-deep K slice it dequantizes
 // them (humming/datatype/dequant.cuh, as the wna16 kernels do) straight into two A fragments and
 // issues two wgmma m64n128k16, whose rows 16w + lane/4 (+8) are therefore weight columns
 // n0 + 64w + 8(4v + 2i (+1)) + lane/4 of wgmma i: a permutation of N that only the epilogue sees.
-// Fragments are double-buffered: slice s+1 is dequantized while the tensor cores run slice s.
+// Fragments are buffered (Tile::FRAG_BUFS): slice s+1 is dequantized while the tensor cores run
+// slice s.
 // The epilogue scales each column, converts, and transposes through shared memory (the ring's
 // space) into coalesced 16-byte row stores.
 // Tails: TMA zero-fills x past M and K; layout tiles past the padded N or K are neither copied nor
