@@ -48,11 +48,11 @@ __device__ void store_d(float* out, const float (&d)[64]) {
 }
 
 __device__ u32 word(const unsigned char* p) { return *reinterpret_cast<const u32*>(p); }
-}  // namespace
 
-// A [64][128] e4m3, B [128][128] e4m3 (K-major rows), out [64][128] fp32: four k32 steps.
-extern "C" __global__ void __launch_bounds__(128) probe_e4m3(const unsigned char* a,
-                                                              const unsigned char* b, float* out) {
+// A [64][128 bytes] (K-major rows), B [128][128 bytes], out [64][128] fp32: four steps of 32 bytes
+// of K each (k32 of e4m3, k16 of fp16) through MMA, the register-A wrapper under test.
+template <void (*MMA)(float (&)[64], const u32 (&)[4], u64, bool)>
+__device__ void probe(const unsigned char* a, const unsigned char* b, float* out) {
   __shared__ alignas(1024) unsigned char b_s[128 * 128];
   stage_b(b_s, b);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -69,37 +69,22 @@ extern "C" __global__ void __launch_bounds__(128) probe_e4m3(const unsigned char
   for (int i = 0; i < 64; ++i) d[i] = 0.f;
   const u64 desc = sw128_kmajor_desc(smem_addr(b_s));
   wgmma_fence();
-  for (int ks = 0; ks < 4; ++ks) wgmma_m64n128k32_e4m3_rs(d, frag[ks], desc_advance(desc, 32 * ks), ks > 0);
+  for (int ks = 0; ks < 4; ++ks) MMA(d, frag[ks], desc_advance(desc, 32 * ks), ks > 0);
   wgmma_commit();
   wgmma_wait<0>();
   fence_registers(d);
   store_d(out, d);
 }
+}  // namespace
 
-// A [64][64] fp16, B [128][64] fp16 (K-major rows of 128 bytes), out [64][128] fp32: four k16 steps.
+extern "C" __global__ void __launch_bounds__(128) probe_e4m3(const unsigned char* a,
+                                                              const unsigned char* b, float* out) {
+  probe<wgmma_m64n128k32_e4m3_rs>(a, b, out);
+}
+
 extern "C" __global__ void __launch_bounds__(128) probe_f16(const unsigned char* a,
                                                              const unsigned char* b, float* out) {
-  __shared__ alignas(1024) unsigned char b_s[128 * 128];
-  stage_b(b_s, b);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const unsigned char* r0 = a + (16 * warp + g) * 128;
-  const unsigned char* r8 = r0 + 8 * 128;
-  u32 frag[4][4];
-  for (int ks = 0; ks < 4; ++ks) {  // 2 bytes per element: k16 step = 32 bytes
-    frag[ks][0] = word(r0 + 32 * ks + 4 * t);
-    frag[ks][1] = word(r8 + 32 * ks + 4 * t);
-    frag[ks][2] = word(r0 + 32 * ks + 16 + 4 * t);
-    frag[ks][3] = word(r8 + 32 * ks + 16 + 4 * t);
-  }
-  float d[64];
-  for (int i = 0; i < 64; ++i) d[i] = 0.f;
-  const u64 desc = sw128_kmajor_desc(smem_addr(b_s));
-  wgmma_fence();
-  for (int ks = 0; ks < 4; ++ks) wgmma_m64n128k16_f16_rs(d, frag[ks], desc_advance(desc, 32 * ks), ks > 0);
-  wgmma_commit();
-  wgmma_wait<0>();
-  fence_registers(d);
-  store_d(out, d);
+  probe<wgmma_m64n128k16_f16_rs>(a, b, out);
 }
 """
 

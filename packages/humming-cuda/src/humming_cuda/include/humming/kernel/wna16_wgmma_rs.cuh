@@ -359,16 +359,6 @@ struct Wna16WgmmaRsKernel {
 
 }  // namespace humming
 
-// The C entry point every rendered translation unit of this form instantiates (parameters as
-// HUMMING_WNA16_WGMMA_ENTRY's, humming_cuda.kernels.wna16_wgmma.bind.signature).
-#define HUMMING_WNA16_WGMMA_RS_ENTRY(NAME, FMT, TILE, ACT, OUT, BIAS)                             \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                          \
-      const __grid_constant__ humming::TmaDescriptor tmap_x, const humming::u32* qweight,       \
-      const ACT* scales, const ACT* zeros, const float* channel_scale,                          \
-      const float* global_scale, const float* bias, OUT* out, int M, int N, int K, int ldc,     \
-      int n_pad, int k_tiles, int group_shift) {                                                \
-    using Kern = humming::Wna16WgmmaRsKernel<FMT, TILE, ACT, OUT, BIAS>;                        \
-    Kern::run(tmap_x, typename Kern::Args{qweight, scales, zeros, channel_scale, global_scale,  \
-                                          bias, out, M, N, K, ldc, n_pad, k_tiles,              \
-                                          group_shift});                                        \
-  }
+// The entry every rendered register-A-form translation unit instantiates (the same parameters).
+#define HUMMING_WNA16_WGMMA_RS_ENTRY(NAME, FMT, TILE, ACT, OUT, BIAS) \
+  HM_WNA16_WGMMA_ENTRY_OF(humming::Wna16WgmmaRsKernel, NAME, FMT, TILE, ACT, OUT, BIAS)

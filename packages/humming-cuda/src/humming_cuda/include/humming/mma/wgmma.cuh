@@ -74,66 +74,44 @@ HM_DEVICE void fence_registers_u32(u32 (&r)[4]) {
   for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
 
-// The body of an m64n128 wgmma with fp32 accumulators in `float (&d)[64]`, operands from the smem
-// descriptors `desc_a` / `desc_b`, and `accumulate` (false: scale-d = 0 overwrites d). `INSTR` is
-// the instruction, `TAIL` what follows its scale-a / scale-b immediates (the transposes of 16-bit
-// operands). A macro because asm text must be a string literal: every m64n128 form shares the 64
-// accumulator operands written out once here.
+// The 64 accumulator operands of an m64n128 wgmma with fp32 accumulators in `float (&d)[64]`:
+// their placeholders %0..%63, then the asm output list. Macros because asm text must be a string
+// literal; every m64n128 form shares them.
+#define HM_WGMMA_D64_TEXT                                                                       \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                      \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "            \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "            \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define HM_WGMMA_D64_OUTPUTS                                                                    \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),           \
+  "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),       \
+  "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),    \
+  "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),    \
+  "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),    \
+  "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),    \
+  "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),    \
+  "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),    \
+  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),    \
+  "+f"(d[63])
+
+// The body of an m64n128 wgmma with operands from the smem descriptors `desc_a` / `desc_b`, and
+// `accumulate` (false: scale-d = 0 overwrites d). `INSTR` is the instruction, `TAIL` what follows
+// its scale-a / scale-b immediates (the transposes of 16-bit operands).
 #define HM_WGMMA_M64N128_F32(INSTR, TAIL)                                                       \
-  asm volatile(                                                                                 \
-      "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n " INSTR " {"                                \
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                  \
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "        \
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "        \
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"          \
-      "}, %64, %65, p, 1, 1" TAIL ";\n}"                                                        \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]),                                         \
-        "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                                         \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),                                       \
-        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),                                     \
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),                                     \
-        "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),                                     \
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),                                     \
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),                                     \
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),                                     \
-        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),                                     \
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),                                     \
-        "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),                                     \
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]),                                     \
-        "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),                                     \
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),                                     \
-        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])                                      \
-      : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)))
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n " INSTR " {" HM_WGMMA_D64_TEXT      \
+               "}, %64, %65, p, 1, 1" TAIL ";\n}"                                               \
+               : HM_WGMMA_D64_OUTPUTS                                                           \
+               : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)))
 
 // The same with A from registers (`const u32 (&a)[4]`, the warp's 16 rows; A has no transpose
 // immediate then, so `TAIL` carries at most trans-b). The registers must stay unchanged until the
 // wgmma reading them has completed (wgmma_wait).
 #define HM_WGMMA_M64N128_F32_RS(INSTR, TAIL)                                                    \
-  asm volatile(                                                                                 \
-      "{\n .reg .pred p;\n setp.ne.b32 p, %69, 0;\n " INSTR " {"                                \
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                  \
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "        \
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "        \
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"          \
-      "}, {%64, %65, %66, %67}, %68, p, 1, 1" TAIL ";\n}"                                       \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]),                                         \
-        "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                                         \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),                                       \
-        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),                                     \
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),                                     \
-        "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),                                     \
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),                                     \
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),                                     \
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),                                     \
-        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),                                     \
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),                                     \
-        "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),                                     \
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]),                                     \
-        "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),                                     \
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),                                     \
-        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])                                      \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b),                                \
-        "r"(static_cast<int>(accumulate)))
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %69, 0;\n " INSTR " {" HM_WGMMA_D64_TEXT      \
+               "}, {%64, %65, %66, %67}, %68, p, 1, 1" TAIL ";\n}"                              \
+               : HM_WGMMA_D64_OUTPUTS                                                           \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b),                       \
+                 "r"(static_cast<int>(accumulate)))
 
 // d[64x128] (+)= A[64x32] * B[128x32]^T, e4m3 x e4m3 -> fp32, both K-major in smem. Lane l of warp
 // w holds d[4j + 0/1] = row 16w + l/4, columns 8j + 2(l%4) + 0/1, and d[4j + 2/3] = row + 8.
