@@ -243,8 +243,8 @@ def test_sorted_operands_feed_a_grouped_gemm():
 
 
 def test_moe_twins_run_on_their_own_weights():
-    """moe.twins clones packed weights instead of packing anew: valid only while PreparedMoe.run
-    reads `layer.packed` on every call, which this checks (on the reference device)."""
+    """moe.twins clones packed weights instead of packing anew (PreparedMoe.with_weights): each
+    twin runs on its own clone (on the reference device)."""
     from humming_core.numerics import quantize_weight
     from humming_core.ops import PreparedMoe, moe_align
 

@@ -10,56 +10,15 @@ device).
 
 from __future__ import annotations
 
-import ctypes
-
 import pytest
 import torch
+from fake_launch import FakeFunction, Recorder, cuda
 
 from humming_core.spec import W4A16_G128
 from humming_cuda.kernels.wna16 import bind
 from humming_cuda.kernels.wna16.config import Wna16Config
 
 N, K, GROUP = 128, 256, 128
-
-
-class OnCuda(torch.Tensor):
-    __torch_function__ = torch._C._disabled_torch_function_impl
-    is_cuda = True
-
-    def get_device(self) -> int:
-        return 0
-
-
-def cuda(t: torch.Tensor) -> torch.Tensor:
-    return t.as_subclass(OnCuda)
-
-
-class FakeFunction:
-    symbol = "humming_wna16_test"
-    device_index = 0
-    max_dynamic_smem = 1 << 20
-
-    def __init__(self) -> None:
-        self.meta: dict = {}
-
-    def reserve_smem(self, nbytes: int) -> None:
-        pass
-
-
-class Recorder:
-    """Stands in for Launcher: records (grid, block, smem, parameter values) per launch."""
-
-    def __init__(self, ctypes_list) -> None:
-        self.ctypes = ctypes_list
-        self.launches: list[tuple] = []
-
-    def __call__(self, grid, block, params, smem=0, stream=None) -> None:
-        self.launches.append((tuple(grid), tuple(block), smem, list(params)))
-
-    def launch(self, grid, block, smem, address, stream=None) -> None:
-        pointers = (ctypes.c_void_p * len(self.ctypes)).from_address(address)
-        values = [t.from_address(p).value for t, p in zip(self.ctypes, pointers, strict=True)]
-        self.launches.append((tuple(grid), tuple(block), smem, values))
 
 
 def make_kernel(split_k: int = 1) -> bind.Wna16Kernel:

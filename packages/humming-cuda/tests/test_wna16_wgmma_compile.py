@@ -1,6 +1,7 @@
-"""Every WnA16-wgmma configuration the heuristics return compiles for sm_90a without spills, and
-its PTX really uses the Hopper paths (wgmma.mma_async on 16-bit operands, cp.async.bulk.tensor,
-mbarrier expect_tx): a fallback to ordinary loads or MMAs would still compile but not be this kernel.
+"""Every WnA16-wgmma configuration the heuristics return (both forms) compiles for sm_90a without
+spills, and its PTX really uses the Hopper paths (wgmma.mma_async on 16-bit operands,
+cp.async.bulk.tensor, mbarrier expect_tx): a fallback to ordinary loads or MMAs would still compile
+but not be this kernel.
 
 Units: every integer format of the wna16 matrix (activation type alternating) x every candidate
 over the M buckets >= 128 (group 128, bias, output = activation type), plus per-channel scales with
@@ -30,9 +31,10 @@ PTX_NEEDS = (
     "wgmma.mma_async.sync.aligned.m64n128k16.f32.",
     "cp.async.bulk.tensor.2d",
     "mbarrier.arrive.expect_tx",
-    "fence.proxy.async.shared::cta",
     "wgmma.wait_group",
 )
+# the shared-memory form writes its dequantized tiles with generic stores that wgmma then reads
+SMEM_FORM_PTX = "fence.proxy.async.shared::cta"
 
 
 def _units() -> Units:
@@ -58,9 +60,14 @@ def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
     units = _units()
     assert len(units) >= 2 * len(INTEGER_FORMATS)  # formats differing only in scale dtype share
+    register_form = 0
     for spec, cfg, artifact in units.compile(workers=4):
         assert_fits_registers(artifact, cfg.threads, f"{spec.weight} {spec.act} {cfg}")
-    for text in dumped_ptx(tmp_path, units, PTX_NEEDS):
+        register_form += cfg.weights_in_registers
+    assert 0 < register_form < len(units)  # the heuristic takes both forms over these M buckets
+    texts = dumped_ptx(tmp_path, units, PTX_NEEDS)
+    assert sum(SMEM_FORM_PTX in text for text in texts) == len(units) - register_form
+    for text in texts:
         act = "bf16" if ".bf16.bf16" in text else "f16"
         assert f"m64n128k16.f32.{act}.{act}" in text
 

@@ -63,6 +63,24 @@ class ParamBlock:
         return self.address
 
 
+class ThreadParams:
+    """A prepared call's parameter blocks: one per thread, each filled from the same template (the
+    fully checked first call's values) and then patched by that thread's calls."""
+
+    def __init__(self, ctypes_list: Sequence[type], names: Sequence[str], template: list) -> None:
+        self.ctypes, self.names, self.template = ctypes_list, names, template
+        self._local = threading.local()
+
+    def block(self) -> ParamBlock:
+        try:
+            return self._local.params
+        except AttributeError:  # first launch on this thread: its own block, from the template
+            params = ParamBlock(self.ctypes, self.names)
+            params.fill(self.template)
+            self._local.params = params
+            return params
+
+
 _streams: dict[int, Any] = {}
 
 

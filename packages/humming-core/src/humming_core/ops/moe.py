@@ -7,9 +7,13 @@ second reads the [M*top_k, I] intermediate with top_k = 1 and multiplies by the 
 
 from __future__ import annotations
 
+import copy
+import functools
+from typing import Any
+
 import torch
 
-from ..device import Device, PreparesMoeAlign, SupportsMoeAlign, get_device
+from ..device import Device, Kernel, PreparesMoeAlign, SupportsMoeAlign, get_device
 from ..packing import CanonicalWeight
 from .layer import M_BUCKETS, PreparedLayer, bucket_of
 
@@ -34,6 +38,30 @@ class PreparedMoe(PreparedLayer):
         super().__init__(cw, device, buckets)
         if isinstance(self.device, PreparesMoeAlign):
             self.device.prepare_moe_align(ROUTING_ID_DTYPES)
+        self._bind_calls()
+
+    def _bind_calls(self) -> None:
+        """One call per distinct kernel with `self.packed` bound (see _bind_moe_weights)."""
+        calls: dict[int, Any] = {}
+        for kernel in self.kernels.values():
+            if id(kernel) not in calls:
+                calls[id(kernel)] = _bind_moe_weights(kernel, self.packed)
+        self._calls = {bucket: calls[id(kernel)] for bucket, kernel in self.kernels.items()}
+
+    def with_weights(self, packed: dict[str, torch.Tensor]) -> PreparedMoe:
+        """A layer that shares this one's kernels but runs on `packed`: other weights packed in
+        this layer's layout, with the same tensor names, shapes and dtypes (e.g. clones, for a
+        benchmark that rotates through copies to keep them out of L2)."""
+        mine = {k: (tuple(t.shape), t.dtype) for k, t in self.packed.items()}
+        theirs = {k: (tuple(t.shape), t.dtype) for k, t in packed.items()}
+        if mine != theirs:
+            raise ValueError(
+                f"with_weights: packed tensors {theirs} differ from this layer's {mine}"
+            )
+        twin = copy.copy(self)
+        twin.packed = dict(packed)
+        twin._bind_calls()
+        return twin
 
     @staticmethod
     def _accept(cw: CanonicalWeight) -> None:
@@ -72,7 +100,7 @@ class PreparedMoe(PreparedLayer):
                 f"topk_weights has {topk_weights.numel()} entries, expected M*top_k = {rows}"
             )
         if rows:
-            self.kernels[bucket_of(rows)](
+            self._calls[bucket_of(rows)](
                 x=x.contiguous(),
                 out=out,
                 sorted_token_ids=sorted_token_ids,
@@ -81,9 +109,16 @@ class PreparedMoe(PreparedLayer):
                 top_k=top_k,
                 block_size=block_size,
                 topk_weights=topk_weights,
-                **self.packed,
             )
         return out
+
+
+def _bind_moe_weights(kernel: Kernel, packed: dict[str, torch.Tensor]) -> Any:
+    """The kernel's call with this layer's packed weights bound (the keywords of PreparedMoe.run's
+    call): the kernel's own `prepare(**packed)` when it has one (a kernel that keeps a checked
+    argument template), else the kernel with the weights as fixed keywords."""
+    prepare = getattr(kernel, "prepare", None)
+    return prepare(**packed) if prepare is not None else functools.partial(kernel, **packed)
 
 
 def moe_gemm(

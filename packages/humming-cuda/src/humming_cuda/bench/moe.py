@@ -23,7 +23,6 @@ experts it touches stream from HBM, not from L2.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass
 from functools import partial
@@ -108,15 +107,10 @@ def _random_experts(spec: QuantSpec, n: int, k: int, device: torch.device):
 
 
 def twins(layer, copies: int) -> list:
-    """`layer` plus `copies - 1` twins sharing its kernels, each with its own copy of the packed
-    weights. Cloning instead of packing anew (128 experts per layer) is valid because
-    PreparedMoe.run reads `layer.packed` on every call (test_bench checks that it does)."""
-    layers = [layer]
-    for _ in range(copies - 1):
-        twin = copy.copy(layer)
-        twin.packed = {name: t.clone() for name, t in layer.packed.items()}
-        layers.append(twin)
-    return layers
+    """`layer` plus `copies - 1` twins sharing its kernels, each with its own clone of the packed
+    weights (PreparedMoe.with_weights: cloning instead of packing 128 experts anew)."""
+    clones = ({name: t.clone() for name, t in layer.packed.items()} for _ in range(copies - 1))
+    return [layer, *(layer.with_weights(packed) for packed in clones)]
 
 
 def _layer_pairs(spec: QuantSpec, dev: torch.device, copies: int, ms: tuple) -> list[tuple]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -14,6 +14,9 @@ from ..moe_bind import check_routing, flatten_topk_weights, launch_blocks
 from ..wna16.bind import layout_args
 from ..wna16.config import KernelFormat
 from .config import MoeWna16Config, smem_bytes
+
+if TYPE_CHECKING:
+    from .call import MoeWna16Call
 
 _OUT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 _SCALARS = (
@@ -98,11 +101,20 @@ class MoeWna16Kernel:
             "C": 1 if self.fmt.epi_scale == "tensor" else nt * 64,
         }
 
-    def __call__(self, **values: Any) -> None:
+    def checked(self, values: dict[str, Any]) -> tuple[dict[str, int], list]:
+        """Check every argument: (dims, parameters in order). Raises naming what is wrong."""
         values = dict(values)
         self._check_call(values)
         flatten_topk_weights(values)
         dims = self._dims(values)
         launch = {k: v for k, v in values.items() if k not in ("top_k", "block_size")}
-        dims, params = self.signature.bind(launch, dims, self.function.device_index)
+        return self.signature.bind(launch, dims, self.function.device_index)
+
+    def __call__(self, **values: Any) -> None:
+        dims, params = self.checked(values)
         launch_blocks(self, values["out"], dims["N"], dims["LEN"], lambda: params, self.smem)
+
+    def prepare(self, **packed: torch.Tensor) -> MoeWna16Call:
+        from .call import MoeWna16Call
+
+        return MoeWna16Call(self, packed)

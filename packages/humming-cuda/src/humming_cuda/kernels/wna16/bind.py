@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import torch
@@ -10,7 +9,7 @@ import torch
 from humming_core.spec import QuantSpec
 
 from ...args import ScalarArg, Signature, TensorArg
-from ...launch import Dim3, Launcher, ParamBlock
+from ...launch import Dim3, Launcher, ThreadParams
 from ..split_k import SPLIT_K_BUFFERS, split_iterations
 from .config import KernelFormat, Wna16Config
 
@@ -170,11 +169,10 @@ class Wna16Call:
         self.smem = kernel.smem
         self.block_m = cfg.block_m
         self.max_m = kernel.max_m
-        self.template: list | None = None  # set by the first fully checked call
+        self.template: ThreadParams | None = None  # set by the first fully checked call
         self.k = self.n = self.grid_n = self.split = -1
         self.workspace: tuple[torch.Tensor, torch.Tensor] | None = None
         self.ws_rows = 0  # grid rows (of block_m) the held split-K workspace covers
-        self._local = threading.local()
 
     def __call__(self, x: torch.Tensor, out: torch.Tensor, **extra: Any) -> None:
         try:
@@ -207,7 +205,7 @@ class Wna16Call:
         if not m:
             return
         grid_m = -(-m // self.block_m)
-        params = self._params()
+        params = self.template.block()
         struct = params.struct
         struct.x, struct.out, struct.M, struct.lda, struct.ldc = xp, op, m, lda, ldc
         if self.split > 1:
@@ -226,16 +224,7 @@ class Wna16Call:
             kernel.launcher(grid, self.block, params, self.smem)
         if self.template is None and not extra:
             self.k, self.n, self.grid_n, self.split = dims["K"], dims["N"], grid[0], grid[2]
-            self.template = params
-
-    def _params(self) -> ParamBlock:
-        try:
-            return self._local.params
-        except AttributeError:  # first launch on this thread: its own block, from the template
-            params = ParamBlock(self.kernel.signature.ctypes, self.kernel.signature.names)
-            params.fill(self.template)
-            self._local.params = params
-            return params
+            self.template = ThreadParams(kernel.signature.ctypes, kernel.signature.names, params)
 
     def _grow_workspace(self, device: torch.device, grid_m: int) -> None:
         self.workspace = self.kernel.split_k_buffers(device, self.grid_n, grid_m, self.split)

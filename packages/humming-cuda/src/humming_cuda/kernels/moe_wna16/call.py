@@ -1,0 +1,133 @@
+"""A MoE WnA16 kernel with one layer's expert weights bound: the launch path of every eager call.
+
+`MoeWna16Kernel.__call__` checks all 24 arguments on every call, which costs tens of
+microseconds of Python per GEMM and is most of a decode-size MoE layer's eager host time (two
+GEMMs per layer). The weights never change for a layer, so the first call is checked in full and
+its parameter block kept as a template; later calls check only what changes per call — x, out,
+the routing tensors and the router weights — with one comparison each, patch their pointers and
+sizes into this thread's block and launch. A call the quick check does not accept goes through
+the full check, which launches it when it is valid after all and otherwise raises naming the
+argument.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ...launch import ThreadParams
+from ..moe_bind import MAX_GRID_Y, launch_blocks
+from .bind import _OUT, MoeWna16Kernel
+
+_ACT = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def _ids_ok(t: Any, device_index: int) -> bool:
+    """An int32 vector the kernel reads as one (contiguous, 4-byte aligned, on its device)."""
+    return (
+        t.dtype is torch.int32
+        and t.dim() == 1
+        and t.is_contiguous()
+        and not t.data_ptr() % 4
+        and t.get_device() == device_index
+    )
+
+
+class MoeWna16Call:
+    """`call(x, out, sorted_token_ids, expert_ids, num_tokens_post_padded, top_k, block_size,
+    topk_weights=None)` for one expert-stacked layer (see MoeWna16Kernel for the arguments)."""
+
+    def __init__(self, kernel: MoeWna16Kernel, packed: dict[str, torch.Tensor]) -> None:
+        self.kernel = kernel
+        self.packed = dict(packed)  # holds the weights alive: the template points at them
+        self.act, self.out_dtype = _ACT[kernel.fmt.act], _OUT[kernel.fmt.out]
+        self.device_index = kernel.function.device_index
+        self.block = (kernel.config.threads, 1, 1)
+        self.block_m = kernel.config.block_m
+        self.template: ThreadParams | None = None  # set by the first fully checked call
+        self.k = self.n_out = self.grid_n = -1
+
+    def __call__(
+        self,
+        x: torch.Tensor,
+        out: torch.Tensor,
+        sorted_token_ids: torch.Tensor,
+        expert_ids: torch.Tensor,
+        num_tokens_post_padded: torch.Tensor,
+        top_k: int,
+        block_size: int,
+        topk_weights: torch.Tensor | None = None,
+    ) -> None:
+        routing = {
+            "sorted_token_ids": sorted_token_ids,
+            "expert_ids": expert_ids,
+            "num_tokens_post_padded": num_tokens_post_padded,
+        }
+        if topk_weights is not None:  # what flatten_topk_weights hands the kernel
+            topk_weights = topk_weights.reshape(-1).float().contiguous()
+        try:
+            m, k = x.shape
+            rows, n_out = out.shape
+            lda, x_inner = x.stride()
+            ldc, out_inner = out.stride()
+            num_ids = sorted_token_ids.numel()
+            dev = self.device_index
+            fast = (
+                self.template is not None
+                and x.dtype is self.act
+                and out.dtype is self.out_dtype
+                and k == self.k
+                and n_out == self.n_out
+                and m > 0
+                and type(top_k) is int
+                and top_k > 0
+                and rows == m * top_k
+                and block_size == self.block_m
+                and x_inner == 1
+                and out_inner == 1
+                and not x.data_ptr() % 16
+                and not (lda * 2) % 16
+                and not out.data_ptr() % 4
+                and x.get_device() == dev
+                and out.get_device() == dev
+                and all(_ids_ok(t, dev) for t in routing.values())
+                and num_tokens_post_padded.numel() == 1
+                and expert_ids.numel() >= -(-num_ids // self.block_m)
+                and 0 < -(-num_ids // self.block_m) <= MAX_GRID_Y
+                and (
+                    topk_weights is None
+                    or (
+                        topk_weights.numel() == rows
+                        and not topk_weights.data_ptr() % 4
+                        and topk_weights.get_device() == dev
+                    )
+                )
+            )
+        except (AttributeError, TypeError, ValueError):  # not 2-D tensors: the full check says so
+            fast = False
+        values = {"x": x, "out": out, **routing, "top_k": top_k, "block_size": block_size}
+        values["topk_weights"] = topk_weights
+        if not fast:
+            self._checked_call(values)
+            return
+        params = self.template.block()
+        struct = params.struct
+        struct.x, struct.out, struct.lda, struct.ldc = x.data_ptr(), out.data_ptr(), lda, ldc
+        struct.topk_weights = 0 if topk_weights is None else topk_weights.data_ptr()
+        struct.sorted_token_ids = sorted_token_ids.data_ptr()
+        struct.expert_ids = expert_ids.data_ptr()
+        struct.num_tokens_post_padded = num_tokens_post_padded.data_ptr()
+        struct.top_k, struct.numel, struct.num_ids = top_k, rows, num_ids
+        out.zero_()  # rows no block routes stay zero (reference_moe_gemm)
+        grid = (self.grid_n, -(-num_ids // self.block_m), 1)
+        self.kernel.launcher.launch(grid, self.block, self.kernel.smem, params.address)
+
+    def _checked_call(self, values: dict[str, Any]) -> None:
+        kernel = self.kernel
+        dims, params = kernel.checked({**values, **self.packed})
+        launch_blocks(kernel, values["out"], dims["N"], dims["LEN"], lambda: params, kernel.smem)
+        if self.template is None:
+            self.k, self.n_out = dims["K"], dims["NOUT"]
+            self.grid_n = -(-dims["N"] // kernel.config.block_n)
+            self.template = ThreadParams(kernel.signature.ctypes, kernel.signature.names, params)

@@ -1,0 +1,128 @@
+"""The MoE WnA16 launch path without a GPU (fake_launch): a prepared call (one layer's expert
+weights bound to a kernel, humming_cuda.kernels.moe_wna16.call) launches exactly the parameters
+and grid the full check computes, zeroes the output as the full path does, and refuses every wrong
+x, out, routing tensor or router weight with the full check's error."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from fake_launch import FakeFunction, Recorder, cuda
+
+from humming_core.spec import preset
+from humming_cuda.kernels.moe_wna16 import bind
+from humming_cuda.kernels.moe_wna16.config import MoeWna16Config
+
+E, N, K, TOPK = 8, 128, 256, 2
+SPEC = preset("W4A16_G128").replace(layout="moe")
+
+
+def make_kernel() -> bind.MoeWna16Kernel:
+    kernel = bind.MoeWna16Kernel(FakeFunction(), SPEC, MoeWna16Config(arch="sm_90a"))
+    kernel.launcher = Recorder(kernel.signature.ctypes)
+    return kernel
+
+
+def packed() -> dict[str, torch.Tensor]:
+    return {
+        "qweight": cuda(torch.zeros(E, N // 64, K // 16, 128, dtype=torch.int32)),
+        "scales": cuda(torch.zeros(E, K // 128, N, dtype=torch.float16)),
+        "global_scale": cuda(torch.ones(E)),
+    }
+
+
+def operands(m: int, block: int, router: bool = True) -> dict:
+    """x, out (filled with ones: the call must zero it) and a routing of m tokens."""
+    rows = m * TOPK
+    length = rows + E * (block - 1)
+    call = {
+        "x": cuda(torch.zeros(m, K, dtype=torch.float16)),
+        "out": cuda(torch.ones(rows, N, dtype=torch.float16)),
+        "sorted_token_ids": cuda(torch.zeros(length, dtype=torch.int32)),
+        "expert_ids": cuda(torch.zeros(-(-length // block), dtype=torch.int32)),
+        "num_tokens_post_padded": cuda(torch.zeros(1, dtype=torch.int32)),
+        "top_k": TOPK,
+        "block_size": block,
+    }
+    if router:
+        call["topk_weights"] = cuda(torch.rand(m, TOPK, dtype=torch.float16), kept=True)
+    return call
+
+
+def expected(kernel: bind.MoeWna16Kernel, call: dict, weights: dict) -> tuple:
+    """(grid, block, smem, parameters) of the full path for `call`."""
+    dims, params = kernel.checked({**call, **weights})
+    cfg = kernel.config
+    grid = (-(-dims["N"] // cfg.block_n), -(-dims["LEN"] // cfg.block_m), 1)
+    return grid, (cfg.threads, 1, 1), kernel.smem, params
+
+
+def test_prepared_calls_launch_what_the_full_check_computes():
+    kernel, weights = make_kernel(), packed()
+    call = kernel.prepare(**weights)
+    block = kernel.config.block_m
+    for m, router in ((3, True), (1, False), (20, True), (3, False)):
+        args = operands(m, block, router)
+        call(**args)
+        assert not args["out"].any()  # zeroed: rows no block routes stay zero
+        launched = kernel.launcher.launches[-1]
+        want = expected(kernel, args, weights)
+        # the router weights are flattened to fp32 per call: compare all but their pointer
+        at = kernel.signature.names.index("topk_weights")
+        assert launched[:3] == want[:3]
+        assert launched[3][:at] + launched[3][at + 1 :] == want[3][:at] + want[3][at + 1 :]
+        assert (launched[3][at] == 0) == (not router)
+    assert call.template is not None and len(kernel.launcher.launches) == 4
+
+
+def test_the_fast_path_patches_a_template_instead_of_checking_again(monkeypatch):
+    kernel, weights = make_kernel(), packed()
+    call = kernel.prepare(**weights)
+    call(**operands(2, kernel.config.block_m))
+
+    def refuse(values):
+        raise AssertionError("the full check ran for a call the quick check takes")
+
+    monkeypatch.setattr(kernel, "checked", refuse)
+    call(**operands(5, kernel.config.block_m))
+    assert len(kernel.launcher.launches) == 2
+
+
+def _swap(name: str, value) -> object:
+    return lambda args: {**args, name: value(args)}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_swap("x", lambda a: cuda(torch.zeros(3, K))), r"'x': expected dtype float16, got float32"),
+        (_swap("x", lambda a: cuda(torch.zeros(3, K + 64, dtype=torch.float16))), r"packed weights hold 128x256 .* K=320"),
+        (_swap("out", lambda a: cuda(torch.zeros(7, N, dtype=torch.float16))), r"'out': expected shape \(6, 128\)"),
+        (_swap("out", lambda a: cuda(torch.zeros(6, N, dtype=torch.bfloat16))), r"'out': expected dtype float16, got bfloat16"),
+        (_swap("out", lambda a: cuda(torch.zeros(N, 6, dtype=torch.float16).T)), r"'out': expected a 2-D tensor with innermost stride 1"),
+        (_swap("x", lambda a: cuda(torch.zeros(3, K + 8, dtype=torch.float16)[:, 1 : K + 1])), r"'x': expected a data pointer aligned to 16 bytes"),
+        (_swap("sorted_token_ids", lambda a: cuda(a["sorted_token_ids"].long())), r"'sorted_token_ids': expected dtype int32, got int64"),
+        (_swap("expert_ids", lambda a: cuda(a["expert_ids"][:1].clone())), r"expert_ids has 1 entries, expected one per block"),
+        (_swap("num_tokens_post_padded", lambda a: cuda(torch.zeros(2, dtype=torch.int32))), r"'num_tokens_post_padded': expected shape \(1,\)"),
+        (_swap("block_size", lambda a: a["block_size"] * 2), r"block_size=.* but this kernel's config has block_m"),
+        (_swap("x", lambda a: a["x"].as_subclass(torch.Tensor)), r"'x': expected a tensor on cuda:0 .* got one on cpu"),
+        (_swap("expert_ids", lambda a: a["expert_ids"].as_subclass(torch.Tensor)), r"'expert_ids': expected a tensor on cuda:0 .* got one on cpu"),
+        (_swap("topk_weights", lambda a: cuda(torch.rand(3, TOPK + 1), kept=True)), r"topk_weights.*expected shape \(6,\)"),
+    ],
+)  # fmt: skip
+def test_every_wrong_argument_is_refused_after_the_template_exists(change, message):
+    kernel, weights = make_kernel(), packed()
+    call = kernel.prepare(**weights)
+    call(**operands(3, kernel.config.block_m))
+    assert call.template is not None
+    with pytest.raises(ValueError, match=message):
+        call(**change(operands(3, kernel.config.block_m)))
+    assert len(kernel.launcher.launches) == 1
+
+
+def test_no_tokens_launch_nothing():
+    kernel, weights = make_kernel(), packed()
+    call = kernel.prepare(**weights)
+    call(**operands(2, kernel.config.block_m))
+    call(**operands(0, kernel.config.block_m))
+    assert len(kernel.launcher.launches) == 1
