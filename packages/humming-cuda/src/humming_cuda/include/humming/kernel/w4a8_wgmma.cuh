@@ -197,57 +197,72 @@ struct W4a8WgmmaKernel {
   }
 
   // The group's weight scale of this thread's rows (0 past N): the accumulator rows are weight
-  // rows in this form, so two scales per thread and block instead of 32.
-  HM_DEVICE static void promote_rows(const Args& a, const float (&acc)[ACC], int g, int n0,
-                                     int wg, float (&total)[ACC]) {
-    float ws[2];
+  // rows in this form, so two scales per thread and block instead of 32. Loaded before the
+  // block's wgmma is waited for, so their latency hides behind it.
+  HM_DEVICE static void load_row_scales(const Args& a, int g, int n0, int wg, float (&ws)[2]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int n = n0 + 64 * wg + tile_row() + 8 * h;
       ws[h] = n < a.N ? __ldg(a.w_scales + static_cast<long long>(g) * a.N + n) : 0.f;
     }
+  }
+
+  HM_DEVICE static void promote_rows(const float (&acc)[ACC], const float (&ws)[2],
+                                     float (&total)[ACC]) {
 #pragma unroll
     for (int i = 0; i < ACC; ++i) total[i] += acc[i] * ws[(i / 2) % 2];
   }
 
-  // Step it's four wgmma read its fragments from registers and the stage's activation tile (all
-  // 128 tokens, K-major, 128B swizzle) from shared memory; meanwhile the next stage's slab words
-  // are read. The fragments stay live (fence_registers) until the wgmma_wait: the hardware reads
-  // register operands while the wgmma runs.
+  // Block it: its four wgmma read the fragments `cur` from registers and the stage's activation
+  // tile (all 128 tokens, K-major, 128B swizzle) from shared memory. While they run, block it + 1's
+  // slab words are read and expanded into `nxt`, so only the promotion is left between one
+  // block's wgmma and the next. `cur` stays live (fence_registers_u32) until the wgmma_wait: the
+  // hardware reads register operands while the wgmma runs.
+  HM_DEVICE static void step_t(const Args& a, const Smem& sm, int it, int iters, int n0, int wg,
+                               u32 (&cur)[4][4], u32 (&nxt)[4][4], float (&acc)[ACC],
+                               float (&total)[ACC]) {
+    const int s = it % STAGES;
+    float ws[2];
+    load_row_scales(a, it * BK / Fmt::W_GROUP, n0, wg, ws);
+    const u64 db = sw128_kmajor_desc(sm.a(s));
+    fence_registers(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      wgmma_m64n128k32_e4m3_rs(acc, cur[ks], desc_advance(db, 32 * ks), ks > 0);
+    }
+    wgmma_commit();
+    if (it + 1 < iters) {
+      const int next = (it + 1) % STAGES;
+      mbar_wait(sm.full_bar(next), ((it + 1) / STAGES) & 1);
+      u32 raw[2][4];
+      load_slab_words(sm.b(next), wg, raw);
+      expand_fragments(raw, nxt);
+    }
+    wgmma_wait<0>();
+    fence_registers(acc);
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) fence_registers_u32(cur[ks]);
+    if (threadIdx.x % 32 == 0) mbar_arrive(sm.empty_bar(s));  // this warp no longer reads it
+    promote_rows(acc, ws, total);
+  }
+
+  // Two fragment sets in turn (named, not indexed by it % 2, which would put them in local memory).
   HM_DEVICE static void consume_t(const Args& a, const Smem& sm, int iters, int n0, int wg,
                                   float (&total)[ACC]) {
-    const int lane = threadIdx.x % 32;
     float acc[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
-    u32 raw[2][4];
+    u32 even[4][4], odd[4][4];
     if (iters > 0) {
       mbar_wait(sm.full_bar(0), 0);
+      u32 raw[2][4];
       load_slab_words(sm.b(0), wg, raw);
+      expand_fragments(raw, even);
     }
-    for (int it = 0; it < iters; ++it) {
-      const int s = it % STAGES;
-      u32 frag[4][4];
-      expand_fragments(raw, frag);
-      const u64 db = sw128_kmajor_desc(sm.a(s));
-      fence_registers(acc);
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        wgmma_m64n128k32_e4m3_rs(acc, frag[ks], desc_advance(db, 32 * ks), ks > 0);
-      }
-      wgmma_commit();
-      if (it + 1 < iters) {
-        const int next = (it + 1) % STAGES;
-        mbar_wait(sm.full_bar(next), ((it + 1) / STAGES) & 1);
-        load_slab_words(sm.b(next), wg, raw);
-      }
-      wgmma_wait<0>();
-      fence_registers(acc);
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) fence_registers_u32(frag[ks]);
-      if (lane == 0) mbar_arrive(sm.empty_bar(s));  // this warp no longer reads the stage
-      promote_rows(a, acc, it * BK / Fmt::W_GROUP, n0, wg, total);
+    for (int it = 0; it < iters; it += 2) {
+      step_t(a, sm, it, iters, n0, wg, even, odd, acc, total);
+      if (it + 1 < iters) step_t(a, sm, it + 1, iters, n0, wg, odd, even, acc, total);
     }
   }
 
@@ -290,12 +305,15 @@ struct W4a8WgmmaKernel {
     init_ring_barriers<STAGES, Tile::CONSUMERS>(sm.full, sm.empty);
     if (wg == 0) {
       // The consumers synchronise on their own named barriers: the producer warpgroup may exit.
+      // The out^T form hands its registers to the consumers (two fragment sets in flight).
+      if constexpr (Tile::REG_A) setmaxnreg_dec<40>();
       if (threadIdx.x == 0) {
         // the slab holds two 4-bit codes per byte: BK / 2 bytes of K per step
         produce_ab_ring<STAGES, Tile::STAGE_BYTES>(&ta, &tw, sm, iters, BK, BK / 2, m0, n0);
       }
       return;
     }
+    if constexpr (Tile::REG_A) setmaxnreg_inc<232>();
     float total[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) total[i] = 0.f;
