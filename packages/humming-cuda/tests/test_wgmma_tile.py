@@ -29,11 +29,13 @@ class Wgmma:
     fallback: str  # the mma.sync family that takes what this one refuses
     k_multiple: int  # 16 bytes of activations: what TMA's row strides need
     min_m: int  # the smallest M it takes
+    fallback_m: int  # an M it takes but leaves to the fallback (`prefers`)
 
 
 WGMMA = (
-    Wgmma(W8A8_WGMMA, presets.W8A8_FP8, "w8a8", 16, 17),
-    Wgmma(WNA16_WGMMA, presets.W4A16_G128, "wna16", 8, 128),
+    Wgmma(W8A8_WGMMA, presets.W8A8_FP8, "w8a8", 16, 17, 16),
+    # small M: the register form's narrow tiles take SMALL_M_RANGE (17..64), not M = 65..127
+    Wgmma(WNA16_WGMMA, presets.W4A16_G128, "wna16", 8, 1, 100),
 )
 IDS = [w.family.name for w in WGMMA]
 
@@ -106,7 +108,7 @@ def test_registered_before_the_fallback_and_routed_large_m_here(w, monkeypatch):
     device = CudaDevice.for_arch("sm_90a")
     monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
     assert device.candidates(w.spec, LARGE)[0].family == w.family.name
-    small = GemmProblem(n=4096, k=4096, m=16)
+    small = GemmProblem(n=4096, k=4096, m=w.fallback_m)
     assert device.candidates(w.spec, small)[0].family == w.fallback
     assert CudaDevice.for_arch("sm_89").candidates(w.spec, LARGE)[0].family == w.fallback
 

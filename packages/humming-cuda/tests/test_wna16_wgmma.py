@@ -28,9 +28,9 @@ from humming_cuda.kernels.wna16_wgmma.tma import act_map_params
 
 SM90 = caps_for_arch("sm_90a")
 LARGE = GemmProblem(n=4096, k=4096, m=1024)
-HEADER = (
-    Path(__file__).parents[1] / "src/humming_cuda/include/humming/kernel/wna16_wgmma.cuh"
-).read_text()
+KERNELS = Path(__file__).parents[1] / "src/humming_cuda/include/humming/kernel"
+HEADER = (KERNELS / "wna16_wgmma.cuh").read_text()
+RS_HEADER = (KERNELS / "wna16_wgmma_rs.cuh").read_text()
 
 
 @pytest.mark.parametrize(
@@ -184,11 +184,20 @@ def test_act_map_params_describe_k_major_128_byte_boxes():
         act_map_params(rows=4, k=64, row_stride=64, what="x")
 
 
-def test_signature_follows_the_entry_macro():
-    sig = signature(KernelFormat.from_spec(presets.GPTQ_INT4), "k")
-    entry = re.search(r"NAME\((.*?)\)\s*\{", HEADER, re.S).group(1)
-    params = [p.split()[-1].lstrip("*") for p in entry.replace("\\", " ").split(",")]
-    assert params[0] == "tmap_x" and tuple(params[1:]) == sig.names[1:]
+def _param_names(text: str) -> list[str]:
+    return [p.split()[-1].lstrip("*") for p in text.replace("\\", " ").split(",")]
+
+
+def test_signatures_follow_the_entry_macros():
+    """Both forms' parameters (HM_WNA16_WGMMA_PARAMS; the register-A entry appends split-K's)."""
+    fmt = KernelFormat.from_spec(presets.GPTQ_INT4)
+    shared = re.search(r"PARAMS\(ACT, OUT\)(.*?)#define", HEADER, re.S).group(1)
+    params = _param_names(shared)
+    assert params[0] == "tmap_x" and tuple(params[1:]) == signature(fmt, "k").names[1:]
+    extra = re.search(r"PARAMS\(ACT, OUT\), (.*?)\)\s*\{", RS_HEADER, re.S).group(1)
+    split = signature(fmt, "k", split=True).names[1:]
+    assert tuple(params[1:] + _param_names(extra)) == split
+    assert split[-3:] == ("workspace", "counters", "iters_per_split")
 
 
 def test_float_weights_take_this_family_at_large_m(monkeypatch):
@@ -253,3 +262,56 @@ def test_register_form_where_its_waves_finish_first(n, k, m, registers):
     assert cfg.weights_in_registers == registers
     if registers:
         assert cfg.rs_producer and cfg.rs_frag_buffers == 4 and cfg.threads == 384
+
+
+@pytest.mark.parametrize(
+    "m, taken4, taken8, block_m",
+    [(1, False, False, 16), (8, False, False, 16), (9, False, True, 16), (16, False, True, 16),
+     (17, True, True, 32), (33, True, True, 64), (64, True, True, 64), (65, False, False, 128)],
+)  # fmt: skip
+def test_small_m_takes_the_narrowest_register_tile_in_its_range(m, taken4, taken8, block_m):
+    """SMALL_M_RANGE goes to the register form's narrow tiles (the narrowest that holds M), from
+    M = 9 for 8-bit codes, 17 for narrower ones; M below is wna16_decode's or wna16's, M = 65..127
+    wna16's. The ring is as deep as shared memory allows."""
+    problem = GemmProblem(n=57344, k=8192, m=m, act_dtype="fp16")
+    assert FAMILY.prefers(presets.W4A16_G128, problem, SM90) == taken4
+    assert FAMILY.prefers(presets.MXFP4, problem, SM90) == taken4
+    assert FAMILY.prefers(presets.W8A16, problem, SM90) == taken8
+    assert FAMILY.prefers(presets.E4M3_G128, problem, SM90) == taken8
+    configs = FAMILY.candidates(presets.W4A16_G128, problem, SM90)
+    cfg = configs[0]
+    assert cfg.weights_in_registers and cfg.block_m == block_m and cfg.block_n == 256
+    if block_m < 128:
+        assert cfg.stages == 8
+        assert all(c.smem_bytes <= SM90.smem_per_block for c in configs)
+
+
+@pytest.mark.parametrize(
+    "n, k, split",
+    [
+        (57344, 8192, 4),  # 224 tiles: 7 waves of 36-step CTAs beat 2 of 128 steps
+        (8192, 28672, 4),  # 32 tiles x 4 = 128 CTAs, one wave
+        (4096, 14336, 8),  # 16 tiles x 8
+        (6144, 4096, 5),  # 24 tiles x 5 = 120; 6 would leave 10 steps per split, 2 waves
+        (1024, 512, 1),  # 8 steps: no split leaves 8 per split
+    ],
+)
+def test_split_k_fills_the_sms_under_the_cost_model(n, k, split):
+    cfg = FAMILY.candidates(presets.W4A16_G128, GemmProblem(n=n, k=k, m=16), SM90)[0]
+    assert cfg.split_k == split
+    steps = -(-k // 64)
+    assert split == 1 or steps // split >= 8
+
+
+def test_split_k_and_narrow_tiles_belong_to_the_register_form():
+    with pytest.raises(ValueError, match="register-A form"):
+        WgmmaWna16Config(arch="sm_90a", stages=4, split_k=2)
+    with pytest.raises(ValueError, match="register-A form"):
+        WgmmaWna16Config(arch="sm_90a", stages=4, rs_block_m=16)
+    narrow = WgmmaWna16Config(arch="sm_90a", stages=8, weights_in_registers=True, rs_block_m=16)
+    # the ring's stages hold a 16 x 64 x tile plus the widest codes and group rows
+    assert narrow.smem_bytes == 1024 + 8 * (16 * 64 * 2 + 16 * 32 * 8 * 4 + 4096) + 16 * 8
+    assert (
+        "WgmmaWna16RsTile<8, 8, true, 4, 16>"
+        in FAMILY.render(presets.W4A16_G128, narrow, SM90).code
+    )

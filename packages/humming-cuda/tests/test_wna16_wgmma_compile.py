@@ -82,7 +82,9 @@ RS_PTX_NEEDS = (
 
 def _register_a_units() -> Units:
     """The register-A form (weights_in_registers) of every integer and float format, both ring
-    depths, with group scales, and per-channel scales with an fp32 output."""
+    depths, with group scales, and per-channel scales with an fp32 output; the narrow small-M
+    tiles (16 token rows for every format and both scale kinds, 32 and 64 for the first two
+    formats) as the heuristic picks them."""
     units = Units(FAMILY, "sm_90a")
     formats = INTEGER_FORMATS + FLOAT_FORMATS
     for i, fmt in enumerate(formats):
@@ -94,6 +96,8 @@ def _register_a_units() -> Units:
                 units.add(spec, cfg.model_copy(update={"weights_in_registers": True}))
                 thread0 = {"rs_producer": False, "rs_frag_buffers": 2}
                 units.add(spec, cfg.model_copy(update={"weights_in_registers": True, **thread0}))
+            for m in (16, 32, 64) if i < 2 and group == 128 else (16,):
+                units.add_first(spec, GemmProblem(N, K, m=m, act_dtype=act))
     return units
 
 
@@ -102,12 +106,19 @@ def test_register_a_form_compiles_without_spills_or_serialized_wgmma(monkeypatch
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
     units = _register_a_units()
     assert len(units) >= 2 * len(INTEGER_FORMATS)
+    narrow = 0
     for spec, cfg, artifact in units.compile(workers=4):
         assert cfg.threads == (384 if cfg.rs_producer else 256)
+        narrow += cfg.rs_block_m < 128
         assert_fits_registers(artifact, cfg.threads, f"{spec.weight} {spec.act} {cfg}")
         early = accumulator_reads_in_flight(disassemble(artifact.binary))
         assert not early, f"{spec.weight} {spec.act} {cfg}: {early[:2]}"
+    assert narrow >= len(INTEGER_FORMATS + FLOAT_FORMATS)
+    widths = set()
     for text in dumped_ptx(tmp_path, units, RS_PTX_NEEDS):
         act = "bf16" if ".bf16.bf16" in text else "f16"
         # the A operand is a register vector, the B operand a descriptor
-        assert re.search(rf"m64n128k16\.f32\.{act}\.{act} \{{[^}}]*\}}, \{{%r", text)
+        form = re.search(rf"m64n(16|32|64|128)k16\.f32\.{act}\.{act} \{{[^}}]*\}}, \{{%r", text)
+        assert form
+        widths.add(form.group(1))
+    assert widths == {"16", "32", "64", "128"}

@@ -3,9 +3,10 @@
 These tests are the family's hardware verification (first passed on an H200 on 2026-11-29). Each
 case checks (1) |out - ref| within error_bound, (2) no write outside
 the [M, N] output view, (3) no NaN (x columns after K are NaN: a read past K would reach the
-output). Both ring depths run on the largest-K shape; the device routes integer WnA16 here when M
-and the grid are large (small M or a grid too small to fill the GPU stays wna16, one packed copy
-serves both); a call replays correctly from a CUDA graph.
+output). Both ring depths run on the largest-K shape; small M runs the register form's narrow tiles with
+K split across CTAs (uneven splits, graph replays that rely on the counters resetting); the device
+routes integer WnA16 here when M and the grid are large (a grid too small to fill the GPU stays
+wna16, one packed copy serves both); a call replays correctly from a CUDA graph.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from wgmma_conformance import (
     sm90_device,
 )
 from wna16_cases import Case, random_weight
-from wna16_wgmma_cases import SHAPES, float_cases, matrix_cases, wgmma_cases
+from wna16_wgmma_cases import SHAPES, float_cases, matrix_cases, small_m_cases, wgmma_cases
 
 from humming_core.testing.conformance import error_bound
 
@@ -124,6 +125,60 @@ def test_weights_in_registers_matches_reference(case: Case, device, register_a_k
     _check(case, device, config, kernel)
 
 
+SMALL_M = small_m_cases()
+
+
+@pytest.fixture(scope="module")
+def small_m_kernels(device):
+    """SMALL_M's cases with the heuristic's narrow register-form config at the case's split."""
+    from humming_cuda.kernels.wna16_wgmma import FAMILY
+
+    def build(item):
+        case, split = item
+        (built,) = build_kernels(device, FAMILY, [(case, 0)], {"split_k": split})
+        return built
+
+    return {(c.id, c.seed): build((c, s)) for c, s in SMALL_M}
+
+
+@pytest.mark.parametrize(
+    "case", [c for c, _ in SMALL_M], ids=[f"{c.id}-split{s}" for c, s in SMALL_M]
+)
+def test_small_m_split_k_matches_reference(case: Case, device, small_m_kernels):
+    """The narrow tiles (wgmma n16 / n32 / n64) and split-K's workspace reduction: uneven splits,
+    K tails inside a split, one split (no workspace)."""
+    config, kernel = small_m_kernels[(case.id, case.seed)]
+    assert config.weights_in_registers and config.rs_block_m == next(
+        b for b in (16, 32, 64) if b >= case.m
+    )
+    _check(case, device, config, kernel)
+
+
+def test_split_k_replays_in_a_graph_and_resets_its_counters(device):
+    """A split-K launch leaves the tile counters at zero: graph replays and eager calls after
+    them keep matching the first eager result."""
+    from humming_core.numerics import quantize_weight
+    from humming_cuda.kernels.wna16_wgmma import FAMILY
+
+    case, split = next((c, s) for c, s in SMALL_M if s >= 3)
+    ((config, kernel),) = build_kernels(device, FAMILY, [(case, 0)], {"split_k": split})
+    gen = torch.Generator(device="cuda").manual_seed(case.seed)
+    bias = torch.randn(case.n, device="cuda", generator=gen) if case.spec.epilogue.bias else None
+    cw = quantize_weight(random_weight(case, "cuda"), case.spec, bias=bias)
+    weights = device.weight_layout(case.spec, config).pack(cw, "cuda")
+    act = TORCH_DTYPES[case.spec.act.dtype.name]
+    x = torch.randn(case.m, case.k, device="cuda", generator=gen).to(act)
+    out = torch.empty(case.m, case.n, dtype=TORCH_DTYPES[case.spec.output_dtype], device="cuda")
+    kernel(x=x, out=out, **weights)
+    first = out.clone()
+    replay_in_graph(kernel, x, out, weights)
+    torch.testing.assert_close(out, first, rtol=0, atol=0)
+    for _ in range(3):
+        out.zero_()
+        kernel(x=x, out=out, **weights)
+        torch.testing.assert_close(out, first, rtol=0, atol=0)
+
+
 def test_device_routes_large_m_here_and_replays_in_a_graph(device):
     from humming_core.device import GemmProblem
     from humming_core.numerics import quantize_weight, reference_gemm
@@ -132,8 +187,12 @@ def test_device_routes_large_m_here_and_replays_in_a_graph(device):
     spec = presets.W4A16_G128
     gen = torch.Generator().manual_seed(7)
     cw = quantize_weight((torch.randn(1536, 512, generator=gen) * 0.05).cuda(), spec)
-    small = device.candidates(spec, GemmProblem(n=1536, k=512, m=16, act_dtype="fp16"))[0]
-    assert small.family == "wna16"
+    decode = device.candidates(spec, GemmProblem(n=1536, k=512, m=4, act_dtype="fp16"))[0]
+    assert decode.family == "wna16_decode"
+    mid = device.candidates(spec, GemmProblem(n=1536, k=512, m=16, act_dtype="fp16"))[0]
+    assert mid.family == "wna16"
+    small = device.candidates(spec, GemmProblem(n=1536, k=512, m=32, act_dtype="fp16"))[0]
+    assert (small.family, small.rs_block_m) == ("wna16_wgmma", 32)
     # 27 tiles of 128x128 would leave most SMs idle: the split-K wna16 kernels keep that grid
     narrow = device.candidates(spec, GemmProblem(n=384, k=512, m=1030, act_dtype="fp16"))[0]
     assert narrow.family == "wna16"
@@ -149,7 +208,8 @@ def test_device_routes_large_m_here_and_replays_in_a_graph(device):
 
 
 def test_user_api_switches_families_per_m_on_one_packed_copy(device):
-    """PreparedGemm: decode M runs wna16_decode, mid M the mma.sync wna16 kernels, large M these,
+    """PreparedGemm: decode M runs wna16_decode, small M this family's narrow register-form
+    tiles, mid M (a grid too small for 128-row tiles) the mma.sync wna16 kernels, large M these,
     all from the same packed weights."""
     from humming_core.numerics import quantize_weight, reference_gemm
     from humming_core.ops import PreparedGemm
@@ -161,7 +221,7 @@ def test_user_api_switches_families_per_m_on_one_packed_copy(device):
     layer = PreparedGemm(cw, device)
     families = {c.family for c in layer.configs.values()}
     assert families == {"wna16_decode", "wna16", "wna16_wgmma"}, families
-    for m in (5, 200, 1030):
+    for m in (5, 40, 200, 1030):
         x = torch.randn(m, 640, generator=gen).to(torch.float16).cuda()
         out = layer.run(x)
         ref = reference_gemm(x, cw)

@@ -84,3 +84,36 @@ def float_cases() -> list[Case]:
 
     cases = wgmma_cases(FLOAT_FORMATS, first_seed=2500)
     return [c for c in cases if WNA16.supports(c.spec, GemmProblem(n=c.n, k=c.k, m=c.m), SM90)]
+
+
+# Small M, the register form's narrow tiles (16 / 32 / 64 token rows) with K split across CTAs:
+# (M, N, K, split_k). M tails in each tile width, N tails against the 256-column tile, and splits
+# that do not divide the 64-deep K steps evenly (33 steps over 5 splits: 7 7 7 7 5; 3 steps over
+# 2: 2 1), K tails inside a split, and a last split shorter than the ring.
+SMALL_M_SHAPES = (
+    (1, 256, 4096, 3),
+    (9, 520, 2056, 5),
+    (16, 200, 1040, 2),
+    (17, 64, 136, 2),
+    (33, 384, 3000, 4),
+    (64, 136, 520, 1),
+    (47, 1000, 8192, 16),
+)
+
+
+def small_m_cases(first_seed: int = 3000) -> list[tuple[Case, int]]:
+    """(case, split_k) of SMALL_M_SHAPES over the own formats and the float ones, rotating
+    groups and dtypes as wgmma_cases does."""
+    outs = (None, "fp32", "bf16", "fp16")
+    formats = WGMMA_FORMATS + FLOAT_FORMATS
+    cases = []
+    for j, (m, n, k, split) in enumerate(SMALL_M_SHAPES * 2):
+        seed = first_seed + j
+        fmt = formats[(3 * j) % len(formats)]
+        act = ("fp16", "bf16")[seed % 2]
+        group = fmt[3] if fmt[3] is not None else GROUPS[j % len(GROUPS)]
+        spec = make_spec(
+            fmt, act, group, k, seed % 3 == 0, outs[seed % 4], fmt[2][seed % len(fmt[2])]
+        )
+        cases.append((Case(spec, m, n, k, seed), split))
+    return cases

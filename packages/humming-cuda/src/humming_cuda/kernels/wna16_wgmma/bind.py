@@ -1,5 +1,6 @@
 """Bind a loaded WnA16-wgmma function: check the arguments (the wna16 layout's tensors), encode
-x's TMA tensor map (cached per pointer), launch one CTA of 384 threads per 128x128 tile of out."""
+x's TMA tensor map (cached per pointer), launch one CTA per output tile (block_m x block_n) and K
+split, with split-K's shared workspace for the register-A form."""
 
 from __future__ import annotations
 
@@ -9,18 +10,26 @@ import torch
 
 from humming_core.spec import QuantSpec
 
-from ...args import ScalarArg, Signature
+from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Launcher
 from ..common_bind import out_arg
+from ..split_k import SPLIT_K_BUFFERS, split_iterations
 from ..wna16.bind import layout_args
 from ..wna16.config import LAYOUT_TILE_K, LAYOUT_TILE_N, KernelFormat
-from .config import WgmmaWna16Config
+from .config import BLOCK_K, WgmmaWna16Config
 from .tma import ActMapCache, TensorMapParam
 
 
-def signature(fmt: KernelFormat, name: str) -> Signature:
-    """Parameters in the order of HUMMING_WNA16_WGMMA_ENTRY. `x` is checked here but reaches the
-    kernel as the tensor map that replaces it; TMA needs 16-byte aligned, K-contiguous rows."""
+def signature(fmt: KernelFormat, name: str, split: bool = False) -> Signature:
+    """Parameters in the order of HUMMING_WNA16_WGMMA_ENTRY, and with `split` (the register-A
+    form's HUMMING_WNA16_WGMMA_RS_ENTRY) split-K's workspace, counters and K steps per split. `x`
+    is checked here but reaches the kernel as the tensor map that replaces it; TMA needs 16-byte
+    aligned, K-contiguous rows."""
+    split_args = (
+        TensorArg("workspace", torch.float32, ("WS",), optional=True),
+        TensorArg("counters", torch.int32, ("CT",), optional=True),
+        ScalarArg("iters_per_split", "int32", dim="IPS"),
+    )
     return Signature(
         *layout_args(fmt),
         out_arg(fmt.out),
@@ -29,6 +38,7 @@ def signature(fmt: KernelFormat, name: str) -> Signature:
         ScalarArg("n_pad", "int32", dim="NP"),
         ScalarArg("k_tiles", "int32", dim="KT"),
         ScalarArg("group_shift", "int32", dim="GS"),
+        *(split_args if split else ()),
         kernel=name,
     )
 
@@ -44,13 +54,13 @@ class WgmmaWna16Kernel:
         self.config = config
         self.name = function.symbol
         self.function = function
-        self.signature = signature(self.fmt, function.symbol)
+        self.signature = signature(self.fmt, function.symbol, config.weights_in_registers)
         ctypes_list = (TensorMapParam, *self.signature.ctypes[1:])
         self.launcher = Launcher(function, ctypes_list)
-        self.maps = ActMapCache()
+        self.maps = ActMapCache(config.block_m)
         function.reserve_smem(config.smem_bytes)
 
-    def _dims(self, x: torch.Tensor, out: torch.Tensor) -> dict[str, int]:
+    def _dims(self, x: torch.Tensor, out: torch.Tensor, ips: int) -> dict[str, int]:
         """The wna16 layout's padded sizes for this N and K: a packed tensor of another shape
         then fails the signature's check by name."""
         tiles_n = -(-out.shape[1] // LAYOUT_TILE_N)
@@ -60,6 +70,7 @@ class WgmmaWna16Kernel:
             "NP": tiles_n * LAYOUT_TILE_N,
             "KT": -(-x.shape[1] // LAYOUT_TILE_K),
             "GS": self.fmt.group.bit_length() - 1 if self.fmt.group > 0 else 0,
+            "IPS": ips,
         }
 
     def __call__(self, **values: Any) -> None:
@@ -69,11 +80,18 @@ class WgmmaWna16Kernel:
                 f"{self.name}: expected x [M, K] and out [M, N] with innermost stride 1, got x "
                 f"{tuple(x.shape)} and out {tuple(out.shape)} strides {tuple(out.stride())}"
             )
-        _, params = self.signature.bind(values, self._dims(x, out), self.function.device_index)
+        cfg = self.config
         m, n = out.shape
+        grid_n, grid_m = -(-n // cfg.block_n), -(-m // cfg.block_m)
+        split, ips = split_iterations(-(-x.shape[1] // BLOCK_K), cfg.split_k)
+        if split > 1:
+            values = dict(values)
+            values["workspace"], values["counters"] = SPLIT_K_BUFFERS.get(
+                x.device, grid_n * grid_m * split * cfg.block_m * cfg.block_n, grid_n * grid_m
+            )
+        dims = self._dims(x, out, ips if split > 1 else 0)
+        _, params = self.signature.bind(values, dims, self.function.device_index)
         if m == 0:
             return
         params[0] = self.maps.get(x, "activations x")
-        cfg = self.config
-        grid = (-(-n // cfg.block_n), -(-m // cfg.block_m), 1)
-        self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)
+        self.launcher((grid_n, grid_m, split), (cfg.threads, 1, 1), params, cfg.smem_bytes)

@@ -4,8 +4,10 @@ Two forms, both with 64-deep K steps (128 bytes of 16-bit activations: one 128B-
 - shared-memory B (include/humming/kernel/wna16_wgmma.cuh): a producer and two consumer
   warpgroups of 64 rows over a 128 (M) x 128 (N) tile, the dequantized weights written to smem;
 - `weights_in_registers` (wna16_wgmma_rs.cuh): the weights are wgmma's register A operand, two
-  consumer warpgroups over 256 (N) x 128 (M), codes and scales streamed through the ring with x
-  by a producer warpgroup (`rs_producer`, the default) or by consumer thread 0.
+  consumer warpgroups over 256 (N) x `rs_block_m` (M: 128, or 16 / 32 / 64 at small M, where the
+  tokens are wgmma's narrow N), codes and scales streamed through the ring with x by a producer
+  warpgroup (`rs_producer`, the default) or by consumer thread 0, and K split `split_k` ways
+  across CTAs (small grids).
 The depth of the ring varies.
 """
 
@@ -13,16 +15,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, WgmmaTileConfig
 
 BLOCK_K = 64
 RS_BLOCK_N = 256  # weight columns of the register-A form's tile
-# The register-A form's ring stage for the widest format: x (128 x 64 x 2 bytes), 8-bit codes of
-# 4 x 4 layout tiles, 4 group rows of 256 scales and of zero points (2 bytes each). Its kernel
-# uses less for narrower codes; reserving the most costs nothing at one CTA per SM.
-RS_STAGE_BYTES = BLOCK_M * BLOCK_K * 2 + 16 * 32 * 8 * 4 + 2 * 4 * RS_BLOCK_N * 2
+# The register-A form's ring stage for the widest format, less its x tile (block_m x 64 x 2
+# bytes): 8-bit codes of 4 x 4 layout tiles, 4 group rows of 256 scales and of zero points (2
+# bytes each). Its kernel uses less for narrower codes; reserving the most costs nothing at one
+# CTA per SM.
+RS_WEIGHT_STAGE_BYTES = 16 * 32 * 8 * 4 + 2 * 4 * RS_BLOCK_N * 2
+RS_BLOCK_MS = (16, 32, 64, 128)  # wgmma N of the register form's token side
 # dequantized weight tiles: one read by wgmma, the next being written, and the previous one, which
 # the still-running wgmma of the step before may read
 B_BUFFERS = 3
@@ -43,6 +47,24 @@ class WgmmaWna16Config(WgmmaTileConfig):
     # W4A16 g128 57344x8192 M=1024: 1757 with 2 buffers, 1683 with 4.
     rs_producer: bool = True
     rs_frag_buffers: Literal[2, 4] = 4
+    # The register form's token rows per tile (wgmma n16 / n32 / n64 at small M) and K splits
+    # across CTAs (reduced in a workspace, humming/epilogue/split_tile.cuh).
+    rs_block_m: Literal[16, 32, 64, 128] = 128
+    split_k: int = Field(1, ge=1, le=16)
+
+    @model_validator(mode="after")
+    def _register_form_options(self) -> WgmmaWna16Config:
+        if not self.weights_in_registers and (self.rs_block_m != BLOCK_M or self.split_k != 1):
+            raise ValueError(
+                f"rs_block_m={self.rs_block_m}, split_k={self.split_k}: only the register-A form "
+                "(weights_in_registers=True) has narrow tiles or split-K; the shared-memory form "
+                f"takes rs_block_m={BLOCK_M}, split_k=1"
+            )
+        return self
+
+    @property
+    def block_m(self) -> int:
+        return self.rs_block_m if self.weights_in_registers else BLOCK_M
 
     @property
     def block_n(self) -> int:
@@ -64,9 +86,10 @@ class WgmmaWna16Config(WgmmaTileConfig):
     def smem_bytes(self) -> int:
         """Mirrors WgmmaWna16Tile::SMEM_BYTES: alignment slack, the x ring, the B buffers, the
         ring's mbarriers; for the register-A form Wna16WgmmaRsKernel::SMEM_BYTES of the widest
-        format (its ring also holds the epilogue's output tile, at most 128 x 256 fp32)."""
+        format (its ring also holds the epilogue's output tile, block_m x 256 fp32)."""
         if self.weights_in_registers:
-            ring = max(self.stages * RS_STAGE_BYTES, BLOCK_M * RS_BLOCK_N * 4)
+            stage = self.block_m * BLOCK_K * 2 + RS_WEIGHT_STAGE_BYTES
+            ring = max(self.stages * stage, self.block_m * RS_BLOCK_N * 4)
             return ALIGN_SLACK + ring + self.barrier_bytes
         b_bytes = BLOCK_N * BLOCK_K * 2
         return ALIGN_SLACK + self.stages * self.a_bytes + B_BUFFERS * b_bytes + self.barrier_bytes

@@ -27,7 +27,7 @@ def template_arguments(fmt: KernelFormat, cfg: WgmmaWna16Config) -> tuple[str, s
         producer = str(bool(cfg.rs_producer)).lower()
         return weight, (
             f"humming::WgmmaWna16RsTile<{cfg.stages}, {cfg.group_m}, {producer}, "
-            f"{cfg.rs_frag_buffers}>"
+            f"{cfg.rs_frag_buffers}, {cfg.rs_block_m}>"
         )
     return weight, f"humming::WgmmaWna16Tile<{cfg.stages}, {cfg.group_m}>"
 

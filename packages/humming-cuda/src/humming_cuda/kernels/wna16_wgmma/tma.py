@@ -1,7 +1,8 @@
 """The TMA tensor map of the activations x ([M, K] fp16 / bf16, K contiguous), encoded on the host.
 
-Boxes of 128 rows x 64 elements: 128 bytes inside a row, exactly the 128B swizzle span TMA allows
-and the K-major layout the wgmma A descriptors expect. Encoding reuses the W8A8-wgmma helpers
+Boxes of `box_rows` rows (the kernel's block_m: 128, or 16 / 32 / 64 for the register form at
+small M) x 64 elements: 128 bytes inside a row, exactly the 128B swizzle span TMA allows and the
+K-major layout the wgmma descriptors expect. Encoding reuses the W8A8-wgmma helpers
 (w8a8_wgmma.tma) with 2-byte elements; maps are cached per (pointer, M, K, row stride) as there.
 """
 
@@ -15,8 +16,11 @@ from .config import BLOCK_K, BLOCK_M
 _MAX_CACHED = 256
 
 
-def act_map_params(rows: int, k: int, row_stride: int, what: str) -> TileMapParams:
-    """The tensor-map arguments for a [rows, k] 16-bit matrix with `row_stride` bytes per row."""
+def act_map_params(
+    rows: int, k: int, row_stride: int, what: str, box_rows: int = BLOCK_M
+) -> TileMapParams:
+    """The tensor-map arguments for a [rows, k] 16-bit matrix with `row_stride` bytes per row,
+    read in boxes of `box_rows` x 64."""
     if rows < 1 or k < 1:
         raise ValueError(f"{what}: shape ({rows}, {k}) must be positive in both dimensions")
     if row_stride % TMA_ALIGN or row_stride < 2 * k:
@@ -27,15 +31,17 @@ def act_map_params(rows: int, k: int, row_stride: int, what: str) -> TileMapPara
     return TileMapParams(
         global_dim=(k, rows),
         global_strides=(row_stride,),
-        box_dim=(BLOCK_K, BLOCK_M),
+        box_dim=(BLOCK_K, box_rows),
         element_bytes=2,
     )
 
 
 class ActMapCache:
-    """Encoded maps by (address, rows, K, row stride); bounded (activation buffers come and go)."""
+    """Encoded maps by (address, rows, K, row stride), boxes of `box_rows` rows; bounded
+    (activation buffers come and go)."""
 
-    def __init__(self) -> None:
+    def __init__(self, box_rows: int = BLOCK_M) -> None:
+        self.box_rows = box_rows
         self._maps: dict[tuple[int, int, int, int], TensorMapParam] = {}
 
     def get(self, x: torch.Tensor, what: str) -> TensorMapParam:
@@ -47,5 +53,6 @@ class ActMapCache:
         if tmap is None:
             if len(self._maps) >= _MAX_CACHED:
                 self._maps.clear()
-            tmap = self._maps[key] = encode(key[0], act_map_params(rows, k, key[3], what))
+            params = act_map_params(rows, k, key[3], what, self.box_rows)
+            tmap = self._maps[key] = encode(key[0], params)
         return tmap

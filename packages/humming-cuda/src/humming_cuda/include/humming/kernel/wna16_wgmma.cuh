@@ -244,20 +244,24 @@ struct Wna16WgmmaKernel {
 
 }  // namespace humming
 
-// The C entry point of a WnA16-wgmma kernel template KERNEL (either form; parameters in the order
-// of humming_cuda.kernels.wna16_wgmma.bind.signature; the tensor map of x comes first).
-#define HM_WNA16_WGMMA_ENTRY_OF(KERNEL, NAME, FMT, TILE, ACT, OUT, BIAS)                          \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                          \
-      const __grid_constant__ humming::TmaDescriptor tmap_x, const humming::u32* qweight,       \
-      const ACT* scales, const ACT* zeros, const float* channel_scale,                          \
-      const float* global_scale, const float* bias, OUT* out, int M, int N, int K, int ldc,     \
-      int n_pad, int k_tiles, int group_shift) {                                                \
-    using Kern = KERNEL<FMT, TILE, ACT, OUT, BIAS>;                                             \
-    Kern::run(tmap_x, typename Kern::Args{qweight, scales, zeros, channel_scale, global_scale,  \
-                                          bias, out, M, N, K, ldc, n_pad, k_tiles,              \
-                                          group_shift});                                        \
+// The parameters every WnA16-wgmma entry starts with (either form; in the order of
+// humming_cuda.kernels.wna16_wgmma.bind.signature, the tensor map of x first) and the kernel's Args
+// built from them.
+#define HM_WNA16_WGMMA_PARAMS(ACT, OUT)                                                         \
+  const __grid_constant__ humming::TmaDescriptor tmap_x, const humming::u32 *qweight,           \
+      const ACT *scales, const ACT *zeros, const float *channel_scale,                          \
+      const float *global_scale, const float *bias, OUT *out, int M, int N, int K, int ldc,     \
+      int n_pad, int k_tiles, int group_shift
+#define HM_WNA16_WGMMA_ARGS(KERN)                                                               \
+  typename KERN::Args {                                                                         \
+    qweight, scales, zeros, channel_scale, global_scale, bias, out, M, N, K, ldc, n_pad,        \
+        k_tiles, group_shift                                                                    \
   }
 
 // The entry every rendered shared-memory-form translation unit instantiates.
-#define HUMMING_WNA16_WGMMA_ENTRY(NAME, FMT, TILE, ACT, OUT, BIAS) \
-  HM_WNA16_WGMMA_ENTRY_OF(humming::Wna16WgmmaKernel, NAME, FMT, TILE, ACT, OUT, BIAS)
+#define HUMMING_WNA16_WGMMA_ENTRY(NAME, FMT, TILE, ACT, OUT, BIAS)                              \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1)                                \
+      NAME(HM_WNA16_WGMMA_PARAMS(ACT, OUT)) {                                                   \
+    using Kern = humming::Wna16WgmmaKernel<FMT, TILE, ACT, OUT, BIAS>;                          \
+    Kern::run(tmap_x, HM_WNA16_WGMMA_ARGS(Kern));                                               \
+  }

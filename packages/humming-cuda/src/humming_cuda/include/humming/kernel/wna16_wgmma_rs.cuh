@@ -21,17 +21,22 @@
 // n0 + 64w ..) and, of each lane's 16 code pairs, the eight of columns 8j + lane/4 with j in
 // 4v .. 4v+3 (the wna16 layout, humming/memory/bitplanes.cuh). Per 16-deep K slice it dequantizes
 // them (humming/datatype/dequant.cuh, as the wna16 kernels do) straight into two A fragments and
-// issues two wgmma m64n128k16, whose rows 16w + lane/4 (+8) are therefore weight columns
-// n0 + 64w + 8(4v + 2i (+1)) + lane/4 of wgmma i: a permutation of N that only the epilogue sees.
-// Fragments are buffered (Tile::FRAG_BUFS): slice s+1 is dequantized while the tensor cores run
-// slice s.
+// issues two wgmma m64nBMk16 (BM = 128, or 16 / 32 / 64 tokens at small M), whose rows
+// 16w + lane/4 (+8) are therefore weight columns n0 + 64w + 8(4v + 2i (+1)) + lane/4 of wgmma i:
+// a permutation of N that only the epilogue sees. Fragments are buffered (Tile::FRAG_BUFS): slice
+// s+1 is dequantized while the tensor cores run slice s. (Keeping 3 slices in flight at small BM
+// measured 0-14% slower on the H200, benchmarks/notes/session10_wna16_small_m.md.)
+// Split-K (gridDim.z > 1, small grids): each split runs a range of K steps and the epilogue's
+// shared tile is summed across splits in a workspace (humming/epilogue/split_tile.cuh).
 // The epilogue scales each column, converts, and transposes through shared memory (the ring's
 // space) into coalesced 16-byte row stores.
 // Tails: TMA zero-fills x past M and K; layout tiles past the padded N or K are neither copied nor
 // used (their fragments are zero); stores are predicated to [M, N].
 #pragma once
+#include "humming/epilogue/split_tile.cuh"
 #include "humming/kernel/wna16_wgmma.cuh"
 #include "humming/mma/wgmma_f16.cuh"
+#include "humming/mma/wgmma_narrow.cuh"
 
 namespace humming {
 
@@ -40,9 +45,12 @@ namespace humming {
 // 40 there, 232 here); without it thread 0 refills each stage once both warpgroups released it.
 // FRAG_BUFS: A-fragment buffers (2: a slice's are rewritten two slices later, right after its
 // group retired; 4: one per slice of a step, rewritten a whole step later).
-template <int STAGES_, int GROUP_M_, bool PRODUCER_ = false, int FRAG_BUFS_ = 2>
+// BM: activation rows per tile, wgmma's N (16, 32 or 64 for small M: the narrow forms of
+// humming/mma/wgmma_narrow.cuh; 128 otherwise).
+template <int STAGES_, int GROUP_M_, bool PRODUCER_ = false, int FRAG_BUFS_ = 2, int BM_ = 128>
 struct WgmmaWna16RsTile {
-  static constexpr int BM = 128, BN = 256, BK = 64, STAGES = STAGES_, GROUP_M = GROUP_M_;
+  static constexpr int BM = BM_, BN = 256, BK = 64, STAGES = STAGES_, GROUP_M = GROUP_M_;
+  static_assert(BM == 16 || BM == 32 || BM == 64 || BM == 128, "wgmma N of the token side");
   static constexpr int CONSUMERS = 2;
   static constexpr bool PRODUCER = PRODUCER_;
   static constexpr int FRAG_BUFS = FRAG_BUFS_;
@@ -115,7 +123,7 @@ template <class Fmt, class Tile, typename ActT, typename OutT, bool BIAS>
 struct Wna16WgmmaRsKernel {
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, STAGES = Tile::STAGES;
   static constexpr int TILES_K = Tile::TILES_K, BITS = Fmt::BITS;
-  static constexpr int ACC = 64;  // per wgmma: 64 x 128 fp32 over 128 threads
+  static constexpr int ACC = BM / 2;  // per wgmma: 64 x BM fp32 over 128 threads
   static constexpr int TILE_BYTES = 32 * BITS * 4;  // one layout tile of packed codes
   static constexpr int W_BYTES = Tile::TILES_N * TILES_K * TILE_BYTES;
   static constexpr int S_BYTES = Fmt::IN_LOOP ? Tile::SCALE_BYTES : 0;
@@ -130,6 +138,16 @@ struct Wna16WgmmaRsKernel {
   using Dq = Dequant<ActT, Fmt::KIND, BITS, Fmt::EXP, Fmt::MAN, Fmt::ZERO, Fmt::IN_LOOP>;
   using Args = typename Wna16WgmmaKernel<Fmt, WgmmaWna16Tile<STAGES, Tile::GROUP_M>, ActT, OutT,
                                          BIAS>::Args;
+
+  // Split-K over gridDim.z: split z runs K steps [z * iters_per_split, + iters_per_split), writes
+  // its fp32 tile to `workspace` and bumps the tile's counter; the last to arrive sums the tiles
+  // in split order (the same result whichever CTA is last), runs the epilogue and zeroes the
+  // counter again (no memset between launches or graph replays).
+  struct Split {
+    float* workspace = nullptr;  // [tiles][splits][BM * BN]
+    int* counters = nullptr;     // [tiles], zero between launches
+    int iters_per_split = 0;     // 0: one split over all of K
+  };
 
   struct Smem {
     u32 ring, full, empty;
@@ -146,12 +164,12 @@ struct Wna16WgmmaRsKernel {
     return (it * TILES_K * 16) >> a.group_shift;
   }
 
-  // Thread 0: load step `it` into its stage (free: never used, or released by every warp).
-  HM_DEVICE static void produce(const TmaDescriptor* tx, const Args& a, const Smem& sm, int it,
-                                int m0, int n0) {
+  // One thread: load K step `it` into stage `s` (free: never used, or released by every warp).
+  HM_DEVICE static void produce(const TmaDescriptor* tx, const Args& a, const Smem& sm, int s,
+                                int it, int m0, int n0) {
     const int nt0 = n0 / 64, tiles_n = min(Tile::TILES_N, a.n_pad / 64 - nt0);
     const u32 row_bytes = tiles_n * 64 * 2;  // the valid tiles' scale columns, contiguous
-    const int s = it % STAGES, kt0 = it * TILES_K, tiles_k = min(TILES_K, a.k_tiles - kt0);
+    const int kt0 = it * TILES_K, tiles_k = min(TILES_K, a.k_tiles - kt0);
     int r0 = 0, rows = 0;
     if constexpr (Fmt::IN_LOOP) {
       r0 = first_row(a, it);
@@ -176,10 +194,20 @@ struct Wna16WgmmaRsKernel {
     }
   }
 
-  // Warpgroup v's 4 scales (or zero points) of layout-tile column `warp` for group row `row` of
-  // stage area `area`: columns 8j + lane/4, j = 4v .. 4v+3, stored in lane order.
-  HM_DEVICE static uint2 group_values(const unsigned char* area, int row, int warp, int lane, int v) {
-    return *reinterpret_cast<const uint2*>(area + 2 * (row * BN + 64 * warp + 8 * (lane / 4) + 4 * v));
+  // Warpgroup v's group parameters from scale (and zero-point) row `row` of a stage: its 4
+  // columns 8j + lane/4, j = 4v .. 4v+3, of layout-tile column `warp`, stored in lane order at
+  // stage + group_off (consume's offsets); gp[i][h] is pair j = 4v + 2i + h's.
+  HM_DEVICE static void group_params(const unsigned char* stage, int group_off, int row,
+                                     GroupParams<ActT> (&gp)[2][2]) {
+    uint2 s = make_uint2(0u, 0u), z = make_uint2(0u, 0u);
+    const unsigned char* at = stage + group_off + row * BN * 2;
+    if constexpr (S_BYTES != 0) s = *reinterpret_cast<const uint2*>(at);
+    if constexpr (Z_BYTES != 0) z = *reinterpret_cast<const uint2*>(at + S_BYTES);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) gp[i][h] = Dq::prepare(act_at(s, 2 * i + h), act_at(z, 2 * i + h));
+    }
   }
 
   HM_DEVICE static ActT act_at(const uint2& v, int j) {
@@ -187,77 +215,101 @@ struct Wna16WgmmaRsKernel {
     return j % 2 == 0 ? pair.x : pair.y;
   }
 
-  // The two A fragments of K slice `kk` of the stage at `stage` (generic pointer): fragment i,
+  // The two A fragments of one K slice from the lane's code words at `words`: fragment i,
   // register r: rows lane/4 (+8 for r = 1, 3) are the warpgroup's pairs j = 2i (2i + 1), K low
   // (r = 0, 1) or high (r = 2, 3) half: pair q = 4i + 2 (r % 2) + r / 2.
-  HM_DEVICE static void dequant(const unsigned char* stage, int row, bool valid, int kk, int warp,
-                                int lane, int v, u32 (&frag)[2][4]) {
+  HM_DEVICE static void dequant(const u32* words, int v, const GroupParams<ActT> (&gp)[2][2],
+                                u32 (&frag)[2][4]) {
     HalfLaneWords<BITS> hw;
-    uint2 s = make_uint2(0u, 0u), z = make_uint2(0u, 0u);
-    if (valid) {
-      const auto* words = reinterpret_cast<const u32*>(stage + Tile::X_BYTES) +
-                          ((warp * TILES_K + kk) * 32 + lane) * BITS;
-      hw.load(words, v);
-      if constexpr (S_BYTES != 0) {
-        s = group_values(stage + Tile::X_BYTES + W_BYTES, row, warp, lane, v);
-      }
-      if constexpr (Z_BYTES != 0) {
-        z = group_values(stage + Tile::X_BYTES + W_BYTES + S_BYTES, row, warp, lane, v);
-      }
-    } else {
-      hw.clear();
-    }
+    hw.load(words, v);
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const GroupParams<ActT> gp = Dq::prepare(act_at(s, 2 * i + h), act_at(z, 2 * i + h));
-        frag[i][h] = valid ? Dq::apply(hw.pair(4 * i + 2 * h), gp) : 0u;
-        frag[i][h + 2] = valid ? Dq::apply(hw.pair(4 * i + 2 * h + 1), gp) : 0u;
+        frag[i][h] = Dq::apply(hw.pair(4 * i + 2 * h), gp[i][h]);
+        frag[i][h + 2] = Dq::apply(hw.pair(4 * i + 2 * h + 1), gp[i][h]);
       }
     }
   }
 
+  // acc += A (the fragments) x the x tile's K slice at `dx`, over BM tokens.
+  HM_DEVICE static void mma(float (&acc)[ACC], const u32 (&frag)[4], u64 dx) {
+    if constexpr (BM == 128) {
+      wgmma_m64n128k16_rs<ActT>(acc, frag, dx, true);
+    } else {
+      WgmmaNarrowRs<ActT, BM>::run(acc, frag, dx, true);
+    }
+  }
+
+  template <bool B>
+  struct Checked {
+    static constexpr bool value = B;
+  };
+
+  // K steps it0 .. it0 + iters - 1; local step j sits in stage j % STAGES.
   HM_DEVICE static void consume(const TmaDescriptor* tx, const Args& a, const Smem& sm,
-                                const unsigned char* ring, int iters, int m0, int n0,
+                                const unsigned char* ring, int it0, int iters, int m0, int n0,
                                 float (&acc)[2][ACC]) {
     const int v = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const bool column_valid = n0 + 64 * warp < a.n_pad;
+    // the lane's code words of slice 0 (slice kk: + kk * TILE_BYTES) and group values of row 0
+    const int words_off = Tile::X_BYTES + (warp * TILES_K * 32 + lane) * BITS * 4;
+    const int group_off = Tile::X_BYTES + W_BYTES + 2 * (64 * warp + 8 * (lane / 4) + 4 * v);
+    // groups of 64 or more: a step's 4 slices share one scale row (BK = 64 = 2^6)
+    const bool one_row = !Fmt::IN_LOOP || a.group_shift >= 6;
     constexpr int BUFS = Tile::FRAG_BUFS;
     u32 frag[BUFS][2][4] = {};
+    GroupParams<ActT> gp[2][2];
     // iters >= 1 (K >= 1): a loop that may run zero times makes ptxas join the initial zero
     // accumulators with the wgmma results by moves, and then serialize every wgmma (C7515)
-    int it = 0;
+    int j = 0;
     do {
-      const int s = it % STAGES, kt0 = it * TILES_K;
-      const int r0 = Fmt::IN_LOOP ? first_row(a, it) : 0;
+      const int s = j % STAGES, it = it0 + j, kt0 = it * TILES_K;
       const unsigned char* stage = ring + s * STAGE_BYTES;
       const u64 dx = sw128_kmajor_desc(sm.x(s));
-      mbar_wait(sm.full_bar(s), (it / STAGES) & 1);
+      mbar_wait(sm.full_bar(s), (j / STAGES) & 1);
+      if (one_row) group_params(stage, group_off, 0, gp);
+      // A step wholly inside K and the padded N (all but edge tiles and the last step) needs no
+      // per-slice check.
+      auto slices = [&](auto checked) {
 #pragma unroll
-      for (int kk = 0; kk < TILES_K; ++kk) {
-        const int b = kk % BUFS, kt = kt0 + kk;
-        const int row = Fmt::IN_LOOP ? ((kt * 16) >> a.group_shift) - r0 : 0;
-        dequant(stage, row, column_valid && kt < a.k_tiles, kk, warp, lane, v, frag[b]);
-        wgmma_fence();
-        wgmma_m64n128k16_rs<ActT>(acc[0], frag[b][0], desc_advance(dx, 32 * kk), true);
-        wgmma_m64n128k16_rs<ActT>(acc[1], frag[b][1], desc_advance(dx, 32 * kk), true);
-        wgmma_commit();
-        // the previous slice is done: its fragments may be overwritten, and after slice 0 the
-        // previous stage is no longer read
-        wgmma_wait<1>();
-        fence_registers_u32(frag[(kk + BUFS - 1) % BUFS][0]);
-        fence_registers_u32(frag[(kk + BUFS - 1) % BUFS][1]);
-        if (kk == 0 && it > 0 && lane == 0) mbar_arrive(sm.empty_bar((it - 1) % STAGES));
-        // Refill the stage of step it - 1 with step it - 1 + STAGES late in the step, when the
-        // other warpgroup has most likely released it too (the wait blocks warpgroup 0).
-        if (!Tile::PRODUCER && kk == TILES_K - 1 && it > 0 && it - 1 + STAGES < iters &&
-            threadIdx.x == 0) {
-          mbar_wait(sm.empty_bar((it - 1) % STAGES), ((it - 1) / STAGES) & 1);
-          produce(tx, a, sm, it - 1 + STAGES, m0, n0);
+        for (int kk = 0; kk < TILES_K; ++kk) {
+          const int b = kk % BUFS, kt = kt0 + kk;
+          if (!one_row) {
+            group_params(stage, group_off, ((kt * 16) >> a.group_shift) - first_row(a, it), gp);
+          }
+          const u32* words = reinterpret_cast<const u32*>(stage + words_off + kk * TILE_BYTES);
+          if (!decltype(checked)::value || (column_valid && kt < a.k_tiles)) {
+            dequant(words, v, gp, frag[b]);
+          } else {
+#pragma unroll
+            for (int r = 0; r < 4; ++r) frag[b][0][r] = frag[b][1][r] = 0u;
+          }
+          wgmma_fence();
+          mma(acc[0], frag[b][0], desc_advance(dx, 32 * kk));
+          mma(acc[1], frag[b][1], desc_advance(dx, 32 * kk));
+          wgmma_commit();
+          // the previous slice is done: its fragments may be overwritten, and after slice 0 the
+          // previous stage is no longer read
+          wgmma_wait<1>();
+          fence_registers_u32(frag[(kk + BUFS - 1) % BUFS][0]);
+          fence_registers_u32(frag[(kk + BUFS - 1) % BUFS][1]);
+          if (kk == 0 && j > 0 && lane == 0) mbar_arrive(sm.empty_bar((j - 1) % STAGES));
+          // Refill the stage of step j - 1 with step j - 1 + STAGES late in the step, when the
+          // other warpgroup has most likely released it too (the wait blocks warpgroup 0).
+          if (!Tile::PRODUCER && kk == TILES_K - 1 && j > 0 && j - 1 + STAGES < iters &&
+              threadIdx.x == 0) {
+            mbar_wait(sm.empty_bar((j - 1) % STAGES), ((j - 1) / STAGES) & 1);
+            produce(tx, a, sm, (j - 1) % STAGES, it - 1 + STAGES, m0, n0);
+          }
         }
+      };
+      if (column_valid && kt0 + TILES_K <= a.k_tiles) {
+        slices(Checked<false>{});
+      } else {
+        slices(Checked<true>{});
       }
-    } while (++it < iters);
+    } while (++j < iters);
     wgmma_wait<0>();
     fence_registers(acc[0]);
     fence_registers(acc[1]);
@@ -273,8 +325,8 @@ struct Wna16WgmmaRsKernel {
   // The accumulators go to shared memory as they are and the epilogue runs on what is read back:
   // ptxas (13.0 and 13.5) schedules F2FP conversions of accumulators (bf16 and fp16 pairs alike)
   // before the final wgmma wait, where they read the last slices' results before they land.
-  HM_DEVICE static void store(const Args& a, const float (&acc)[2][ACC], float* tile, int m0,
-                              int n0) {
+  HM_DEVICE static void store(const Args& a, const Split& sp, const float (&acc)[2][ACC],
+                              float* tile, int m0, int n0) {
     const int v = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
@@ -292,6 +344,11 @@ struct Wna16WgmmaRsKernel {
       }
     }
     named_barrier<128 * Tile::CONSUMERS>(1);
+    if (gridDim.z > 1 &&
+        !SplitTileReducer<BM * BN, 128 * Tile::CONSUMERS, 1>::reduce(
+            tile, sp.workspace, sp.counters, blockIdx.y * gridDim.x + blockIdx.x)) {
+      return;
+    }
     // a chunk is 8 columns of a row; a warp stores one row's 32 chunks
     constexpr int CHUNKS = BN / 8;
     const int ct = threadIdx.x, chunk = ct % CHUNKS, n = n0 + 8 * chunk;
@@ -323,14 +380,16 @@ struct Wna16WgmmaRsKernel {
     }
   }
 
-  HM_DEVICE static void run(const TmaDescriptor& tx, const Args& a) {
+  HM_DEVICE static void run(const TmaDescriptor& tx, const Args& a, const Split& sp) {
     extern __shared__ uint4 smem_u4[];
     const u32 raw = smem_addr(smem_u4), base = (raw + 1023u) & ~1023u;  // swizzle atom alignment
     unsigned char* ring = reinterpret_cast<unsigned char*>(smem_u4) + (base - raw);
     const u32 bars = base + Max<STAGES * STAGE_BYTES, OUT_BYTES>::value;
     const Smem sm{base, bars, bars + 8 * STAGES};
     const TileCoord tile = grouped_tile<Tile::GROUP_M>();
-    const int n0 = tile.n * BN, m0 = tile.m * BM, iters = ceil_div(a.K, BK);
+    const int n0 = tile.n * BN, m0 = tile.m * BM, steps = ceil_div(a.K, BK);
+    const int it0 = blockIdx.z * sp.iters_per_split;
+    const int iters = sp.iters_per_split > 0 ? min(sp.iters_per_split, steps - it0) : steps;
     init_ring_barriers<STAGES, Tile::CONSUMERS>(sm.full, sm.empty);
     if constexpr (Tile::PRODUCER) {
       if (threadIdx.x >= 128 * Tile::CONSUMERS) {
@@ -338,9 +397,9 @@ struct Wna16WgmmaRsKernel {
         setmaxnreg_dec<40>();
         if (threadIdx.x == 128 * Tile::CONSUMERS) {
           tma_prefetch_descriptor(&tx);
-          for (int it = 0; it < iters; ++it) {
-            mbar_wait(sm.empty_bar(it % STAGES), ((it / STAGES) & 1) ^ 1);
-            produce(&tx, a, sm, it, m0, n0);
+          for (int j = 0; j < iters; ++j) {
+            mbar_wait(sm.empty_bar(j % STAGES), ((j / STAGES) & 1) ^ 1);
+            produce(&tx, a, sm, j % STAGES, it0 + j, m0, n0);
           }
         }
         return;
@@ -348,20 +407,26 @@ struct Wna16WgmmaRsKernel {
       setmaxnreg_inc<232>();
     } else if (threadIdx.x == 0) {
       tma_prefetch_descriptor(&tx);
-      for (int it = 0; it < min(STAGES, iters); ++it) produce(&tx, a, sm, it, m0, n0);
+      for (int j = 0; j < min(STAGES, iters); ++j) produce(&tx, a, sm, j, it0 + j, m0, n0);
     }
     float acc[2][ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[0][i] = acc[1][i] = 0.f;
-    consume(&tx, a, sm, ring, iters, m0, n0, acc);
+    consume(&tx, a, sm, ring, it0, iters, m0, n0, acc);
     // both warpgroups' wgmmas are done before the ring turns into the output tile
     named_barrier<128 * Tile::CONSUMERS>(1);
-    store(a, acc, reinterpret_cast<float*>(ring), m0, n0);
+    store(a, sp, acc, reinterpret_cast<float*>(ring), m0, n0);
   }
 };
 
 }  // namespace humming
 
-// The entry every rendered register-A-form translation unit instantiates (the same parameters).
-#define HUMMING_WNA16_WGMMA_RS_ENTRY(NAME, FMT, TILE, ACT, OUT, BIAS) \
-  HM_WNA16_WGMMA_ENTRY_OF(humming::Wna16WgmmaRsKernel, NAME, FMT, TILE, ACT, OUT, BIAS)
+// The entry every rendered register-A-form translation unit instantiates: the shared-memory form's
+// parameters, then split-K's workspace, counters and K steps per split (Split).
+#define HUMMING_WNA16_WGMMA_RS_ENTRY(NAME, FMT, TILE, ACT, OUT, BIAS)                           \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                          \
+      HM_WNA16_WGMMA_PARAMS(ACT, OUT), float* workspace, int* counters, int iters_per_split) {   \
+    using Kern = humming::Wna16WgmmaRsKernel<FMT, TILE, ACT, OUT, BIAS>;                        \
+    Kern::run(tmap_x, HM_WNA16_WGMMA_ARGS(Kern),                                                \
+              typename Kern::Split{workspace, counters, iters_per_split});                      \
+  }

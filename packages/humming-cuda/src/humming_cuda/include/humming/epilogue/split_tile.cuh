@@ -1,0 +1,60 @@
+// Cross-CTA split-K for kernels that gather their output tile in shared memory (fp32, any layout)
+// before the epilogue: every split copies its tile to a workspace slot and bumps the tile's
+// counter; the last split to arrive replaces its shared tile by the sum of all slots in split
+// order (the same sum whichever CTA is last) and resets the counter to 0, so launches and CUDA
+// graph replays need no memset. Run by THREADS threads that synchronise on named barrier BAR
+// (warp-specialized kernels whose producer warps have left cannot use __syncthreads).
+#pragma once
+#include "humming/arith/common.cuh"
+#include "humming/mma/wgmma.cuh"  // named_barrier
+
+namespace humming {
+
+// bar.red.or over THREADS threads on barrier `id`: whether any of them passed `pred`.
+template <int THREADS>
+HM_DEVICE bool named_barrier_any(int id, bool pred) {
+  u32 any;
+  asm volatile(
+      "{\n .reg .pred p, q;\n setp.ne.u32 q, %1, 0;\n bar.red.or.pred p, %2, %3, q;\n"
+      " selp.u32 %0, 1, 0, p;\n}"
+      : "=r"(any)
+      : "r"(static_cast<u32>(pred)), "r"(id), "n"(THREADS)
+      : "memory");
+  return any != 0;
+}
+
+template <int FLOATS, int THREADS, int BAR>
+struct SplitTileReducer {
+  static_assert(FLOATS % 4 == 0, "the tile moves in float4s");
+  static constexpr int VECS = FLOATS / 4;
+
+  // `tile` (16-byte aligned shared memory, complete: the caller synchronised) is this split's
+  // partial tile `tile_id`; split gridDim.z slots per tile in `workspace`. Returns true in the CTA
+  // that must finish the tile, whose `tile` then holds the full sum (synchronised again).
+  HM_DEVICE static bool reduce(float* tile, float* workspace, int* counters, int tile_id) {
+    const int splits = gridDim.z, t = threadIdx.x % THREADS;
+    float4* slots =
+        reinterpret_cast<float4*>(workspace) + static_cast<long long>(tile_id) * splits * VECS;
+    float4* own = reinterpret_cast<float4*>(tile);
+    for (int i = t; i < VECS; i += THREADS) __stcg(slots + blockIdx.z * VECS + i, own[i]);
+    __threadfence();
+    named_barrier<THREADS>(BAR);
+    bool last = false;
+    if (t == 0) last = atomicAdd(counters + tile_id, 1) == splits - 1;
+    if (!named_barrier_any<THREADS>(BAR, last)) return false;
+    __threadfence();
+    for (int i = t; i < VECS; i += THREADS) {
+      float4 sum = __ldcg(slots + i);
+      for (int z = 1; z < splits; ++z) {
+        const float4 v = __ldcg(slots + z * VECS + i);
+        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+      }
+      own[i] = sum;
+    }
+    if (t == 0) counters[tile_id] = 0;
+    named_barrier<THREADS>(BAR);
+    return true;
+  }
+};
+
+}  // namespace humming
