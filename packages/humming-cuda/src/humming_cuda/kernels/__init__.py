@@ -10,8 +10,9 @@ from .base import KernelConfig, KernelFamily, WeightLayout
 
 FAMILIES: list[KernelFamily] = []
 
-# Before wna16: integer WnA16 problems with M >= 128 on sm_90a whose grid fills the GPU take the
-# wgmma kernels; everything else it refuses or leaves (`prefers`) falls through to wna16.
+# Before wna16 and wna16_decode: WnA16 problems on sm_90a with M = 17-64 (9-64 for 8-bit codes),
+# or M >= 128 with a grid that fills the GPU, take the wgmma kernels; everything else it refuses
+# or leaves (`prefers`) falls through.
 from .wna16_wgmma import FAMILY as _WNA16_WGMMA  # noqa: E402  (families import .base, defined above)
 
 FAMILIES.append(_WNA16_WGMMA)
