@@ -44,6 +44,11 @@ class FakeFunction:
         pass
 
 
+def _plain(value):
+    """A parameter as a comparable value: by-value arrays (a TMA tensor map) as tuples."""
+    return tuple(value) if isinstance(value, ctypes.Array) else value
+
+
 class Recorder:
     """Stands in for Launcher: records (grid, block, smem, parameter values) per launch."""
 
@@ -52,9 +57,12 @@ class Recorder:
         self.launches: list[tuple] = []
 
     def __call__(self, grid, block, params, smem=0, stream=None) -> None:
-        self.launches.append((tuple(grid), tuple(block), smem, list(params)))
+        self.launches.append((tuple(grid), tuple(block), smem, [_plain(p) for p in params]))
 
     def launch(self, grid, block, smem, address, stream=None) -> None:
         pointers = (ctypes.c_void_p * len(self.ctypes)).from_address(address)
-        values = [t.from_address(p).value for t, p in zip(self.ctypes, pointers, strict=True)]
+        values = [
+            _plain(t.from_address(p)) if issubclass(t, ctypes.Array) else t.from_address(p).value
+            for t, p in zip(self.ctypes, pointers, strict=True)
+        ]
         self.launches.append((tuple(grid), tuple(block), smem, values))

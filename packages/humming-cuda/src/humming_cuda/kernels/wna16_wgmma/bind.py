@@ -4,20 +4,23 @@ split, with split-K's shared workspace for the register-A form."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from humming_core.spec import QuantSpec
 
 from ...args import ScalarArg, Signature, TensorArg
-from ...launch import Launcher
+from ...launch import Dim3, Launcher
 from ..common_bind import out_arg
 from ..split_k import SPLIT_K_BUFFERS, split_iterations
 from ..wna16.bind import layout_args
 from ..wna16.config import LAYOUT_TILE_K, LAYOUT_TILE_N, KernelFormat
 from .config import BLOCK_K, WgmmaWna16Config
 from .tma import ActMapCache, TensorMapParam
+
+if TYPE_CHECKING:
+    from .call import WgmmaWna16Call
 
 
 def signature(fmt: KernelFormat, name: str, split: bool = False) -> Signature:
@@ -47,7 +50,8 @@ class WgmmaWna16Kernel:
     """`kernel(x=..., out=..., **packed)`: out[M, N] = x @ W^T (+ bias).
 
     x is fp16 or bf16 [M, K] (K contiguous, 16-byte aligned rows); `packed` is the wna16 layout's
-    qweight / scales / zeros / channel_scale / global_scale / bias (whichever the format has)."""
+    qweight / scales / zeros / channel_scale / global_scale / bias (whichever the format has).
+    `kernel.prepare(**packed)` binds one layer's weights for repeated calls (WgmmaWna16Call)."""
 
     def __init__(self, function: Any, spec: QuantSpec, config: WgmmaWna16Config) -> None:
         self.fmt = KernelFormat.from_spec(spec)
@@ -74,24 +78,49 @@ class WgmmaWna16Kernel:
         }
 
     def __call__(self, **values: Any) -> None:
+        grid, params, _ = self.checked(values)
+        if grid[1]:
+            cfg = self.config
+            self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)
+
+    def prepare(self, **packed: torch.Tensor) -> WgmmaWna16Call:
+        from .call import WgmmaWna16Call
+
+        return WgmmaWna16Call(self, packed)
+
+    def checked(self, values: dict[str, Any]) -> tuple[Dim3, list, dict[str, int]]:
+        """Check every argument: (grid, parameters in order with x's tensor map first, dims).
+        Raises naming what is wrong."""
         x, out = values["x"], values["out"]
         if x.dim() != 2 or out.dim() != 2 or out.stride(-1) != 1:
             raise ValueError(
                 f"{self.name}: expected x [M, K] and out [M, N] with innermost stride 1, got x "
                 f"{tuple(x.shape)} and out {tuple(out.shape)} strides {tuple(out.stride())}"
             )
-        cfg = self.config
         m, n = out.shape
-        grid_n, grid_m = -(-n // cfg.block_n), -(-m // cfg.block_m)
-        split, ips = split_iterations(-(-x.shape[1] // BLOCK_K), cfg.split_k)
+        grid_n, grid_m = -(-n // self.config.block_n), -(-m // self.config.block_m)
+        split, ips = self.split_k(x.shape[1])
         if split > 1:
             values = dict(values)
-            values["workspace"], values["counters"] = SPLIT_K_BUFFERS.get(
-                x.device, grid_n * grid_m * split * cfg.block_m * cfg.block_n, grid_n * grid_m
+            values["workspace"], values["counters"] = self.split_k_buffers(
+                x.device, grid_n, grid_m, split
             )
-        dims = self._dims(x, out, ips if split > 1 else 0)
-        _, params = self.signature.bind(values, dims, self.function.device_index)
-        if m == 0:
-            return
-        params[0] = self.maps.get(x, "activations x")
-        self.launcher((grid_n, grid_m, split), (cfg.threads, 1, 1), params, cfg.smem_bytes)
+        dims, params = self.signature.bind(
+            values, self._dims(x, out, ips if split > 1 else 0), self.function.device_index
+        )
+        if m:
+            params[0] = self.maps.get(x, "activations x")
+        return (grid_n, grid_m, split), params, dims
+
+    def split_k(self, k: int) -> tuple[int, int]:
+        """(splits, K steps per split) for a reduction depth of `k`."""
+        return split_iterations(-(-k // BLOCK_K), self.config.split_k)
+
+    def split_k_buffers(
+        self, device: torch.device, grid_n: int, grid_m: int, split: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Shared fp32 workspace (a block_m x block_n tile per split and tile) and zeroed tile
+        counters big enough for this grid."""
+        cfg = self.config
+        floats = grid_n * grid_m * split * cfg.block_m * cfg.block_n
+        return SPLIT_K_BUFFERS.get(device, floats, grid_n * grid_m)

@@ -1,0 +1,127 @@
+"""The WnA16-wgmma launch path without a GPU (fake_launch): a prepared call (one layer's weights
+bound to a kernel, humming_cuda.kernels.wna16_wgmma.call) launches exactly the parameters and
+grid the full check computes — x's tensor map included — grows split-K's workspace with M, and
+refuses every wrong x and out with the full check's error.
+
+Tensor maps are encoded by the CUDA driver, which a CPU machine lacks: `FakeMaps` stands in for
+the kernel's map cache with a "map" that records x's pointer, rows, K and row stride.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from fake_launch import FakeFunction, Recorder, cuda
+
+from humming_core.spec import W4A16_G128
+from humming_cuda.kernels.w8a8_wgmma.tma import TensorMapParam
+from humming_cuda.kernels.wna16_wgmma import bind
+from humming_cuda.kernels.wna16_wgmma.config import WgmmaWna16Config
+
+N, K, GROUP = 512, 1024, 128
+
+
+class FakeMaps:
+    def get(self, x: torch.Tensor, what: str) -> TensorMapParam:
+        return TensorMapParam(x.data_ptr(), x.shape[0], x.shape[1], x.stride(0), *[0] * 12)
+
+
+def make_kernel(**fields) -> bind.WgmmaWna16Kernel:
+    config = WgmmaWna16Config(arch="sm_90a", stages=8, weights_in_registers=True, **fields)
+    kernel = bind.WgmmaWna16Kernel(FakeFunction(), W4A16_G128, config)
+    kernel.launcher = Recorder(kernel.launcher.ctypes)
+    kernel.maps = FakeMaps()
+    return kernel
+
+
+def packed() -> dict[str, torch.Tensor]:
+    return {
+        "qweight": cuda(torch.zeros(N // 64, K // 16, 128, dtype=torch.int32)),
+        "scales": cuda(torch.zeros(K // GROUP, N, dtype=torch.float16)),
+        "global_scale": cuda(torch.ones(1)),
+    }
+
+
+def operands(m: int) -> tuple[torch.Tensor, torch.Tensor]:
+    x, out = torch.zeros(m, K, dtype=torch.float16), torch.zeros(m, N, dtype=torch.float16)
+    return cuda(x), cuda(out)
+
+
+@pytest.fixture(autouse=True)
+def cpu_workspace(monkeypatch):
+    """SPLIT_K_BUFFERS on the fake device: one workspace and counter pair, grown on demand."""
+    held: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def get(device, floats, tiles):
+        if not held or held[-1][0].numel() < floats or held[-1][1].numel() < tiles:
+            held.append((cuda(torch.zeros(floats)), cuda(torch.zeros(tiles, dtype=torch.int32))))
+        return held[-1]
+
+    monkeypatch.setattr(bind.SPLIT_K_BUFFERS, "get", get)
+    return held
+
+
+@pytest.mark.parametrize("fields", [{}, {"rs_block_m": 16, "split_k": 3}])
+def test_prepared_calls_launch_what_the_full_check_computes(fields):
+    kernel, weights = make_kernel(**fields), packed()
+    call = kernel.prepare(**weights)
+    full_checks = []
+    checked_call = call._checked_call
+    call._checked_call = lambda *a: full_checks.append(1) or checked_call(*a)
+    block = (kernel.config.threads, 1, 1)
+    for m in (1, 5, 40, 300, 1):  # the first call builds the template, the rest patch it
+        x, out = operands(m)
+        call(x, out)
+        grid, params, _ = kernel.checked({"x": x, "out": out, **weights})
+        launched = kernel.launcher.launches[-1]
+        assert launched == (grid, block, kernel.config.smem_bytes, [tuple(params[0]), *params[1:]])
+        assert launched[3][0][:4] == (x.data_ptr(), m, K, K)  # x's own tensor map
+    assert call.template is not None and len(kernel.launcher.launches) == 5
+    assert len(full_checks) == 1  # later calls took the quick path
+    assert launched[0][2] == kernel.config.split_k
+    call(*operands(0))  # M = 0: nothing to launch
+    assert len(kernel.launcher.launches) == 5
+
+
+def test_split_k_workspace_is_patched_and_grown(cpu_workspace):
+    handed_out = cpu_workspace
+    kernel, weights = make_kernel(rs_block_m=32, split_k=4), packed()
+    call = kernel.prepare(**weights)
+    names = kernel.signature.names
+    cfg = kernel.config
+    for m in (20, 32, 200):
+        call(*operands(m))
+        grid, _, _, params = kernel.launcher.launches[-1]
+        assert grid == (N // 256, -(-m // 32), 4)
+        ws, ct = handed_out[-1]
+        assert params[names.index("workspace")] == ws.data_ptr()
+        assert params[names.index("counters")] == ct.data_ptr()
+        assert params[names.index("iters_per_split")] == 4  # 16 steps of 64 over 4 splits
+        assert ws.numel() >= grid[0] * grid[1] * 4 * cfg.block_m * cfg.block_n
+    assert call.ws_rows == -(-200 // 32)
+    assert len(handed_out) == 2  # the full check's, then one growth (M = 200)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda x, o: (cuda(torch.zeros(4, K)), o), r"'x': expected dtype float16, got float32"),
+        (lambda x, o: (x, cuda(torch.zeros(5, N, dtype=torch.float16))), r"'out': expected shape \(4, N\) \(dim 0 is M=4\), got shape \(5, 512\)"),
+        (lambda x, o: (x, cuda(torch.zeros(4, N, dtype=torch.bfloat16))), r"'out': expected dtype float16, got bfloat16"),
+        (lambda x, o: (x, cuda(torch.zeros(N, 4, dtype=torch.float16).T)), r"expected x \[M, K\] and out \[M, N\] with innermost stride 1"),
+        (lambda x, o: (cuda(torch.zeros(4, K + 8, dtype=torch.float16)[:, 1 : K + 1]), o), r"'x': expected a data pointer aligned to 16 bytes"),
+        (lambda x, o: (cuda(torch.zeros(4, K + 4, dtype=torch.float16)[:, :K]), o), r"'x': expected a row stride that is a multiple of 16 bytes"),
+        (lambda x, o: (x, cuda(torch.zeros(4 * N + 1, dtype=torch.float16)[1:].view(4, N))), r"'out': expected a data pointer aligned to 4 bytes"),
+        (lambda x, o: (x.as_subclass(torch.Tensor), o), r"'x': expected a tensor on cuda:0 .* got one on cpu"),
+        (lambda x, o: (x, o.as_subclass(torch.Tensor)), r"'out': expected a tensor on cuda:0 .* got one on cpu"),
+    ],
+)  # fmt: skip
+def test_every_wrong_x_or_out_is_refused_after_the_template_exists(make, message):
+    kernel, weights = make_kernel(rs_block_m=16, split_k=2), packed()
+    call = kernel.prepare(**weights)
+    call(*operands(4))
+    assert call.template is not None
+    x, out = make(*operands(4))
+    with pytest.raises(ValueError, match=message):
+        call(x, out)
+    assert len(kernel.launcher.launches) == 1
