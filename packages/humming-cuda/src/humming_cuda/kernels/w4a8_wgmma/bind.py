@@ -4,6 +4,8 @@ threads per 128x128 tile of out."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from ...args import ScalarArg, Signature, TensorArg
@@ -40,3 +42,9 @@ class W4a8WgmmaKernel(W8a8WgmmaKernel):
 
     def k_dims(self, k: int) -> dict[str, int]:
         return {"KW": slab_words(k), "WG": -(-k // self.fmt.group)}
+
+    def split_k(
+        self, k: int, tiles: int, device: torch.device
+    ) -> tuple[int, dict[str, Any], dict[str, int]]:
+        """One CTA per tile over all of K: the W4A8 kernel does not split K."""
+        return 1, {}, {}
