@@ -109,6 +109,8 @@ def test_tile_map_params_describe_k_major_128_boxes():
     assert p.box_bytes == 128 * 128  # the expect_tx count of one operand per stage
     wide = tile_map_params(rows=8, k=64, row_stride=4096, what="a")
     assert wide.global_strides == (4096,)
+    half = tile_map_params(rows=40, k=1040, row_stride=1040, what="a", box_rows=64)
+    assert half.box_dim == (128, 64) and half.box_bytes == 64 * 128
 
 
 @pytest.mark.parametrize(
@@ -156,18 +158,19 @@ def test_tensor_maps_travel_as_128_byte_launch_parameters():
     sig = signature(W8a8Format.from_spec(presets.FP8_BLOCK128), "k")
     # HUMMING_W8A8_WGMMA_ENTRY's parameters; a and qweight are replaced by their tensor maps
     entry = ("a", "qweight", "a_scales", "weight_scale", "bias", "out", "M", "N", "K", "ldc")
-    assert sig.names == (*entry, "ws_ld", "workspace", "counters", "iters_per_split")
+    assert sig.names == (*entry, "ws_ld", "workspace", "counters", "iters_per_split", "a_rows")
     assert ctypes.sizeof(TensorMapParam) == 128
     block = ParamBlock((TensorMapParam, TensorMapParam, *sig.ctypes[2:]))
     maps = TensorMapParam(*range(16)), TensorMapParam(*range(100, 116))
-    values = [*maps, 0x1000, 0x2000, 0, 0x3000, 300, 136, 1040, 136, 9, 0x4000, 0x5000, 3]
+    values = [*maps, 0x1000, 0x2000, 0, 0x3000, 300, 136, 1040, 136, 9, 0x4000, 0x5000, 3, 64]
     address = block.fill(values)
-    pointers = (ctypes.c_void_p * 14).from_address(address)
+    pointers = (ctypes.c_void_p * 15).from_address(address)
     assert ctypes.string_at(pointers[0], 128) == bytes(maps[0])
     assert ctypes.string_at(pointers[1], 128) == bytes(maps[1])
     assert ctypes.c_int32.from_address(pointers[10]).value == 9
     assert ctypes.c_uint64.from_address(pointers[12]).value == 0x5000
     assert ctypes.c_int32.from_address(pointers[13]).value == 3
+    assert ctypes.c_int32.from_address(pointers[14]).value == 64
 
 
 @pytest.mark.parametrize(
@@ -229,3 +232,15 @@ def test_split_k_launch_sizes_the_workspace_and_w4a8_never_splits(monkeypatch):
     w4 = object.__new__(W4a8WgmmaKernel)
     w4.config = kernel.config
     assert w4.split_k(k, 6, cpu) == (1, {}, {})
+
+
+def test_activation_boxes_are_64_rows_only_when_m_fits_the_first_warpgroup():
+    """The kernel expects a_rows * 128 + 128 * 128 bytes per stage: the box the map is encoded
+    with. W4A8 (both warpgroups read A) always takes 128 rows."""
+    from humming_cuda.kernels.w4a8_wgmma import W4a8WgmmaKernel
+    from humming_cuda.kernels.w8a8_wgmma import W8a8WgmmaKernel
+
+    w8, w4 = object.__new__(W8a8WgmmaKernel), object.__new__(W4a8WgmmaKernel)
+    assert [w8.a_box_rows(m) for m in (17, 40, 64, 65, 128, 4096)] == [64, 64, 64, 128, 128, 128]
+    assert {w4.a_box_rows(m) for m in (17, 64, 65)} == {128}
+    assert "const u32 stage_bytes = a.a_rows * BK + Tile::B_BYTES;" in HEADER

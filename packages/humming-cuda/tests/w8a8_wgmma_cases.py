@@ -42,11 +42,17 @@ def wgmma_cases() -> list[Case]:
 
 # Split-K (config.split_k, a launch parameter: one compiled kernel runs every split count). K = 17
 # blocks of 128 less 48 (a K tail), so 2, 3 and 5 splits run uneven ranges (9 + 8, 6 + 6 + 5,
-# 4 + 4 + 4 + 4 + 1). M = 40: the second consumer warpgroup has no rows (it computes nothing);
-# M = 100: it has 36; M = 130: a second M tile, whose first warpgroup has 2 rows, second none.
+# 4 + 4 + 4 + 4 + 1). M = 40 and 64: the second consumer warpgroup has no rows (it computes
+# nothing) and activations come in 64-row boxes (24 rows of TMA zeros, then none); M = 100: it has
+# 36 rows; M = 130: a second M tile, whose first warpgroup has 2 rows, second none.
 SPLITS = (2, 3, 5)
 SPLIT_K = 17 * 128 - 48
-SPLIT_SHAPES = ((40, 264, SPLIT_K), (100, 200, SPLIT_K), (130, 136, SPLIT_K))
+SPLIT_SHAPES = (
+    (40, 264, SPLIT_K),
+    (64, 520, SPLIT_K),
+    (100, 200, SPLIT_K),
+    (130, 136, SPLIT_K),
+)
 
 
 def split_cases() -> list[Case]:

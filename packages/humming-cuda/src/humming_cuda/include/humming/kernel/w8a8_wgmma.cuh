@@ -15,7 +15,10 @@
 // scales and bias (humming::Epilogue) and stores straight from registers (no write outside [M,N]).
 // M, N and K tails: TMA fills out-of-bounds rows and K columns with zeros, which add nothing. A
 // consumer warpgroup whose 64 rows all lie at or past M (the second one, in a tile of 64 rows of M
-// or fewer) would only multiply those zeros: it issues no wgmma, only keeps the ring turning.
+// or fewer) would only multiply those zeros: it issues no wgmma, only keeps the ring turning. When
+// all of M fits the first warpgroup (M <= 64), the host's activation map loads boxes of a_rows = 64
+// rows instead of 128, so TMA fills no rows that nothing reads (rows 64-127 of the A stage stay
+// unwritten and unread).
 //
 // Split-K: gridDim.z CTAs share a tile, each over a contiguous range of iters_per_split K blocks
 // (whole 128-deep blocks, so block / group factors stay per block). Each promotes and sums its own
@@ -68,6 +71,7 @@ struct W8a8WgmmaKernel {
     float* workspace;  // split-K partials: [tiles, gridDim.z, BM * BN] (unused when unsplit)
     int* counters;     // split-K arrivals per tile, zero between launches
     int iters_per_split;
+    int a_rows;  // rows of the activation map's box: BM, or 64 when M <= 64 (see the top)
   };
 
   struct Ring {
@@ -189,7 +193,8 @@ struct W8a8WgmmaKernel {
     if (wg == 0) {
       // No barrier follows: the rest of the producer warpgroup may exit.
       if (threadIdx.x == 0) {
-        produce_ab_ring<STAGES, Tile::STAGE_BYTES>(&ta, &tb, r, kb0, iters, BK, BK, m0, n0);
+        const u32 stage_bytes = a.a_rows * BK + Tile::B_BYTES;  // what the two boxes deliver
+        produce_ab_ring<STAGES>(&ta, &tb, r, stage_bytes, kb0, iters, BK, BK, m0, n0);
       }
       return;
     }
@@ -215,9 +220,9 @@ struct W8a8WgmmaKernel {
       const __grid_constant__ humming::TmaDescriptor tmap_a,                                   \
       const __grid_constant__ humming::TmaDescriptor tmap_w, const float* a_scales,            \
       const float* w_scales, const float* bias, OUT* out, int M, int N, int K, int ldc,        \
-      int ws_ld, float* workspace, int* counters, int iters_per_split) {                        \
+      int ws_ld, float* workspace, int* counters, int iters_per_split, int a_rows) {            \
     using Kern = humming::W8a8WgmmaKernel<FMT, TILE, OUT, BIAS>;                                \
     Kern::run(tmap_a, tmap_w,                                                                   \
               typename Kern::Args{a_scales, w_scales, bias, out, M, N, K, ldc, ws_ld, workspace, \
-                                  counters, iters_per_split});                                  \
+                                  counters, iters_per_split, a_rows});                          \
   }
