@@ -75,8 +75,8 @@ def test_configs_mirror_the_header():
     assert [c.stages for c in configs] == [4, 6]
     # the kernel's tile constants that the Python side computes with
     assert "BM = 128, BN = 128, BK = 128" in HEADER
-    assert "SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES" in HEADER
-    assert W8a8WgmmaConfig(arch="sm_90a", stages=6).smem_bytes == 1024 + 6 * 32768 + 96
+    assert "SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES + 4" in HEADER
+    assert W8a8WgmmaConfig(arch="sm_90a", stages=6).smem_bytes == 1024 + 6 * 32768 + 96 + 4
 
 
 def test_render_instantiates_one_entry_with_the_spec_arguments():
@@ -109,6 +109,8 @@ def test_tile_map_params_describe_k_major_128_boxes():
     assert p.box_bytes == 128 * 128  # the expect_tx count of one operand per stage
     wide = tile_map_params(rows=8, k=64, row_stride=4096, what="a")
     assert wide.global_strides == (4096,)
+    half = tile_map_params(rows=40, k=1040, row_stride=1040, what="a", box_rows=64)
+    assert half.box_dim == (128, 64) and half.box_bytes == 64 * 128
 
 
 @pytest.mark.parametrize(
@@ -156,12 +158,89 @@ def test_tensor_maps_travel_as_128_byte_launch_parameters():
     sig = signature(W8a8Format.from_spec(presets.FP8_BLOCK128), "k")
     # HUMMING_W8A8_WGMMA_ENTRY's parameters; a and qweight are replaced by their tensor maps
     entry = ("a", "qweight", "a_scales", "weight_scale", "bias", "out", "M", "N", "K", "ldc")
-    assert sig.names == (*entry, "ws_ld")
+    assert sig.names == (*entry, "ws_ld", "workspace", "counters", "iters_per_split", "a_rows")
     assert ctypes.sizeof(TensorMapParam) == 128
     block = ParamBlock((TensorMapParam, TensorMapParam, *sig.ctypes[2:]))
     maps = TensorMapParam(*range(16)), TensorMapParam(*range(100, 116))
-    address = block.fill([*maps, 0x1000, 0x2000, 0, 0x3000, 300, 136, 1040, 136, 9])
-    pointers = (ctypes.c_void_p * 11).from_address(address)
+    values = [*maps, 0x1000, 0x2000, 0, 0x3000, 300, 136, 1040, 136, 9, 0x4000, 0x5000, 3, 64]
+    address = block.fill(values)
+    pointers = (ctypes.c_void_p * 15).from_address(address)
     assert ctypes.string_at(pointers[0], 128) == bytes(maps[0])
     assert ctypes.string_at(pointers[1], 128) == bytes(maps[1])
     assert ctypes.c_int32.from_address(pointers[10]).value == 9
+    assert ctypes.c_uint64.from_address(pointers[12]).value == 0x5000
+    assert ctypes.c_int32.from_address(pointers[13]).value == 3
+    assert ctypes.c_int32.from_address(pointers[14]).value == 64
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "m", "split"),
+    [
+        (4096, 14336, 128, 4),  # 32 tiles: 128 CTAs of 28 K blocks
+        (4096, 14336, 32, 4),
+        (4096, 14336, 256, 2),  # 64 tiles
+        (6144, 4096, 128, 2),  # 48 tiles: 96 CTAs (two waves of 5 splits model a tie)
+        (8192, 28672, 64, 2),
+        (8960, 4096, 128, 3),  # 70 tiles: two full waves of 11 blocks beat one of 32
+        (4096, 1024, 128, 2),  # 8 K blocks: at least 4 per split
+        (4096, 512, 64, 1),  # 4 K blocks: nothing to split
+        (4096, 14336, 1024, 1),  # 256 tiles fill the SMs
+        (57344, 8192, 32, 1),  # 448 tiles
+        (57344, 8192, 4096, 1),
+    ],
+)
+def test_split_k_fills_the_sms_only_on_small_grids(n, k, m, split):
+    configs = FAMILY.candidates(presets.W8A8_FP8, GemmProblem(n=n, k=k, m=m), SM90)
+    assert configs[0].split_k == split
+    # the split configs first, then the unsplit ones, each at both ring depths
+    expected = [(4, split), (6, split)] + ([(4, 1), (6, 1)] if split > 1 else [])
+    assert [(c.stages, c.split_k) for c in configs] == expected
+
+
+def test_split_k_counts_the_devices_sms():
+    """SM90's row has no measured SM count (132 assumed); half the SMs halve the split."""
+    problem = GemmProblem(n=4096, k=14336, m=128)
+    half = SM90.model_copy(update={"sm_count": 66})
+    assert FAMILY.candidates(presets.FP8_BLOCK128, problem, half)[0].split_k == 2
+    assert FAMILY.candidates(presets.FP8_BLOCK128, problem, SM90)[0].split_k == 4
+
+
+def test_split_k_launch_sizes_the_workspace_and_w4a8_never_splits(monkeypatch):
+    """17 K blocks asked for 5 splits: 5 splits of 4 (the last of 1), a workspace of one 128x128
+    fp32 tile per split and output tile, a counter per tile; the W4A8 subclass keeps one CTA."""
+    import torch
+
+    from humming_cuda.kernels.w4a8_wgmma import W4a8WgmmaKernel
+    from humming_cuda.kernels.w8a8_wgmma import bind
+
+    asked = []
+
+    def buffers(device, floats, tiles):
+        asked.append((floats, tiles))
+        return "ws", "ct"
+
+    monkeypatch.setattr(bind.SPLIT_K_BUFFERS, "get", buffers)
+    kernel = object.__new__(bind.W8a8WgmmaKernel)
+    kernel.config = W8a8WgmmaConfig(arch="sm_90a", stages=4, split_k=5)
+    cpu = torch.device("cpu")
+    k = 17 * 128 - 48
+    assert kernel.split_k(k, 6, cpu) == (5, {"workspace": "ws", "counters": "ct"}, {"IPS": 4})
+    assert asked == [(6 * 5 * 128 * 128, 6)]
+    kernel.config = W8a8WgmmaConfig(arch="sm_90a", stages=4)
+    assert kernel.split_k(k, 6, cpu) == (1, {}, {"IPS": 17})
+    assert len(asked) == 1  # unsplit: no workspace
+    w4 = object.__new__(W4a8WgmmaKernel)
+    w4.config = kernel.config
+    assert w4.split_k(k, 6, cpu) == (1, {}, {})
+
+
+def test_activation_boxes_are_64_rows_only_when_m_fits_the_first_warpgroup():
+    """The kernel expects a_rows * 128 + 128 * 128 bytes per stage: the box the map is encoded
+    with. W4A8 (both warpgroups read A) always takes 128 rows."""
+    from humming_cuda.kernels.w4a8_wgmma import W4a8WgmmaKernel
+    from humming_cuda.kernels.w8a8_wgmma import W8a8WgmmaKernel
+
+    w8, w4 = object.__new__(W8a8WgmmaKernel), object.__new__(W4a8WgmmaKernel)
+    assert [w8.a_box_rows(m) for m in (17, 40, 64, 65, 128, 4096)] == [64, 64, 64, 128, 128, 128]
+    assert {w4.a_box_rows(m) for m in (17, 64, 65)} == {128}
+    assert "const u32 stage_bytes = a.a_rows * BK + Tile::B_BYTES;" in HEADER

@@ -3,18 +3,26 @@ its PTX really uses the Hopper paths (wgmma.mma_async fp8, cp.async.bulk.tensor,
 expect_tx): a fallback to ordinary loads or MMAs would still compile but not be this kernel.
 
 Units: every e4m3 format x every candidate over the M buckets the family takes (bias, bf16 out),
-plus fp16 / fp32 outputs without bias on the first candidate (act8_wgmma_compile.py).
+plus fp16 / fp32 outputs without bias on the first candidate (act8_wgmma_compile.py); and every
+format's split-K config, whose split path (the cross-CTA reduction) must be in the same code.
 """
 
 from __future__ import annotations
 
 import pytest
 from act8_wgmma_compile import PTX_NEEDS, act8_wgmma_units, check_act8_wgmma_units
+from compile_units import Units
 from w8a8_cases import make_spec
 from w8a8_wgmma_cases import FP8_FORMATS
 
+from humming_core.device import GemmProblem
+
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
 from humming_cuda.kernels.w8a8_wgmma import FAMILY
+
+# The split path in PTX: the partial's stores and loads past L1, the tile counter's atomic and the
+# named barrier over the two consumer warpgroups (its id a register; __syncthreads is bar.sync 0).
+SPLIT_PTX = ("st.global.cg.f32", "ld.global.cg.f32", "atom.global.add.u32", "bar.sync %r")
 
 
 @pytest.mark.compile
@@ -23,3 +31,22 @@ def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
     units = act8_wgmma_units(FAMILY, make_spec, FP8_FORMATS)
     assert len(units) >= 2 * len(FP8_FORMATS) + 2 * len(FP8_FORMATS)
     check_act8_wgmma_units(units, tmp_path, PTX_NEEDS)
+
+
+@pytest.mark.compile
+def test_split_k_configs_compile_with_the_reduction_without_spills(monkeypatch, tmp_path):
+    """N=4096 at M=128 is 32 tiles: the heuristic splits K for every weight-scale kind. The split
+    count is a launch parameter, so the split config renders the unsplit source; that one module
+    holds the reduction and still fits the registers without spills."""
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = Units(FAMILY, "sm_90a")
+    for i, fmt in enumerate(FP8_FORMATS):
+        spec = make_spec(*fmt, bias=i % 2 == 0, out=("bf16", "fp16", "fp32")[i % 3])
+        split = FAMILY.candidates(spec, GemmProblem(n=4096, k=14336, m=128), units.caps)[0]
+        assert split.split_k > 1, split
+        unsplit = split.model_copy(update={"split_k": 1})
+        source = FAMILY.render(spec, split, units.caps).code
+        assert source == FAMILY.render(spec, unsplit, units.caps).code
+        units.add(spec, split)
+    assert len(units) == len(FP8_FORMATS)
+    check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, *SPLIT_PTX))

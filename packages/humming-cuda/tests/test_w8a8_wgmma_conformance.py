@@ -5,7 +5,9 @@ case checks (1) |out - ref| within w8a8_cases.error_bound, (2) no
 write outside the [M, N] output view, (3) no NaN (x columns after K are NaN: a read past K would
 reach the output). Both ring depths the heuristics offer run; the device routes large-M fp8 to
 this family; a call replays correctly from a CUDA graph (tensor maps are kernel
-parameters captured by value).
+parameters captured by value). Split-K runs 2, 3 and 5 splits of uneven K ranges, twice in a row
+(the tile counters must be back at zero) and from a CUDA graph (bit-identical: the partials are
+summed in split order).
 """
 
 from __future__ import annotations
@@ -13,11 +15,15 @@ from __future__ import annotations
 import pytest
 import torch
 from w8a8_cases import Case
-from w8a8_wgmma_cases import SHAPES, wgmma_cases
+from w8a8_wgmma_cases import SHAPES, SPLITS, split_cases, wgmma_cases
 from wgmma_conformance import (
+    TORCH_DTYPES,
+    act8_inputs,
+    build_kernels,
     check_act8_case,
     check_routed_graph_replay,
     check_user_api_switch,
+    replay_in_graph,
     ring_kernels,
     sm90_device,
 )
@@ -30,6 +36,7 @@ pytestmark = [
 CASES = wgmma_cases()
 # the largest-K shape of each format (16 K blocks: both rings wrap) also runs the 6-stage config
 DEEP = CASES[len(SHAPES) - 1 :: len(SHAPES)]
+SPLIT_CASES = split_cases()
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +49,29 @@ def kernels(device):
     from humming_cuda.kernels.w8a8_wgmma import FAMILY
 
     return ring_kernels(device, FAMILY, CASES, DEEP)
+
+
+@pytest.fixture(scope="module")
+def unsplit_kernels(device):
+    """(config, kernel) by case id of SPLIT_CASES: the first candidate, unsplit; the split counts
+    bind the same loaded module (the split is a launch parameter)."""
+    from humming_cuda.kernels.w8a8_wgmma import FAMILY
+
+    jobs = [(c, 0) for c in SPLIT_CASES]
+    built = build_kernels(device, FAMILY, jobs, update={"split_k": 1})
+    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+
+
+def split_kernel(device, case: Case, unsplit, split: int):
+    """(config, kernel) launching `split` CTAs per tile on the unsplit kernel's module."""
+    from humming_cuda.kernels.split_k import split_iterations
+    from humming_cuda.kernels.w8a8_wgmma import FAMILY
+
+    config, kernel = unsplit
+    # the case's K has enough blocks that every requested split is launched as asked
+    assert split_iterations(-(-case.k // 128), split)[0] == split
+    config = config.model_copy(update={"split_k": split})
+    return config, FAMILY.bind(kernel.function, case.spec, config, device.caps())
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -65,3 +95,37 @@ def test_user_api_switches_families_per_m_on_one_packed_copy(device):
     """PreparedGemm: decode M runs the mma.sync w8a8 kernels, M > 16 these (M=40 in a 128-row tile
     that TMA fills with zero rows past M), same packed weights."""
     check_user_api_switch(device, "FP8_BLOCK128", "w8a8_wgmma")
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.id)
+def test_split_k_matches_reference_twice_in_a_row(case: Case, device, unsplit_kernels):
+    """Unsplit, then each split count twice: a tile counter left non-zero would keep the second
+    launch's last split from knowing it is last, leaving out unwritten (poisoned)."""
+    check_act8_case(case, device, *unsplit_kernels[case.id])
+    for split in SPLITS:
+        config, kernel = split_kernel(device, case, unsplit_kernels[case.id], split)
+        check_act8_case(case, device, config, kernel)
+        check_act8_case(case, device, config, kernel)
+
+
+@pytest.mark.parametrize("m", [40, 100])
+def test_split_k_replays_bit_identically_in_a_graph(m, device, unsplit_kernels):
+    """FP8_BLOCK128's format (group-scaled activations, block-scaled weights) in 5 splits."""
+    case = next(
+        c
+        for c in SPLIT_CASES
+        if c.m == m
+        and c.spec.act.granularity == "group"
+        and c.spec.weight.scale.granularity == "block"
+    )
+    config, kernel = split_kernel(device, case, unsplit_kernels[case.id], 5)
+    x, cw, scale = act8_inputs(case)
+    weights = device.weight_layout(case.spec, config).pack(cw, "cuda")
+    if scale is not None:
+        weights["act_scale"] = scale.cuda()
+    x = x.cuda()
+    out = torch.empty(case.m, case.n, dtype=TORCH_DTYPES[case.spec.output_dtype], device="cuda")
+    kernel(x=x, out=out, **weights)
+    eager = out.clone()
+    replay_in_graph(kernel, x, out, weights)
+    assert torch.equal(out, eager)

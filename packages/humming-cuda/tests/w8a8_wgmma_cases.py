@@ -1,6 +1,7 @@
 """W8A8-wgmma test cases: the e4m3 formats of w8a8_cases at M >= 128 (the family's range), with
-M, N and K tails against its 128x128x128 tile. The error bound is w8a8_cases.error_bound: the
-kernel promotes every 128-deep K block into fp32 exactly as that bound assumes."""
+M, N and K tails against its 128x128x128 tile, and split-K cases. The error bound is
+w8a8_cases.error_bound: the kernel promotes every 128-deep K block into fp32 exactly as that bound
+assumes (split-K only changes the order in which the fp32 block totals are added)."""
 
 from __future__ import annotations
 
@@ -36,4 +37,31 @@ def wgmma_cases() -> list[Case]:
             seed = 1000 + i * len(SHAPES) + j
             spec = make_spec(*fmt, bias=seed % 2 == 1, out=outs[seed % 3])
             cases.append(Case(spec, ("bf16", "fp16")[seed % 2], m, n, k, seed))
+    return cases
+
+
+# Split-K (config.split_k, a launch parameter: one compiled kernel runs every split count). K = 17
+# blocks of 128 less 48 (a K tail), so 2, 3 and 5 splits run uneven ranges (9 + 8, 6 + 6 + 5,
+# 4 + 4 + 4 + 4 + 1). M = 40 and 64: the second consumer warpgroup has no rows (it computes
+# nothing) and activations come in 64-row boxes (24 rows of TMA zeros, then none); M = 100: it has
+# 36 rows; M = 130: a second M tile, whose first warpgroup has 2 rows, second none.
+SPLITS = (2, 3, 5)
+SPLIT_K = 17 * 128 - 48
+SPLIT_SHAPES = (
+    (40, 264, SPLIT_K),
+    (64, 520, SPLIT_K),
+    (100, 200, SPLIT_K),
+    (130, 136, SPLIT_K),
+)
+
+
+def split_cases() -> list[Case]:
+    """Every format on every split shape (each runs every count of SPLITS and unsplit)."""
+    outs = ("bf16", "fp16", "fp32")
+    cases = []
+    for i, fmt in enumerate(FP8_FORMATS):
+        for j, (m, n, k) in enumerate(SPLIT_SHAPES):
+            seed = 2000 + i * len(SPLIT_SHAPES) + j
+            spec = make_spec(*fmt, bias=seed % 2 == 0, out=outs[seed % 3])
+            cases.append(Case(spec, ("fp16", "bf16")[seed % 2], m, n, k, seed))
     return cases

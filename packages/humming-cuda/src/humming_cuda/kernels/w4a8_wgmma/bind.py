@@ -4,6 +4,8 @@ threads per 128x128 tile of out."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from ...args import ScalarArg, Signature, TensorArg
@@ -11,6 +13,7 @@ from ..common_bind import out_arg
 from ..w8a8.config import W8a8Format
 from ..w8a8.nibbles import slab_words
 from ..w8a8_wgmma.bind import W8a8WgmmaKernel
+from ..w8a8_wgmma.tma import BOX_ROWS
 
 
 def signature(fmt: W8a8Format, name: str) -> Signature:
@@ -40,3 +43,13 @@ class W4a8WgmmaKernel(W8a8WgmmaKernel):
 
     def k_dims(self, k: int) -> dict[str, int]:
         return {"KW": slab_words(k), "WG": -(-k // self.fmt.group)}
+
+    def a_box_rows(self, m: int) -> int:
+        """Always the full tile: both of the W4A8 kernel's consumer warpgroups read their rows."""
+        return BOX_ROWS
+
+    def split_k(
+        self, k: int, tiles: int, device: torch.device
+    ) -> tuple[int, dict[str, Any], dict[str, int]]:
+        """One CTA per tile over all of K: the W4A8 kernel does not split K."""
+        return 1, {}, {}

@@ -5,7 +5,8 @@ decode size, with wgmma, TMA tensor maps and a warp-specialized mbarrier pipelin
 Specs: W8A8_FP8 (per-token activation scales, per-channel weight scales), FP8_BLOCK128 (1x128
 activation groups, 128x128 weight blocks, promoted per 128 K in fp32 registers), and the other
 e4m3 x e4m3 combinations of per-tensor / per-channel / block weight scales with per-token, static
-or group-128 activation scales; bf16 / fp16 / fp32 output, bias. M > 16 only (heuristics.MIN_M):
+or group-128 activation scales; bf16 / fp16 / fp32 output, bias. Grids of fewer 128x128 tiles
+than SMs split K across CTAs (config.split_k). M > 16 only (heuristics.MIN_M):
 decode-size M is the mma.sync w8a8 family's. Weights use the w8a8 layout ([N, K] e4m3 row-major, what TMA reads), so
 a layer that switches family per M bucket packs its weights once.
 

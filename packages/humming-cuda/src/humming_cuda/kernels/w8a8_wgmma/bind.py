@@ -1,5 +1,6 @@
 """Bind a loaded W8A8-wgmma module: quantize x (the module's own entries), encode the two TMA
-tensor maps (cached per pointer), launch one CTA of 384 threads per 128x128 tile of out."""
+tensor maps (cached per pointer), launch one CTA of 384 threads per 128x128 tile of out and K
+split (grid z), with the shared split-K workspace when the config splits."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Launcher
 from ..act_quant import ActQuantizer
 from ..common_bind import check_x_out, out_arg
+from ..split_k import SPLIT_K_BUFFERS, split_iterations
 from ..w8a8.config import W8a8Format
 from .config import BLOCK_K
-from .tma import TensorMapCache, TensorMapParam
+from .tma import BOX_ROWS, HALF_BOX_ROWS, TensorMapCache, TensorMapParam
 
 _WS_SHAPE = {"tensor": (1,), "channel": ("N",), "block": ("NB", "KB")}
 _FP8 = torch.float8_e4m3fn
@@ -24,7 +26,9 @@ _FP8 = torch.float8_e4m3fn
 def signature(fmt: W8a8Format, name: str) -> Signature:
     """The checked arguments. `a` and `qweight` are checked here but reach the kernel as the
     tensor maps that replace them (HUMMING_W8A8_WGMMA_ENTRY's first two parameters); TMA needs
-    16-byte aligned, K-contiguous rows."""
+    16-byte aligned, K-contiguous rows. workspace / counters are the split-K buffers (absent when
+    unsplit); iters_per_split is the K blocks per split (all of them when unsplit); a_rows is the
+    rows of a's tensor-map box (a_box_rows)."""
     return Signature(
         TensorArg("a", _FP8, ("M", "K")),
         TensorArg("qweight", _FP8, ("N", "K")),
@@ -35,6 +39,10 @@ def signature(fmt: W8a8Format, name: str) -> Signature:
         *(ScalarArg(n, "int32", dim=n) for n in ("M", "N", "K")),
         ScalarArg("ldc", "int32", dim="LDC"),
         ScalarArg("ws_ld", "int32", dim="KB"),
+        TensorArg("workspace", torch.float32, ("WS",), optional=True, align=4),
+        TensorArg("counters", torch.int32, ("CT",), optional=True, align=4),
+        ScalarArg("iters_per_split", "int32", dim="IPS"),
+        ScalarArg("a_rows", "int32", dim="AR"),
         kernel=name,
     )
 
@@ -65,17 +73,39 @@ class W8a8WgmmaKernel:
         x, out = values.pop("x"), values["out"]
         check_x_out(self.name, x, out)
         values["a"], values["a_scales"] = self.quantizer(x, values.pop("act_scale", None))
-        dims = {"LDC": out.stride(0), **self.k_dims(x.shape[1])}
-        _, params = self.signature.bind(values, dims, self.function.device_index)
         m, n = out.shape
+        cfg = self.config
+        grid_n, grid_m = -(-n // cfg.block_n), -(-m // cfg.block_m)
+        splits, buffers, split_dims = self.split_k(x.shape[1], grid_n * grid_m, x.device)
+        values.update(buffers)
+        a_rows = self.a_box_rows(m)  # one value for the map and the kernel's expected bytes
+        dims = {"LDC": out.stride(0), "AR": a_rows, **self.k_dims(x.shape[1]), **split_dims}
+        _, params = self.signature.bind(values, dims, self.function.device_index)
         if m == 0:
             return
-        params[0] = self.maps.get(values["a"], "activations a")
+        params[0] = self.maps.get(values["a"], "activations a", box_rows=a_rows)
         params[1] = self.maps.get(values["qweight"], "qweight", packed=self.PACKED)
-        cfg = self.config
-        grid = (-(-n // cfg.block_n), -(-m // cfg.block_m), 1)
-        self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)
+        self.launcher((grid_n, grid_m, splits), (cfg.threads, 1, 1), params, cfg.smem_bytes)
 
     def k_dims(self, k: int) -> dict[str, int]:
         """The K-dependent dimensions of the signature."""
         return {"KB": -(-k // BLOCK_K) if self.fmt.weight_scale == "block" else 0}
+
+    def a_box_rows(self, m: int) -> int:
+        """Rows per TMA box of the activations: 64 when all M rows fit the first consumer
+        warpgroup (the second computes nothing then, and a 128-row box would only have TMA fill
+        its rows with zeros), else the tile's 128."""
+        return HALF_BOX_ROWS if m <= HALF_BOX_ROWS else BOX_ROWS
+
+    def split_k(
+        self, k: int, tiles: int, device: torch.device
+    ) -> tuple[int, dict[str, Any], dict[str, int]]:
+        """(CTAs per tile along K, the split-K buffers by argument name, the signature's split
+        dims) for `tiles` output tiles over K: whole 128-deep blocks per split, none left empty."""
+        splits, per_split = split_iterations(-(-k // BLOCK_K), self.config.split_k)
+        dims = {"IPS": per_split}
+        if splits == 1:
+            return 1, {}, dims
+        floats = tiles * splits * self.config.block_m * self.config.block_n
+        workspace, counters = SPLIT_K_BUFFERS.get(device, floats, tiles)
+        return splits, {"workspace": workspace, "counters": counters}, dims

@@ -1,7 +1,8 @@
 """Which specs and problems the W8A8-wgmma family runs (fp8 on sm_90a, M > 16), and its configs.
 
 Decode-size M (<= 16) stays with the mma.sync W8A8 family, whose 16-row tiles waste nothing there,
-so `supports` refuses it (and an unknown M) with a reason, and CudaDevice moves on.
+so `supports` refuses it (and an unknown M) with a reason, and CudaDevice moves on. Grids of fewer
+128x128 tiles than SMs are split along K (`pick_split_k`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
 from ..act_quant import unsupported_reason
-from ..wgmma_tile import arch_reason, fitting_configs, problem_reason
+from ..split_k import clamp_split
+from ..wgmma_tile import BLOCK_M, BLOCK_N, arch_reason, fitting_configs, problem_reason
+from ..wna16.heuristics import DEFAULT_SMS
 from .config import BLOCK_K, W8a8WgmmaConfig
 
 WGMMA_FORM = "wgmma.m64nNk32"
@@ -20,6 +23,21 @@ WEIGHT_SCALES = ("tensor", "channel", "block")
 # here; 8192x28672 220 vs 103 us. At M=16 they are even (160 vs 167 us).
 MIN_M = 17
 STAGE_CHOICES = (4, 6)  # H200 W8A8 8192x28672 M=4096, same run: 1757 us at 4 stages, 1982 at 6
+# Split-K. One CTA per tile over all of K leaves SMs idle when the grid is small: N=4096 at M <= 128
+# is 32 tiles for 132 SMs (H200, unsplit: 4096x14336 M=128 took 56.9 us where cuBLASLt took 38.1;
+# M=32 55.1 vs 38.3). One CTA fits per SM (384 threads at ~150 registers, ~130 KB of ring), so
+# `tiles * s` CTAs of ceil(K blocks / s) blocks each take about
+#     ceil(tiles * s / SMs) waves x (ceil(K blocks / s) + SPLIT_OVERHEAD_BLOCKS)
+# K-block times, the overhead being what a split adds whatever its length: filling the ring before
+# the first block, writing its 64 KB fp32 partial and, in the last split, reading all of them back.
+# The pick minimises that (ties to fewer splits: less workspace traffic) over at most two waves.
+# SPLIT_OVERHEAD_BLOCKS = 2 is an expectation, not yet measured: about one block's time to fill the
+# ring, and the partial's 64 KB written and read back (four blocks' operand bytes, mostly through
+# L2 rather than DRAM). It gives 4 splits at 4096x14336 M<=128 (128 CTAs), 2 at 6144x4096 M=128
+# and at 8192x28672 M=64 (96 / 128 CTAs), and 3 for 70 tiles at K=4096 (two full waves of 11-block
+# splits are expected to beat one wave of 32 blocks on 53% of the SMs).
+SPLIT_OVERHEAD_BLOCKS = 2
+SPLIT_MAX_WAVES = 2
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -59,6 +77,27 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
     return Support.no(reason) if reason else Support.yes()
 
 
+def pick_split_k(problem: GemmProblem, caps: DeviceCaps) -> int:
+    """The split count of the modelled time above: 1 unless the grid has fewer tiles than SMs;
+    at least 4 K blocks per split and at most 16 splits (split_k.clamp_split)."""
+    sms = caps.sm_count or DEFAULT_SMS
+    tiles = -(-problem.n // BLOCK_N) * -(-(problem.m or 1) // BLOCK_M)
+    if tiles >= sms:
+        return 1
+    blocks = -(-problem.k // BLOCK_K)
+    limit = min(clamp_split(16, blocks), SPLIT_MAX_WAVES * sms // tiles)
+
+    def cost(s: int) -> int:
+        return -(-tiles * s // sms) * (-(-blocks // s) + SPLIT_OVERHEAD_BLOCKS)
+
+    return min(range(1, limit + 1), key=cost)  # min keeps the first (fewest splits) of ties
+
+
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W8a8WgmmaConfig]:
-    """Configs for this problem, best first (ring depths that fit the arch's shared memory)."""
-    return fitting_configs(supports, W8a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)
+    """Configs for this problem, best first: ring depths that fit the arch's shared memory, split
+    along K by `pick_split_k` when that pays, then unsplit (a tuner's alternatives)."""
+    configs = fitting_configs(supports, W8a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)
+    split = pick_split_k(problem, caps) if configs else 1
+    if split == 1:
+        return configs
+    return [c.model_copy(update={"split_k": split}) for c in configs] + configs

@@ -1,7 +1,8 @@
 """TMA tensor maps (CUtensorMap) for the wgmma kernels, encoded on the host.
 
 Operands are K-major byte matrices ([rows, K] e4m3 codes, K contiguous) loaded as 128 x 128 boxes
-with the 128-byte swizzle the wgmma smem descriptors expect; the W4A8 kernel's packed 4-bit slabs
+(the W8A8 kernel's activations of M <= 64 rows as 64 x 128) with the 128-byte swizzle the wgmma
+smem descriptors expect; the W4A8 kernel's packed 4-bit slabs
 (64 bytes per row and 128 K) are loaded as 64 x 128 boxes without swizzle (its threads read them). `tile_map_params` computes the
 cuTensorMapEncodeTiled arguments in plain Python (checked on CPU); `TensorMapCache` encodes them
 through cuda.bindings.driver once per (pointer, rows, K, row stride): a map holds only the address,
@@ -19,6 +20,8 @@ import torch
 from .config import BLOCK_K
 
 BOX_ROWS = 128  # A and W boxes are both 128 rows (BLOCK_M == BLOCK_N)
+# The W8A8 kernel's activation boxes when M fits its first consumer warpgroup (w8a8_wgmma.cuh)
+HALF_BOX_ROWS = 64
 TMA_ALIGN = 16  # global address and row strides must be multiples of 16 bytes
 _MAX_CACHED = 256
 
@@ -44,8 +47,11 @@ class TileMapParams:
         return self.box_dim[0] * self.box_dim[1] * self.element_bytes
 
 
-def tile_map_params(rows: int, k: int, row_stride: int, what: str) -> TileMapParams:
-    """The tensor-map arguments for a [rows, k] byte matrix with `row_stride` bytes per row."""
+def tile_map_params(
+    rows: int, k: int, row_stride: int, what: str, box_rows: int = BOX_ROWS
+) -> TileMapParams:
+    """The tensor-map arguments for a [rows, k] byte matrix with `row_stride` bytes per row,
+    loaded as boxes of `box_rows` rows."""
     if rows < 1 or k < 1:
         raise ValueError(f"{what}: shape ({rows}, {k}) must be positive in both dimensions")
     if row_stride % TMA_ALIGN or row_stride < k:
@@ -54,7 +60,7 @@ def tile_map_params(rows: int, k: int, row_stride: int, what: str) -> TileMapPar
             f"K that is a multiple of {TMA_ALIGN} bytes (pad K to a multiple of 16)"
         )
     return TileMapParams(
-        global_dim=(k, rows), global_strides=(row_stride,), box_dim=(BLOCK_K, BOX_ROWS)
+        global_dim=(k, rows), global_strides=(row_stride,), box_dim=(BLOCK_K, box_rows)
     )
 
 
@@ -124,20 +130,27 @@ def encode(address: int, params: TileMapParams) -> TensorMapParam:
 
 
 class TensorMapCache:
-    """Encoded maps by (address, rows, K, row stride); bounded (activation buffers come and go)."""
+    """Encoded maps by (address, rows, K, row stride, form); bounded (activation buffers come and
+    go)."""
 
     def __init__(self) -> None:
-        self._maps: dict[tuple[int, int, int, int], TensorMapParam] = {}
+        self._maps: dict[tuple[int, int, int, int, bool, int], TensorMapParam] = {}
 
-    def get(self, t: torch.Tensor, what: str, packed: bool = False) -> TensorMapParam:
-        """The map of a [rows, K] operand, or of a W4A8 layout's slabs when `packed`."""
+    def get(
+        self, t: torch.Tensor, what: str, packed: bool = False, box_rows: int = BOX_ROWS
+    ) -> TensorMapParam:
+        """The map of a [rows, K] operand in boxes of `box_rows` rows, or of a W4A8 layout's slabs
+        when `packed`."""
         rows, k = t.shape
         row_bytes = k * t.element_size()
-        key = (t.data_ptr(), rows, row_bytes, t.stride(0) * t.element_size(), packed)
+        key = (t.data_ptr(), rows, row_bytes, t.stride(0) * t.element_size(), packed, box_rows)
         tmap = self._maps.get(key)
         if tmap is None:
             if len(self._maps) >= _MAX_CACHED:
                 self._maps.clear()
-            make = packed_map_params if packed else tile_map_params
-            tmap = self._maps[key] = encode(key[0], make(rows, row_bytes, key[3], what))
+            if packed:
+                params = packed_map_params(rows, row_bytes, key[3], what)
+            else:
+                params = tile_map_params(rows, row_bytes, key[3], what, box_rows)
+            tmap = self._maps[key] = encode(key[0], params)
         return tmap

@@ -309,7 +309,7 @@ struct W4a8WgmmaKernel {
       if constexpr (Tile::REG_A) setmaxnreg_dec<40>();
       if (threadIdx.x == 0) {
         // the slab holds two 4-bit codes per byte: BK / 2 bytes of K per step
-        produce_ab_ring<STAGES, Tile::STAGE_BYTES>(&ta, &tw, sm, iters, BK, BK / 2, m0, n0);
+        produce_ab_ring<STAGES>(&ta, &tw, sm, Tile::STAGE_BYTES, 0, iters, BK, BK / 2, m0, n0);
       }
       return;
     }

@@ -13,7 +13,17 @@
 //   factor(row, kb) = (A_GROUP ? a_scales[kb, row] : 1) * (BLOCK ? w_scales[n_blk, kb] : 1).
 // The epilogue applies per-token / static activation scales, per-channel / per-tensor weight
 // scales and bias (humming::Epilogue) and stores straight from registers (no write outside [M,N]).
-// M, N and K tails: TMA fills out-of-bounds rows and K columns with zeros, which add nothing.
+// M, N and K tails: TMA fills out-of-bounds rows and K columns with zeros, which add nothing. A
+// consumer warpgroup whose 64 rows all lie at or past M (the second one, in a tile of 64 rows of M
+// or fewer) would only multiply those zeros: it issues no wgmma, only keeps the ring turning. When
+// all of M fits the first warpgroup (M <= 64), the host's activation map loads boxes of a_rows = 64
+// rows instead of 128, so TMA fills no rows that nothing reads (rows 64-127 of the A stage stay
+// unwritten and unread).
+//
+// Split-K: gridDim.z CTAs share a tile, each over a contiguous range of iters_per_split K blocks
+// (whole 128-deep blocks, so block / group factors stay per block). Each promotes and sums its own
+// blocks; the partial totals meet in a workspace (reduce_splits) and the last split to arrive
+// adds them in split order and runs the epilogue once, on the full sum.
 #pragma once
 #include "humming/arith/common.cuh"
 #include "humming/epilogue/epilogue.cuh"
@@ -43,8 +53,8 @@ struct WgmmaFp8Tile {
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
   static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
   // 1024 bytes of slack to align the ring to the 128B-swizzle atom, then the ring, then the
-  // full / empty barriers (mirrors W8a8WgmmaConfig.smem_bytes)
-  static constexpr int SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES;
+  // full / empty barriers, then split-K's "last split" flag (mirrors W8a8WgmmaConfig.smem_bytes)
+  static constexpr int SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES + 4;
 };
 
 template <class Fmt, class Tile, typename OutT, bool BIAS>
@@ -58,6 +68,10 @@ struct W8a8WgmmaKernel {
     const float* bias;      // [N]
     OutT* out;              // [M, N], row stride ldc
     int M, N, K, ldc, ws_ld;
+    float* workspace;  // split-K partials: [tiles, gridDim.z, BM * BN] (unused when unsplit)
+    int* counters;     // split-K arrivals per tile, zero between launches
+    int iters_per_split;
+    int a_rows;  // rows of the activation map's box: BM, or 64 when M <= 64 (see the top)
   };
 
   struct Ring {
@@ -80,10 +94,21 @@ struct W8a8WgmmaKernel {
     }
   }
 
-  HM_DEVICE static void consume(const Args& a, const Ring& r, int iters, int m0, int n0, int wg,
-                                float (&total)[ACC]) {
+  // Adds K blocks kb0 .. kb0 + iters - 1 (ring steps 0 .. iters - 1) of warpgroup wg's rows to
+  // `total`, or, when those rows all lie at or past M, only waits for each stage and releases it:
+  // the producer needs every warp's arrival on `empty`, and waiting on `full` first keeps this
+  // warpgroup's arrivals in the current phase.
+  HM_DEVICE static void consume(const Args& a, const Ring& r, int kb0, int iters, int m0, int n0,
+                                int wg, float (&total)[ACC]) {
     const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
     const int row0 = m0 + wg * 64 + warp * 16 + lane / 4;
+    if (m0 + wg * 64 >= a.M) {
+      for (int it = 0; it < iters; ++it) {
+        mbar_wait(r.full_bar(it % STAGES), (it / STAGES) & 1);
+        if (lane == 0) mbar_arrive(r.empty_bar(it % STAGES));
+      }
+      return;
+    }
     float acc[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
@@ -99,13 +124,51 @@ struct W8a8WgmmaKernel {
       }
       wgmma_commit();
       float f[2];  // loaded while the tensor cores work
-      block_factors(a, it, n0, row0, f);
+      block_factors(a, kb0 + it, n0, row0, f);
       wgmma_wait<0>();
       fence_registers(acc);
       if (lane == 0) mbar_arrive(r.empty_bar(s));  // this warp no longer reads the stage
 #pragma unroll
       for (int i = 0; i < ACC; ++i) total[i] += acc[i] * f[(i / 2) % 2];
     }
+  }
+
+  // Split-K: SplitKReducer's protocol (epilogue/epilogue.cuh) with named barrier 1 over the
+  // consumer warpgroups in place of __syncthreads, which the exited producer warpgroup could never
+  // reach. Each split writes its partial `total` to its slot of the tile's workspace (register i of
+  // consumer thread c at i * THREADS + c: a warp's stores are coalesced) and bumps the tile's
+  // counter; the last split to arrive reads every partial back in split order (the same sum
+  // whichever CTA is last), resets the counter to 0 (the next launch, CUDA-graph replays included,
+  // needs no memset) and returns true, holding the full sum in `total`. A warpgroup whose rows all
+  // lie past M (`live` false) writes and reads nothing but still meets the barriers.
+  HM_DEVICE static bool reduce_splits(const Args& a, float (&total)[ACC], bool live, int* flag) {
+    constexpr int THREADS = 128 * Tile::CONSUMERS, TILE_FLOATS = ACC * THREADS;
+    static_assert(TILE_FLOATS == BM * BN, "the host sizes the workspace as BM * BN per split");
+    const int c = threadIdx.x - 128;  // consumer thread: the producer is warpgroup 0
+    const int tile = blockIdx.y * gridDim.x + blockIdx.x, splits = gridDim.z;
+    float* const part = a.workspace + static_cast<long long>(tile) * splits * TILE_FLOATS + c;
+    if (live) {
+      float* const mine = part + static_cast<long long>(blockIdx.z) * TILE_FLOATS;
+#pragma unroll
+      for (int i = 0; i < ACC; ++i) __stcg(mine + i * THREADS, total[i]);
+      __threadfence();
+    }
+    named_barrier<THREADS>(1);
+    if (c == 0) *flag = atomicAdd(a.counters + tile, 1) == splits - 1;
+    named_barrier<THREADS>(1);
+    if (!*flag) return false;
+    __threadfence();
+    if (live) {
+#pragma unroll
+      for (int i = 0; i < ACC; ++i) total[i] = __ldcg(part + i * THREADS);
+      for (int s = 1; s < splits; ++s) {
+        const float* const p = part + static_cast<long long>(s) * TILE_FLOATS;
+#pragma unroll
+        for (int i = 0; i < ACC; ++i) total[i] += __ldcg(p + i * THREADS);
+      }
+    }
+    if (c == 0) a.counters[tile] = 0;
+    return true;
   }
 
   HM_DEVICE static void store(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
@@ -119,21 +182,31 @@ struct W8a8WgmmaKernel {
     const u32 base = (smem_addr(smem_u4) + 1023u) & ~1023u;  // the 128B swizzle atom alignment
     const u32 bars = base + STAGES * Tile::STAGE_BYTES;
     const Ring r{base, bars, bars + 8 * STAGES};
+    const u32 flag = bars + 16 * STAGES;
     const int wg = threadIdx.x / 128;
     const TileCoord tile = grouped_tile<Tile::GROUP_M>();
-    const int n0 = tile.n * BN, m0 = tile.m * BM, iters = ceil_div(a.K, BK);
+    const int n0 = tile.n * BN, m0 = tile.m * BM;
+    // This split's K blocks (all of them when unsplit); the host leaves no split empty.
+    const int kb0 = blockIdx.z * a.iters_per_split;
+    const int iters = min(ceil_div(a.K, BK), kb0 + a.iters_per_split) - kb0;
     init_ring_barriers<STAGES, Tile::CONSUMERS>(r.full, r.empty);
     if (wg == 0) {
       // No barrier follows: the rest of the producer warpgroup may exit.
       if (threadIdx.x == 0) {
-        produce_ab_ring<STAGES, Tile::STAGE_BYTES>(&ta, &tb, r, iters, BK, BK, m0, n0);
+        const u32 stage_bytes = a.a_rows * BK + Tile::B_BYTES;  // what the two boxes deliver
+        produce_ab_ring<STAGES>(&ta, &tb, r, stage_bytes, kb0, iters, BK, BK, m0, n0);
       }
       return;
     }
     float total[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) total[i] = 0.f;
-    consume(a, r, iters, m0, n0, wg - 1, total);
+    consume(a, r, kb0, iters, m0, n0, wg - 1, total);
+    if (gridDim.z > 1) {
+      int* const last = reinterpret_cast<int*>(reinterpret_cast<char*>(smem_u4) +
+                                               (flag - smem_addr(smem_u4)));
+      if (!reduce_splits(a, total, m0 + (wg - 1) * 64 < a.M, last)) return;
+    }
     store(a, total, m0, n0, wg - 1);
   }
 };
@@ -147,8 +220,9 @@ struct W8a8WgmmaKernel {
       const __grid_constant__ humming::TmaDescriptor tmap_a,                                   \
       const __grid_constant__ humming::TmaDescriptor tmap_w, const float* a_scales,            \
       const float* w_scales, const float* bias, OUT* out, int M, int N, int K, int ldc,        \
-      int ws_ld) {                                                                              \
+      int ws_ld, float* workspace, int* counters, int iters_per_split, int a_rows) {            \
     using Kern = humming::W8a8WgmmaKernel<FMT, TILE, OUT, BIAS>;                                \
     Kern::run(tmap_a, tmap_w,                                                                   \
-              typename Kern::Args{a_scales, w_scales, bias, out, M, N, K, ldc, ws_ld});         \
+              typename Kern::Args{a_scales, w_scales, bias, out, M, N, K, ldc, ws_ld, workspace, \
+                                  counters, iters_per_split, a_rows});                          \
   }

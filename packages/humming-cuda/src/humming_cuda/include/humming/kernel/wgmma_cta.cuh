@@ -23,20 +23,23 @@ HM_DEVICE void init_ring_barriers(u32 full, u32 empty) {
 }
 
 // The producer of a ring whose stages hold an A tile and a B tile (one thread of the producer
-// warpgroup runs it): for each K step, wait for its stage to be free, expect STAGE_BYTES on the
-// stage's full barrier and TMA-load A at (it * a_k, m0) and B at (it * b_k, n0). `ring` gives the
-// stage addresses a(s), b(s) and barriers full_bar(s), empty_bar(s).
-template <int STAGES, int STAGE_BYTES, class Ring>
+// warpgroup runs it): for each of `iters` K steps from step `first` (a split-K CTA's range starts
+// past 0), wait for its stage to be free, expect `stage_bytes` (the two tensor maps' box bytes) on
+// the stage's full barrier and TMA-load A at (k * a_k, m0) and B at (k * b_k, n0). Stages count
+// from the range's first step. `ring` gives the stage addresses a(s), b(s) and barriers
+// full_bar(s), empty_bar(s).
+template <int STAGES, class Ring>
 HM_DEVICE void produce_ab_ring(const TmaDescriptor* ta, const TmaDescriptor* tb, const Ring& ring,
-                               int iters, int a_k, int b_k, int m0, int n0) {
+                               u32 stage_bytes, int first, int iters, int a_k, int b_k, int m0,
+                               int n0) {
   tma_prefetch_descriptor(ta);
   tma_prefetch_descriptor(tb);
   for (int it = 0; it < iters; ++it) {
-    const int s = it % STAGES;
+    const int s = it % STAGES, k = first + it;
     mbar_wait(ring.empty_bar(s), ((it / STAGES) & 1) ^ 1);
-    mbar_arrive_expect_tx(ring.full_bar(s), STAGE_BYTES);
-    tma_load_2d(ring.a(s), ta, it * a_k, m0, ring.full_bar(s));
-    tma_load_2d(ring.b(s), tb, it * b_k, n0, ring.full_bar(s));
+    mbar_arrive_expect_tx(ring.full_bar(s), stage_bytes);
+    tma_load_2d(ring.a(s), ta, k * a_k, m0, ring.full_bar(s));
+    tma_load_2d(ring.b(s), tb, k * b_k, n0, ring.full_bar(s));
   }
 }
 
