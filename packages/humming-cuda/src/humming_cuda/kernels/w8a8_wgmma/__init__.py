@@ -10,7 +10,8 @@ than SMs split K across CTAs (config.split_k). M > 16 only (heuristics.MIN_M):
 decode-size M is the mma.sync w8a8 family's. Weights use the w8a8 layout ([N, K] e4m3 row-major, what TMA reads), so
 a layer that switches family per M bucket packs its weights once.
 
-Verified on an H200 (tests/test_w8a8_wgmma_conformance.py, 2026-11-29).
+Verified on an H200 (tests/test_w8a8_wgmma_conformance.py, 2026-11-29; split-K, the skipped
+all-padding warpgroup and the 64-row activation boxes on 2026-11-30: 101 cases with w4a8_wgmma).
 """
 
 from __future__ import annotations

@@ -31,11 +31,14 @@ STAGE_CHOICES = (4, 6)  # H200 W8A8 8192x28672 M=4096, same run: 1757 us at 4 st
 # K-block times, the overhead being what a split adds whatever its length: filling the ring before
 # the first block, writing its 64 KB fp32 partial and, in the last split, reading all of them back.
 # The pick minimises that (ties to fewer splits: less workspace traffic) over at most two waves.
-# SPLIT_OVERHEAD_BLOCKS = 2 is an expectation, not yet measured: about one block's time to fill the
+# SPLIT_OVERHEAD_BLOCKS = 2 is an estimate (no split sweep has run yet): about one block's time to fill the
 # ring, and the partial's 64 KB written and read back (four blocks' operand bytes, mostly through
 # L2 rather than DRAM). It gives 4 splits at 4096x14336 M<=128 (128 CTAs), 2 at 6144x4096 M=128
 # and at 8192x28672 M=64 (96 / 128 CTAs), and 3 for 70 tiles at K=4096 (two full waves of 11-block
-# splits are expected to beat one wave of 32 blocks on 53% of the SMs).
+# splits are expected to beat one wave of 32 blocks on 53% of the SMs). Measured with these picks
+# (H200, act8.json of 2026-11-30 against the unsplit kernel's run of 2026-11-29, cross-run):
+# W8A8 fp8 4096x14336 M=128 40.8 us (was 56.9), M=32 36.6 (55.1); 8192x28672 M=64 81.8 (114.0);
+# FP8 block-128 4096x14336 M=64 27.8 (63.0).
 SPLIT_OVERHEAD_BLOCKS = 2
 SPLIT_MAX_WAVES = 2
 
