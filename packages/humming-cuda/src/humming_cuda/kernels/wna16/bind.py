@@ -9,7 +9,8 @@ import torch
 from humming_core.spec import QuantSpec
 
 from ...args import ScalarArg, Signature, TensorArg
-from ...launch import Dim3, Launcher, ThreadParams
+from ...launch import Dim3, Launcher
+from ..dense_call import PreparedDenseCall
 from ..split_k import SPLIT_K_BUFFERS, split_iterations
 from .config import KernelFormat, Wna16Config
 
@@ -146,86 +147,13 @@ class Wna16Kernel:
         return SPLIT_K_BUFFERS.get(device, floats, grid_n * grid_m)
 
 
-class Wna16Call:
-    """One layer's packed weights bound to a Wna16Kernel: `call(x, out)` launches out = x @ W^T.
-
-    The first call checks every argument (Wna16Kernel.checked) and keeps the resulting parameter
-    list as a template: the weights' pointers, N, K, groups and split-K never change for this
-    layer. Later calls check only what can change — x and out: type, dtype, shape (K and N as in
-    the template), innermost strides, alignment of pointers and of x's row stride, device — with
-    one comparison each, patch x, out, M and the row strides into this thread's parameter block
-    and launch. Anything the quick check does not accept goes through the full check again, which
-    launches a call that is valid after all and otherwise raises naming the argument.
-    """
+class Wna16Call(PreparedDenseCall):
+    """One layer's packed weights bound to a Wna16Kernel (kernels/dense_call.py): x reaches the
+    kernel as its pointer and row stride."""
 
     def __init__(self, kernel: Wna16Kernel, packed: dict[str, torch.Tensor]) -> None:
-        self.kernel = kernel
-        self.packed = dict(packed)  # holds the weights alive: the template points at them
-        self.launcher = kernel.launcher
-        fmt, cfg = kernel.fmt, kernel.config
-        self.act, self.out_dtype = _ACT[fmt.act], _OUT[fmt.out]
-        self.device_index = kernel.function.device_index
-        self.block = (cfg.threads, 1, 1)
-        self.smem = kernel.smem
-        self.block_m = cfg.block_m
-        self.max_m = kernel.max_m
-        self.template: ThreadParams | None = None  # set by the first fully checked call
-        self.k = self.n = self.grid_n = self.split = -1
-        self.workspace: tuple[torch.Tensor, torch.Tensor] | None = None
-        self.ws_rows = 0  # grid rows (of block_m) the held split-K workspace covers
+        fmt = kernel.fmt
+        super().__init__(kernel, packed, _ACT[fmt.act], _OUT[fmt.out], 4, kernel.smem)
 
-    def __call__(self, x: torch.Tensor, out: torch.Tensor, **extra: Any) -> None:
-        try:
-            m, k = x.shape
-            rows, n = out.shape
-            lda, x_inner = x.stride()
-            ldc, out_inner = out.stride()
-            xp, op = x.data_ptr(), out.data_ptr()
-            fast = (
-                x.dtype is self.act
-                and out.dtype is self.out_dtype
-                and k == self.k
-                and n == self.n
-                and rows == m
-                and m <= self.max_m
-                and x_inner == 1
-                and out_inner == 1
-                and not xp % 16
-                and not (lda * 2) % 16
-                and not op % 4
-                and x.get_device() == self.device_index
-                and out.get_device() == self.device_index
-                and not extra
-            )
-        except (AttributeError, TypeError, ValueError):  # not a 2-D tensor: the full check says so
-            fast = False
-        if not fast:
-            self._checked_call(x, out, extra)
-            return
-        if not m:
-            return
-        grid_m = -(-m // self.block_m)
-        params = self.template.block()
-        struct = params.struct
-        struct.x, struct.out, struct.M, struct.lda, struct.ldc = xp, op, m, lda, ldc
-        if self.split > 1:
-            if grid_m > self.ws_rows:
-                self._grow_workspace(x.device, grid_m)
-            ws, ct = self.workspace
-            struct.workspace, struct.counters = ws.data_ptr(), ct.data_ptr()
-        self.launcher.launch(
-            (self.grid_n, grid_m, self.split), self.block, self.smem, params.address
-        )
-
-    def _checked_call(self, x: Any, out: Any, extra: dict[str, Any]) -> None:
-        kernel = self.kernel
-        grid, params, dims = kernel.checked({"x": x, "out": out, **extra, **self.packed})
-        if grid[1]:
-            kernel.launcher(grid, self.block, params, self.smem)
-        if self.template is None and not extra:
-            self.k, self.n, self.grid_n, self.split = dims["K"], dims["N"], grid[0], grid[2]
-            self.template = ThreadParams(kernel.signature.ctypes, kernel.signature.names, params)
-
-    def _grow_workspace(self, device: torch.device, grid_m: int) -> None:
-        self.workspace = self.kernel.split_k_buffers(device, self.grid_n, grid_m, self.split)
-        self.ws_rows = grid_m
+    def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int) -> None:
+        struct.x, struct.lda = address, lda

@@ -53,6 +53,8 @@ class WgmmaWna16Kernel:
     qweight / scales / zeros / channel_scale / global_scale / bias (whichever the format has).
     `kernel.prepare(**packed)` binds one layer's weights for repeated calls (WgmmaWna16Call)."""
 
+    max_m = 1 << 31  # rows of x one launch computes (PreparedDenseCall's quick check)
+
     def __init__(self, function: Any, spec: QuantSpec, config: WgmmaWna16Config) -> None:
         self.fmt = KernelFormat.from_spec(spec)
         self.config = config
