@@ -28,16 +28,22 @@ SHAPES = (
 )
 
 
-def wgmma_cases() -> list[Case]:
-    """Every format on every shape; output dtype, bias and input dtype rotate deterministically."""
+def _rotated_cases(shapes, first_seed: int, parity: int) -> list[Case]:
+    """Every format on every shape; output dtype, bias (seeds of `parity`) and input dtype rotate
+    deterministically with the seed."""
     outs = ("bf16", "fp16", "fp32")
     cases = []
     for i, fmt in enumerate(FP8_FORMATS):
-        for j, (m, n, k) in enumerate(SHAPES):
-            seed = 1000 + i * len(SHAPES) + j
-            spec = make_spec(*fmt, bias=seed % 2 == 1, out=outs[seed % 3])
-            cases.append(Case(spec, ("bf16", "fp16")[seed % 2], m, n, k, seed))
+        for j, (m, n, k) in enumerate(shapes):
+            seed = first_seed + i * len(shapes) + j
+            spec = make_spec(*fmt, bias=seed % 2 == parity, out=outs[seed % 3])
+            cases.append(Case(spec, ("bf16", "fp16")[(seed + 1 - parity) % 2], m, n, k, seed))
     return cases
+
+
+def wgmma_cases() -> list[Case]:
+    """Every format on every shape."""
+    return _rotated_cases(SHAPES, 1000, 1)
 
 
 # Split-K (config.split_k, a launch parameter: one compiled kernel runs every split count). K = 17
@@ -57,11 +63,4 @@ SPLIT_SHAPES = (
 
 def split_cases() -> list[Case]:
     """Every format on every split shape (each runs every count of SPLITS and unsplit)."""
-    outs = ("bf16", "fp16", "fp32")
-    cases = []
-    for i, fmt in enumerate(FP8_FORMATS):
-        for j, (m, n, k) in enumerate(SPLIT_SHAPES):
-            seed = 2000 + i * len(SPLIT_SHAPES) + j
-            spec = make_spec(*fmt, bias=seed % 2 == 0, out=outs[seed % 3])
-            cases.append(Case(spec, ("fp16", "bf16")[seed % 2], m, n, k, seed))
-    return cases
+    return _rotated_cases(SPLIT_SHAPES, 2000, 0)
