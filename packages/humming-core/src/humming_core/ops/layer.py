@@ -89,12 +89,16 @@ class PreparedLayer:
             )
         target = getattr(self.device, "torch_device", None)
         self.packed = next(iter(layouts.values())).pack(cw, target)
-        sources = {b: self.device.render(self.spec, c) for b, c in configs.items()}
-        unique = list(dict.fromkeys(sources.values()))
+        # One kernel per distinct config. Configs that render the same code (they differ in a
+        # launch setting such as a split-K count) share one binary through the JIT memo, but each
+        # is loaded with its own binding: sources compare by code alone, so deduplicating them
+        # would run every such bucket with the first one's launch settings.
+        unique = list(dict.fromkeys(configs.values()))
+        sources = [self.device.render(self.spec, c) for c in unique]
         kernels = dict(
-            zip(unique, (self.device.load(a) for a in _build(self.device, unique)), strict=True)
+            zip(unique, (self.device.load(a) for a in _build(self.device, sources)), strict=True)
         )
-        self.kernels: dict[int, Kernel] = {b: kernels[s] for b, s in sources.items()}
+        self.kernels: dict[int, Kernel] = {b: kernels[c] for b, c in configs.items()}
         self.configs = configs
         with _LOCK:
             self.id = next(_IDS)
