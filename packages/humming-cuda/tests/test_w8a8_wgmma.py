@@ -210,6 +210,7 @@ def test_split_k_launch_sizes_the_workspace_and_w4a8_never_splits(monkeypatch):
     fp32 tile per split and output tile, a counter per tile; the W4A8 subclass keeps one CTA."""
     import torch
 
+    from humming_cuda.kernels import split_k
     from humming_cuda.kernels.w4a8_wgmma import W4a8WgmmaKernel
     from humming_cuda.kernels.w8a8_wgmma import bind
 
@@ -219,7 +220,7 @@ def test_split_k_launch_sizes_the_workspace_and_w4a8_never_splits(monkeypatch):
         asked.append((floats, tiles))
         return "ws", "ct"
 
-    monkeypatch.setattr(bind.SPLIT_K_BUFFERS, "get", buffers)
+    monkeypatch.setattr(split_k.SPLIT_K_BUFFERS, "get", buffers)
     kernel = object.__new__(bind.W8a8WgmmaKernel)
     kernel.config = W8a8WgmmaConfig(arch="sm_90a", stages=4, split_k=5)
     cpu = torch.device("cpu")

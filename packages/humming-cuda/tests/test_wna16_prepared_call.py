@@ -15,6 +15,7 @@ import torch
 from fake_launch import FakeFunction, Recorder, cuda
 
 from humming_core.spec import W4A16_G128
+from humming_cuda.kernels import split_k
 from humming_cuda.kernels.wna16 import bind
 from humming_cuda.kernels.wna16.config import Wna16Config
 
@@ -103,7 +104,7 @@ def test_split_k_workspace_is_patched_and_grown(monkeypatch):
         handed_out.append(pair)
         return pair
 
-    monkeypatch.setattr(bind.SPLIT_K_BUFFERS, "get", get)
+    monkeypatch.setattr(split_k.SPLIT_K_BUFFERS, "get", get)
     kernel, weights = make_kernel(split_k=2), packed()
     call = kernel.prepare(**weights)
     names = kernel.signature.names

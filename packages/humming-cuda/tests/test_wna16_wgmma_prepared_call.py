@@ -14,6 +14,7 @@ import torch
 from fake_launch import FakeFunction, Recorder, cuda
 
 from humming_core.spec import W4A16_G128
+from humming_cuda.kernels import split_k
 from humming_cuda.kernels.w8a8_wgmma.tma import TensorMapParam
 from humming_cuda.kernels.wna16_wgmma import bind
 from humming_cuda.kernels.wna16_wgmma.config import WgmmaWna16Config
@@ -57,7 +58,7 @@ def cpu_workspace(monkeypatch):
             held.append((cuda(torch.zeros(floats)), cuda(torch.zeros(tiles, dtype=torch.int32))))
         return held[-1]
 
-    monkeypatch.setattr(bind.SPLIT_K_BUFFERS, "get", get)
+    monkeypatch.setattr(split_k.SPLIT_K_BUFFERS, "get", get)
     return held
 
 

@@ -58,3 +58,25 @@ class SplitKBuffers:
 
 
 SPLIT_K_BUFFERS = SplitKBuffers()
+
+
+def tile_workspace(
+    device: torch.device, tiles: int, split: int, tile_floats: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The shared workspace for `split` fp32 partial tiles of `tile_floats` per output tile, and
+    counters for `tiles` tiles."""
+    return SPLIT_K_BUFFERS.get(device, tiles * split * tile_floats, tiles)
+
+
+def split_launch(
+    steps: int, split_k: int, tiles: int, tile_floats: int, device: torch.device
+) -> tuple[int, dict[str, torch.Tensor], dict[str, int]]:
+    """For a kernel whose signature takes `workspace`, `counters` and `iters_per_split` (dim IPS):
+    (splits, those buffers by argument name, none unsplit, {"IPS": steps per split}) for `steps`
+    K steps of `tiles` output tiles and a requested `split_k`."""
+    split, per_split = split_iterations(steps, split_k)
+    dims = {"IPS": per_split}
+    if split == 1:
+        return 1, {}, dims
+    workspace, counters = tile_workspace(device, tiles, split, tile_floats)
+    return split, {"workspace": workspace, "counters": counters}, dims

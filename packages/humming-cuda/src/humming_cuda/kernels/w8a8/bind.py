@@ -11,7 +11,7 @@ from humming_core.spec import QuantSpec
 from ...args import ScalarArg, Signature, TensorArg
 from ..act_quant import CODE_DTYPES, ActQuantizer
 from ..common_bind import ActQuantGemmKernel, out_arg
-from ..split_k import SPLIT_K_BUFFERS, split_iterations
+from ..split_k import split_launch
 from .config import BLOCK_K, W8a8Config, W8a8Format
 from .nibbles import slab_words
 
@@ -62,13 +62,9 @@ class W8a8Kernel(ActQuantGemmKernel):
     def _split_k(
         self, k: int, tiles: int, device: torch.device
     ) -> tuple[int, dict[str, Any], dict[str, int]]:
-        split, per_split = split_iterations(-(-k // BLOCK_K), self.config.split_k)
-        dims = {"IPS": per_split}  # every kernel takes it; the unsplit ones run all iterations
-        if split == 1:
-            return 1, {}, dims
-        floats = tiles * split * self.config.block_m * self.config.block_n
-        workspace, counters = SPLIT_K_BUFFERS.get(device, floats, tiles)
-        return split, {"workspace": workspace, "counters": counters}, dims
+        # every kernel takes IPS; the unsplit ones run all iterations
+        cfg = self.config
+        return split_launch(-(-k // BLOCK_K), cfg.split_k, tiles, cfg.block_m * cfg.block_n, device)
 
     def _k_dims(self, k: int) -> dict[str, int]:
         dims = {"KB": -(-k // 128) if self.fmt.weight_scale == "block" else 0}

@@ -14,7 +14,7 @@ from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Launcher
 from ..act_quant import ActQuantizer
 from ..common_bind import check_x_out, out_arg
-from ..split_k import SPLIT_K_BUFFERS, split_iterations
+from ..split_k import split_launch
 from ..w8a8.config import W8a8Format
 from .config import BLOCK_K
 from .tma import BOX_ROWS, HALF_BOX_ROWS, TensorMapCache, TensorMapParam
@@ -102,10 +102,5 @@ class W8a8WgmmaKernel:
     ) -> tuple[int, dict[str, Any], dict[str, int]]:
         """(CTAs per tile along K, the split-K buffers by argument name, the signature's split
         dims) for `tiles` output tiles over K: whole 128-deep blocks per split, none left empty."""
-        splits, per_split = split_iterations(-(-k // BLOCK_K), self.config.split_k)
-        dims = {"IPS": per_split}
-        if splits == 1:
-            return 1, {}, dims
-        floats = tiles * splits * self.config.block_m * self.config.block_n
-        workspace, counters = SPLIT_K_BUFFERS.get(device, floats, tiles)
-        return splits, {"workspace": workspace, "counters": counters}, dims
+        cfg = self.config
+        return split_launch(-(-k // BLOCK_K), cfg.split_k, tiles, cfg.block_m * cfg.block_n, device)

@@ -11,7 +11,7 @@ from humming_core.spec import QuantSpec
 from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Dim3, Launcher
 from ..dense_call import PreparedDenseCall
-from ..split_k import SPLIT_K_BUFFERS, split_iterations
+from ..split_k import split_iterations, tile_workspace
 from .config import KernelFormat, Wna16Config
 
 _ACT = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -143,8 +143,8 @@ class Wna16Kernel:
         self, device: torch.device, grid_n: int, grid_m: int, split: int
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Shared fp32 workspace and zeroed tile counters big enough for this grid."""
-        floats = grid_n * grid_m * split * self.config.block_m * self.config.block_n
-        return SPLIT_K_BUFFERS.get(device, floats, grid_n * grid_m)
+        cfg = self.config
+        return tile_workspace(device, grid_n * grid_m, split, cfg.block_m * cfg.block_n)
 
 
 class Wna16Call(PreparedDenseCall):

@@ -13,7 +13,7 @@ from humming_core.spec import QuantSpec
 from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Dim3, Launcher
 from ..common_bind import out_arg
-from ..split_k import SPLIT_K_BUFFERS, split_iterations
+from ..split_k import split_iterations, tile_workspace
 from ..wna16.bind import layout_args
 from ..wna16.config import LAYOUT_TILE_K, LAYOUT_TILE_N, KernelFormat
 from .config import BLOCK_K, WgmmaWna16Config
@@ -124,5 +124,4 @@ class WgmmaWna16Kernel:
         """Shared fp32 workspace (a block_m x block_n tile per split and tile) and zeroed tile
         counters big enough for this grid."""
         cfg = self.config
-        floats = grid_n * grid_m * split * cfg.block_m * cfg.block_n
-        return SPLIT_K_BUFFERS.get(device, floats, grid_n * grid_m)
+        return tile_workspace(device, grid_n * grid_m, split, cfg.block_m * cfg.block_n)

@@ -112,11 +112,6 @@ struct HalfLaneWords {
       return (((word >> shift) & mask) << off) | pair<K + 1>(q);
     }
   }
-
-  HM_DEVICE void clear() {
-#pragma unroll
-    for (int i = 0; i < COUNT; ++i) w[i] = 0u;
-  }
 };
 
 template <class Fmt, class Tile, typename ActT, typename OutT, bool BIAS>
