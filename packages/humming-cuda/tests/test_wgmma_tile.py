@@ -34,8 +34,8 @@ class Wgmma:
 
 WGMMA = (
     Wgmma(W8A8_WGMMA, presets.W8A8_FP8, "w8a8", 16, 17, 16),
-    # small M: the register form's narrow tiles take SMALL_M_RANGE (17..64), not M = 65..127
-    Wgmma(WNA16_WGMMA, presets.W4A16_G128, "wna16", 8, 1, 100),
+    # from M = 17 on (4-bit codes) every M is the register or shared-memory form's; M = 9..16 wna16's
+    Wgmma(WNA16_WGMMA, presets.W4A16_G128, "wna16", 8, 1, 16),
 )
 IDS = [w.family.name for w in WGMMA]
 
@@ -114,20 +114,17 @@ def test_registered_before_the_fallback_and_routed_large_m_here(w, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("n", "m", "family"),
-    [
-        (384, 1024, "wna16"),
-        (4096, 128, "wna16"),
-        (12288, 128, "wna16_wgmma"),
-        (6144, 256, "wna16_wgmma"),
-    ],
+    ("n", "m", "block_m", "split"),
+    [(384, 1024, 64, 4), (4096, 128, 64, 4), (12288, 128, 128, 2), (6144, 256, 128, 2)],
 )
-def test_wna16_wgmma_leaves_grids_too_small_to_fill_the_gpu_to_split_k(n, m, family):
-    """Below 0.7 tiles of 128x128 per SM (92 on 132 SMs) the split-K wna16 kernels win: 24 and 32
-    tiles go there, 96 and 192 stay here. wna16_wgmma still supports those problems."""
+def test_wna16_wgmma_splits_k_where_its_grid_is_small(n, m, block_m, split):
+    """Grids of 32-192 tiles that once went to the split-K wna16 kernels run the register form
+    with its own K split (at most one wave of CTAs on 132 SMs)."""
     problem = GemmProblem(n=n, k=4096, m=m)
-    assert WNA16_WGMMA.supports(presets.GPTQ_INT4, problem, SM90)
-    assert CudaDevice.for_arch("sm_90a").candidates(presets.GPTQ_INT4, problem)[0].family == family
+    cfg = CudaDevice.for_arch("sm_90a").candidates(presets.GPTQ_INT4, problem)[0]
+    assert cfg.family == "wna16_wgmma" and cfg.weights_in_registers
+    assert (cfg.rs_block_m, cfg.split_k) == (block_m, split)
+    assert -(-m // block_m) * -(-n // 256) * split <= 132
 
 
 def test_w8a8_wgmma_takes_every_large_m_grid():

@@ -249,14 +249,16 @@ def test_tiles_are_grouped_only_when_the_weights_overflow_l2(n, k, group_m):
         (57344, 8192, 256, True),  # 4 register-form waves (x1.4) against 7
         (8192, 28672, 512, True),  # 1 against 2
         (6144, 4096, 512, True),
-        (8192, 28672, 256, False),  # one wave either way: the smaller tile is cheaper
-        (4096, 14336, 512, False),
+        (8192, 28672, 256, True),  # one wave either way, but the register form splits K in 2
+        (4096, 14336, 512, True),
         (4096, 14336, 1024, True),
+        (1536, 512, 1030, False),  # 8 K steps leave nothing to split: 108 small tiles, one wave
     ],
 )
 def test_register_form_where_its_waves_finish_first(n, k, m, registers):
-    """The H200 points behind RS_TILE_COST: the heuristic's first config takes the register-A
-    form (producer warpgroup, 4 fragment buffers) exactly where it measured faster."""
+    """The H200 points behind the cost model: the heuristic's first config takes the register-A
+    form (producer warpgroup, 4 fragment buffers) where it measured faster, and the shared-memory
+    form where K is too short to split and its smaller tiles fill the SMs."""
     spec = presets.W4A16_G128
     cfg = FAMILY.candidates(spec, GemmProblem(n=n, k=k, m=m, act_dtype="fp16"), SM90)[0]
     assert cfg.weights_in_registers == registers
@@ -264,15 +266,42 @@ def test_register_form_where_its_waves_finish_first(n, k, m, registers):
         assert cfg.rs_producer and cfg.rs_frag_buffers == 4 and cfg.threads == 384
 
 
+# wgmma_config_sweep on the H200 (2026-11-30, benchmarks/notes/session11_mid_m.md): the fastest
+# (rs_block_m, split_k) of {64, 128} x {1, 2, 4, 6, 8} at each point, in us, and the mma.sync or
+# shared-memory kernel the point ran before
+MID_M_SWEEP = [
+    ("W4A16_G128", 4096, 14336, 128, 64, 4),  # 55.2 us; wna16 65.1
+    ("W4A16_G128", 8192, 28672, 128, 128, 4),  # 127.0; wna16 211.0
+    ("W4A16_G128", 6144, 4096, 128, 64, 2),  # 33.4; wna16 39.2
+    ("W4A16_G128", 4096, 14336, 256, 128, 4),  # 75.5; wna16 110.7
+    ("W4A16_G128", 8192, 28672, 256, 128, 2),  # 211.9; shared-memory form 297 (earlier run)
+    ("W4A16_G128", 6144, 4096, 256, 128, 2),  # 45.8
+    ("W8A16", 8192, 28672, 128, 128, 4),  # 122.8; wna16 221.7
+    ("W8A16", 4096, 14336, 256, 128, 4),  # 74.8; wna16 118.1
+    ("W4A16_G128", 4096, 14336, 96, 64, 4),  # 57.6; wna16 64.1
+    ("W4A16_G128", 4096, 14336, 512, 128, 2),  # 116.0
+    ("W4A16_G128", 57344, 8192, 128, 128, 1),  # 231.4
+]
+
+
+@pytest.mark.parametrize("spec, n, k, m, block_m, split", MID_M_SWEEP)
+def test_cost_model_picks_the_fastest_measured_tile_and_split(spec, n, k, m, block_m, split):
+    """M = 96-512: the register form with the sweep's fastest token tile and K split, routed here
+    rather than to wna16's split-K mma.sync kernels."""
+    problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
+    cfg = CudaDevice.for_arch("sm_90a").candidates(presets.preset(spec), problem)[0]
+    assert cfg.weights_in_registers and (cfg.rs_block_m, cfg.split_k) == (block_m, split)
+
+
 @pytest.mark.parametrize(
     "m, taken4, taken8, block_m",
     [(1, False, False, 16), (8, False, False, 16), (9, False, True, 16), (16, False, True, 16),
-     (17, True, True, 32), (33, True, True, 64), (64, True, True, 64), (65, False, False, 128)],
+     (17, True, True, 32), (33, True, True, 64), (64, True, True, 64), (65, True, True, 128)],
 )  # fmt: skip
 def test_small_m_takes_the_narrowest_register_tile_in_its_range(m, taken4, taken8, block_m):
-    """SMALL_M_RANGE goes to the register form's narrow tiles (the narrowest that holds M), from
-    M = 9 for 8-bit codes, 17 for narrower ones; M below is wna16_decode's or wna16's, M = 65..127
-    wna16's. The ring is as deep as shared memory allows."""
+    """From M = 9 for 8-bit codes, 17 for narrower ones, M goes to the register form: below 64
+    rows the narrowest tile that holds M; M below is wna16_decode's or wna16's. The narrow tiles'
+    ring is as deep as shared memory allows."""
     problem = GemmProblem(n=57344, k=8192, m=m, act_dtype="fp16")
     assert FAMILY.prefers(presets.W4A16_G128, problem, SM90) == taken4
     assert FAMILY.prefers(presets.MXFP4, problem, SM90) == taken4
@@ -289,7 +318,9 @@ def test_small_m_takes_the_narrowest_register_tile_in_its_range(m, taken4, taken
 @pytest.mark.parametrize(
     "n, k, split",
     [
-        (57344, 8192, 4),  # 224 tiles: 7 waves of 36-step CTAs beat 2 of 128 steps
+        # 224 tiles: 2 waves of whole-K CTAs; the H200 measured 172.8 us, against 184.9 / 177.6 /
+        # 204.2 split 2 / 4 / 8 (session 10)
+        (57344, 8192, 1),
         (8192, 28672, 4),  # 32 tiles x 4 = 128 CTAs, one wave
         (4096, 14336, 8),  # 16 tiles x 8
         (6144, 4096, 5),  # 24 tiles x 5 = 120; 6 would leave 10 steps per split, 2 waves

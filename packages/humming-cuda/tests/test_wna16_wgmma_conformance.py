@@ -21,7 +21,14 @@ from wgmma_conformance import (
     sm90_device,
 )
 from wna16_cases import Case, random_weight
-from wna16_wgmma_cases import SHAPES, float_cases, matrix_cases, small_m_cases, wgmma_cases
+from wna16_wgmma_cases import (
+    MID_M_SHAPES,
+    SHAPES,
+    float_cases,
+    matrix_cases,
+    small_m_cases,
+    wgmma_cases,
+)
 
 from humming_core.testing.conformance import error_bound
 
@@ -126,23 +133,36 @@ def test_weights_in_registers_matches_reference(case: Case, device, register_a_k
 
 
 SMALL_M = small_m_cases()
+MID_M = small_m_cases(first_seed=3100, shapes=MID_M_SHAPES)
+
+
+def _split_kernels(device, cases, fields) -> dict:
+    """`cases` (case, launch values) in the register form with `fields` set to those values."""
+    from humming_cuda.kernels.wna16_wgmma import FAMILY
+
+    def build(item):
+        case, values = item
+        update = {"weights_in_registers": True, **dict(zip(fields, values, strict=True))}
+        (built,) = build_kernels(device, FAMILY, [(case, 0)], update)
+        return built
+
+    return {(c.id, c.seed): build((c, v)) for c, v in cases}
 
 
 @pytest.fixture(scope="module")
 def small_m_kernels(device):
     """SMALL_M's cases with the heuristic's narrow register-form config at the case's split."""
-    from humming_cuda.kernels.wna16_wgmma import FAMILY
+    return _split_kernels(device, SMALL_M, ("split_k",))
 
-    def build(item):
-        case, split = item
-        (built,) = build_kernels(device, FAMILY, [(case, 0)], {"split_k": split})
-        return built
 
-    return {(c.id, c.seed): build((c, s)) for c, s in SMALL_M}
+@pytest.fixture(scope="module")
+def mid_m_kernels(device):
+    """MID_M's cases in the register form at the case's split, token tile and ring depth."""
+    return _split_kernels(device, MID_M, ("split_k", "rs_block_m", "stages"))
 
 
 @pytest.mark.parametrize(
-    "case", [c for c, _ in SMALL_M], ids=[f"{c.id}-split{s}" for c, s in SMALL_M]
+    "case", [c for c, _ in SMALL_M], ids=[f"{c.id}-split{s}" for c, (s,) in SMALL_M]
 )
 def test_small_m_split_k_matches_reference(case: Case, device, small_m_kernels):
     """The narrow tiles (wgmma n16 / n32 / n64) and split-K's workspace reduction: uneven splits,
@@ -154,13 +174,24 @@ def test_small_m_split_k_matches_reference(case: Case, device, small_m_kernels):
     _check(case, device, config, kernel)
 
 
+@pytest.mark.parametrize(
+    "case", [c for c, _ in MID_M], ids=[f"{c.id}-split{s}-m{b}-st{st}" for c, (s, b, st) in MID_M]
+)
+def test_mid_m_split_k_matches_reference(case: Case, device, mid_m_kernels):
+    """Several 64- or 128-row token tiles (M tails in the last), each K-split, as the cost model
+    picks them from M = 65."""
+    config, kernel = mid_m_kernels[(case.id, case.seed)]
+    assert config.weights_in_registers and config.smem_bytes <= device.caps().smem_per_block
+    _check(case, device, config, kernel)
+
+
 def test_split_k_replays_in_a_graph_and_resets_its_counters(device):
     """A split-K launch leaves the tile counters at zero: graph replays and eager calls after
     them keep matching the first eager result."""
     from humming_core.numerics import quantize_weight
     from humming_cuda.kernels.wna16_wgmma import FAMILY
 
-    case, split = next((c, s) for c, s in SMALL_M if s >= 3)
+    case, split = next((c, s) for c, (s,) in SMALL_M if s >= 3)
     ((config, kernel),) = build_kernels(device, FAMILY, [(case, 0)], {"split_k": split})
     gen = torch.Generator(device="cuda").manual_seed(case.seed)
     bias = torch.randn(case.n, device="cuda", generator=gen) if case.spec.epilogue.bias else None
@@ -193,9 +224,9 @@ def test_device_routes_large_m_here_and_replays_in_a_graph(device):
     assert mid.family == "wna16"
     small = device.candidates(spec, GemmProblem(n=1536, k=512, m=32, act_dtype="fp16"))[0]
     assert (small.family, small.rs_block_m) == ("wna16_wgmma", 32)
-    # 27 tiles of 128x128 would leave most SMs idle: the split-K wna16 kernels keep that grid
+    # 9 x 3 tiles of 128x128 and K too short to split: the shared-memory form
     narrow = device.candidates(spec, GemmProblem(n=384, k=512, m=1030, act_dtype="fp16"))[0]
-    assert narrow.family == "wna16"
+    assert (narrow.family, narrow.weights_in_registers) == ("wna16_wgmma", False)
     config = device.candidates(spec, GemmProblem(n=1536, k=512, m=1030, act_dtype="fp16"))[0]
     assert config.family == "wna16_wgmma"
     kernel = device.load(device.compile(device.render(spec, config)))
@@ -208,8 +239,8 @@ def test_device_routes_large_m_here_and_replays_in_a_graph(device):
 
 
 def test_user_api_switches_families_per_m_on_one_packed_copy(device):
-    """PreparedGemm: decode M runs wna16_decode, small M this family's narrow register-form
-    tiles, mid M (a grid too small for 128-row tiles) the mma.sync wna16 kernels, large M these,
+    """PreparedGemm: decode M runs wna16_decode, M = 9-16 (4-bit codes) the mma.sync wna16
+    kernels, larger M this family's register form (narrow tiles, split-K where the grid is small),
     all from the same packed weights."""
     from humming_core.numerics import quantize_weight, reference_gemm
     from humming_core.ops import PreparedGemm
@@ -221,7 +252,7 @@ def test_user_api_switches_families_per_m_on_one_packed_copy(device):
     layer = PreparedGemm(cw, device)
     families = {c.family for c in layer.configs.values()}
     assert families == {"wna16_decode", "wna16", "wna16_wgmma"}, families
-    for m in (5, 40, 200, 1030):
+    for m in (5, 12, 40, 200, 1030):
         x = torch.randn(m, 640, generator=gen).to(torch.float16).cuda()
         out = layer.run(x)
         ref = reference_gemm(x, cw)

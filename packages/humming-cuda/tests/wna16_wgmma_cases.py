@@ -101,13 +101,26 @@ SMALL_M_SHAPES = (
 )
 
 
-def small_m_cases(first_seed: int = 3000) -> list[tuple[Case, int]]:
-    """(case, split_k) of SMALL_M_SHAPES over the own formats and the float ones, rotating
-    groups and dtypes as wgmma_cases does."""
+# Mid M, the register form with K split at 64- and 128-row token tiles: (M, N, K, split_k,
+# rs_block_m, stages), the rings as deep as the heuristic makes them for each tile. Several M
+# tiles (and an M tail in the last), N tails, uneven splits.
+MID_M_SHAPES = (
+    (100, 520, 2056, 3, 64, 8),
+    (200, 136, 520, 2, 64, 8),
+    (128, 256, 4096, 4, 128, 4),
+    (130, 1000, 3000, 5, 128, 4),
+    (257, 264, 1040, 2, 128, 6),
+    (96, 384, 8192, 16, 128, 4),
+)
+
+
+def small_m_cases(first_seed: int = 3000, shapes=SMALL_M_SHAPES) -> list[tuple[Case, tuple]]:
+    """(case, launch fields) of `shapes` (M, N, K, fields...) over the own formats and the float
+    ones, rotating groups and dtypes as wgmma_cases does."""
     outs = (None, "fp32", "bf16", "fp16")
     formats = WGMMA_FORMATS + FLOAT_FORMATS
     cases = []
-    for j, (m, n, k, split) in enumerate(SMALL_M_SHAPES * 2):
+    for j, (m, n, k, *fields) in enumerate(shapes * 2):
         seed = first_seed + j
         fmt = formats[(3 * j) % len(formats)]
         act = ("fp16", "bf16")[seed % 2]
@@ -115,5 +128,5 @@ def small_m_cases(first_seed: int = 3000) -> list[tuple[Case, int]]:
         spec = make_spec(
             fmt, act, group, k, seed % 3 == 0, outs[seed % 4], fmt[2][seed % len(fmt[2])]
         )
-        cases.append((Case(spec, m, n, k, seed), split))
+        cases.append((Case(spec, m, n, k, seed), tuple(fields)))
     return cases

@@ -1,14 +1,14 @@
 """Which specs and problems the WnA16-wgmma family runs (sm_90a), and its configs.
 
-From M = 128 on, `prefers` leaves grids too small to fill the GPU to the split-K mma.sync
-kernels. Below, only the register-A form's narrow tiles (16 / 32 / 64 token rows, K split across
-CTAs) serve, for M in SMALL_M_RANGE; other small M goes to the mma.sync families. An unknown M
-is refused with a reason.
+From M = 17 on (9 for 8-bit codes) every M is this family's: a cost model in K steps (below)
+picks the register-A form's token tile (16 / 32 / 64 / 128 rows) and its K split, or the
+shared-memory form where its waves of 128 x 128 tiles finish first. Smaller M goes to the mma.sync
+families (wna16_decode, wna16). An unknown M is refused with a reason.
 """
 
 from __future__ import annotations
 
-from functools import partial
+from dataclasses import dataclass
 
 from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
@@ -20,36 +20,37 @@ from .config import BLOCK_K, RS_BLOCK_MS, RS_BLOCK_N, WgmmaWna16Config
 
 WGMMA_FORM = "wgmma.m64nNk16"
 STAGE_CHOICES = (4, 6)  # 4 x tiles cover the dequantization's lag; 6 as the deeper alternative
-# The kernel has no split-K, so below ~0.7 tiles per SM it leaves SMs idle and the split-K wna16
-# kernels win. H200, W4A16 g128, same run (2026-11-29): 64 tiles (4096x14336, M=256) 179 us
-# here vs 156 us wna16, 64 tiles (8192x28672, M=128) 361 vs 224; 96 tiles (6144x4096, M=256)
-# 55 vs 81; 448 tiles (57344x8192, M=128) 427 vs 430.
-MIN_TILES_PER_SM = 0.7
 # Grouped tile order (humming/memory/tile_order.cuh) pays off only when the weights overflow L2:
 # H200, W4A16 g128 at M=4096, launch order vs groups of 8: 57344x8192 (235 MB) 10161 vs 9439 us,
 # 8192x28672 (117 MB, M=1024) 1186 vs 1183, 6144x4096 (13 MB) 483 vs 538.
 _DEFAULT_L2 = 50 * 2**20  # H100 / H200 L2, for caps rows without a measured size
-# A 256 x 128 register-A tile (weights_in_registers, producer, 4 fragment buffers) takes this many
-# times as long as a 128 x 128 shared-memory tile of the same K: 1.2-1.5 on the H200 (same run,
-# 2026-11-30, wgmma_config_sweep --family wna16_wgmma, one wave each: W4A16 g128 4096x14336 M=512
-# 199 vs 150 us, 8192x28672 M=256 404 vs 297; W8A16 4096x14336 M=512 182 vs 154). The register
-# form is chosen when its waves at this cost beat the shared-memory form's: W4A16 g128 57344x8192
-# M=256 474 vs 611 us, M=2048 3621 vs 4781; 8192x28672 M=512 400 vs 591; 6144x4096 M=512 61 vs 81;
-# W8A16 8192x28672 M=1024 723 vs 1194.
-RS_TILE_COST = 1.4
-# M the narrow register-form tiles take from the mma.sync kernels (wna16_decode below, wna16
-# above): 17-64, and 9-16 for 8-bit codes. H200, same runs (2026-11-30,
+# The smallest M taken: below it the mma.sync kernels are faster. H200, same runs (2026-11-30,
 # benchmarks/notes/session10_wna16_small_m.md): W8A16 57344x8192 M=16 152 us here vs 206 in
 # wna16, 8192x28672 M=16 65-72 vs 99; W4A16 g128 57344x8192 M=64 228 vs 243, 4096x14336 M=32
 # 31 vs 34; but at M=16 4-bit codes stay faster in wna16 (57344x8192 159 vs 114 us, MXFP4 184
 # vs 123): twice the weights per byte streamed make the dequantization the bottleneck there.
-SMALL_M_RANGE = (17, 64)
-SMALL_M_MIN_WIDE_CODES = 9  # the range's start for 8-bit codes
-SMALL_M_STAGE_CHOICES = (8, 6, 4)  # deep rings: at small M the kernel streams weights
-# Split-K's cost model (register form, one CTA per SM): a CTA takes its K steps plus this many
-# steps' worth of fixed cost (filling the ring, the workspace round trip); the split count that
-# finishes its waves first wins, with at least MIN_STEPS_PER_SPLIT 64-deep steps per split.
-SPLIT_OVERHEAD_STEPS = 6
+MIN_M = 17
+MIN_M_WIDE_CODES = 9  # for 8-bit codes
+SMALL_M_STAGE_CHOICES = (8, 6, 4)  # deep rings for the narrow tiles: at small M they stream weights
+
+# The cost model, in the time of one 64-deep K step of a register-form CTA with a tile of at most
+# 64 token rows (the narrow tiles are bound by dequantizing their 256 weight rows, so their width
+# barely matters). A CTA costs its K steps at its tile's STEP_COST, plus FIXED_STEPS (filling the
+# ring, the epilogue), plus, when K is split, SPLIT_ROW_STEPS per token row of each split that the
+# last CTA of a tile reads back and sums (fp32 rows of 256). A grid costs its waves of CTAs (one
+# CTA per SM). Fitted to one H200 run (2026-11-30, benchmarks/notes/session11_mid_m.md,
+# wgmma_config_sweep over rs_block_m 64 / 128 x split_k 1-8, W4A16 g128 4096x14336 M=128: per
+# step 0.67 us at 64 rows, 0.82 at 128; fixed 11.6 us; 0.027 us per split row) and checked on
+# the others: it picks the fastest measured variant at all 11 points.
+# The shared-memory form's 128 x 128 tile-step costs RS_STEP_COST[128] / 1.4: a 256 x 128
+# register tile took 1.2-1.5x a 128 x 128 shared-memory tile of the same K (same-run sweeps,
+# 2026-11-30: W4A16 g128 4096x14336 M=512 199 vs 150 us, 8192x28672 M=256 404 vs 297; W8A16
+# 4096x14336 M=512 182 vs 154), and won where its waves did (57344x8192 M=256 474 vs 611 us,
+# M=2048 3621 vs 4781; 8192x28672 M=512 400 vs 591; W8A16 8192x28672 M=1024 723 vs 1194).
+RS_STEP_COST = {16: 1.0, 32: 1.0, 64: 1.0, 128: 1.25}
+SMEM_STEP_COST = RS_STEP_COST[128] / 1.4
+FIXED_STEPS = 18
+SPLIT_ROW_STEPS = 0.04
 MIN_STEPS_PER_SPLIT = 8
 MAX_SPLIT = 16
 
@@ -70,59 +71,79 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
     return Support.no(reason) if reason else Support.yes()
 
 
-def small_m(problem: GemmProblem) -> bool:
-    """Whether M is below one 128-row tile: the register form's narrow tiles compute it."""
-    return (problem.m or 0) < BLOCK_M
+def min_m(spec: QuantSpec) -> int:
+    return MIN_M_WIDE_CODES if spec.weight.dtype.bits >= 8 else MIN_M
 
 
 def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
-    """Small M: whether M is in SMALL_M_RANGE (from SMALL_M_MIN_WIDE_CODES for 8-bit codes). Else
-    whether the grid of 128x128 tiles is large enough for this family to beat wna16's split-K."""
-    m = problem.m or 0
-    if small_m(problem):
-        low = SMALL_M_MIN_WIDE_CODES if spec.weight.dtype.bits >= 8 else SMALL_M_RANGE[0]
-        return low <= m <= SMALL_M_RANGE[1]
-    tiles = -(-m // BLOCK_M) * -(-problem.n // BLOCK_N)
-    return tiles >= MIN_TILES_PER_SM * (caps.sm_count or DEFAULT_SMS)
+    """From min_m(spec) on: the cost model's plans (register form with split-K, or shared-memory
+    form) fill any grid, so the mma.sync kernels keep only smaller M."""
+    return (problem.m or 0) >= min_m(spec)
 
 
-def split_k_for(tiles: int, steps: int, sms: int) -> int:
-    """The K split of `tiles` register-form CTAs over `steps` 64-deep K steps whose waves finish
-    first under the cost model above (ties: fewer splits)."""
-
-    def cost(split: int) -> tuple[int, int]:
-        waves = -(-tiles * split // sms)
-        return waves * (-(-steps // split) + SPLIT_OVERHEAD_STEPS), split
-
-    fits = [s for s in range(1, MAX_SPLIT + 1) if s == 1 or steps // s >= MIN_STEPS_PER_SPLIT]
-    return min(fits, key=cost)
+def _waves(ctas: int, sms: int) -> int:
+    return -(-ctas // sms)
 
 
-def register_form_pays(problem: GemmProblem, caps: DeviceCaps) -> bool:
-    """Whether the register-A form's waves of 256 x 128 tiles, each RS_TILE_COST times a 128 x 128
-    tile, finish before the shared-memory form's waves (both grids are one CTA per SM)."""
+@dataclass(frozen=True)
+class Plan:
+    """One way to run the problem and its cost under the model above."""
+
+    cost: float
+    registers: bool
+    block_m: int = BLOCK_M
+    split_k: int = 1
+
+
+def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
+    """The register form's (token tile, K split) choices: the narrowest tile that holds M below
+    64 rows, else 64- or 128-row tiles; every split leaving MIN_STEPS_PER_SPLIT steps or more."""
+    m = problem.m or 1
+    steps = -(-problem.k // BLOCK_K)
+    n_tiles = -(-problem.n // RS_BLOCK_N)
+    widths = [next(b for b in RS_BLOCK_MS if b >= m)] if m <= 64 else [64, 128]
+    plans = []
+    for block_m in widths:
+        tiles = -(-m // block_m) * n_tiles
+        for split in range(1, MAX_SPLIT + 1):
+            if split > 1 and steps // split < MIN_STEPS_PER_SPLIT:
+                break
+            cta = -(-steps // split) * RS_STEP_COST[block_m] + FIXED_STEPS
+            if split > 1:
+                cta += split * block_m * SPLIT_ROW_STEPS
+            plans.append(Plan(_waves(tiles * split, sms) * cta, True, block_m, split))
+    return plans
+
+
+def shared_plan(problem: GemmProblem, sms: int) -> Plan:
+    tiles = -(-(problem.m or 1) // BLOCK_M) * -(-problem.n // BLOCK_N)
+    steps = -(-problem.k // BLOCK_K)
+    return Plan(_waves(tiles, sms) * (steps * SMEM_STEP_COST + FIXED_STEPS), False)
+
+
+def best_plan(problem: GemmProblem, caps: DeviceCaps) -> Plan:
+    """The cheapest plan (ties: the earlier one: narrower tiles, fewer splits); the shared-memory
+    form only from M = 128, a whole tile of its rows."""
     sms = caps.sm_count or DEFAULT_SMS
-    m_tiles = -(-(problem.m or 0) // BLOCK_M)
-    waves_rs = -(-m_tiles * -(-problem.n // RS_BLOCK_N) // sms)
-    waves_smem = -(-m_tiles * -(-problem.n // BLOCK_N) // sms)
-    return RS_TILE_COST * waves_rs < waves_smem
+    plans = register_plans(problem, sms)
+    if (problem.m or 0) >= BLOCK_M:
+        plans.append(shared_plan(problem, sms))
+    return min(plans, key=lambda p: p.cost)
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[WgmmaWna16Config]:
-    """Configs for this problem, best first (ring depths that fit the arch's shared memory): at
-    small M the register-A form's narrowest tile that holds M, its K split by split_k_for; else
-    the register-A form where register_form_pays."""
-    if small_m(problem):
-        m = problem.m or 1
-        block_m = next(b for b in RS_BLOCK_MS if b >= m)
-        tiles = -(-m // block_m) * -(-problem.n // RS_BLOCK_N)
-        split = split_k_for(tiles, -(-problem.k // BLOCK_K), caps.sm_count or DEFAULT_SMS)
-        form = partial(
-            WgmmaWna16Config, weights_in_registers=True, rs_block_m=block_m, split_k=split
-        )
-        return fitting_configs(supports, form, SMALL_M_STAGE_CHOICES, spec, problem, caps, 1)
+    """Configs for best_plan, best first (ring depths that fit the arch's shared memory)."""
+    plan = best_plan(problem, caps)
     group_m = 8 if spec.weight_bytes(problem.n, problem.k) > (caps.l2_bytes or _DEFAULT_L2) else 1
-    form = WgmmaWna16Config
-    if register_form_pays(problem, caps):
-        form = partial(WgmmaWna16Config, weights_in_registers=True)
-    return fitting_configs(supports, form, STAGE_CHOICES, spec, problem, caps, group_m)
+    if not plan.registers:
+        return fitting_configs(
+            supports, WgmmaWna16Config, STAGE_CHOICES, spec, problem, caps, group_m
+        )
+
+    def form(**fields) -> WgmmaWna16Config:
+        return WgmmaWna16Config(
+            weights_in_registers=True, rs_block_m=plan.block_m, split_k=plan.split_k, **fields
+        )
+
+    stages = SMALL_M_STAGE_CHOICES if plan.block_m < BLOCK_M else STAGE_CHOICES
+    return fitting_configs(supports, form, stages, spec, problem, caps, group_m)
