@@ -224,9 +224,9 @@ def test_device_routes_large_m_here_and_replays_in_a_graph(device):
     assert mid.family == "wna16"
     small = device.candidates(spec, GemmProblem(n=1536, k=512, m=32, act_dtype="fp16"))[0]
     assert (small.family, small.rs_block_m) == ("wna16_wgmma", 32)
-    # 9 x 3 tiles of 128x128 and K too short to split: the shared-memory form
-    narrow = device.candidates(spec, GemmProblem(n=384, k=512, m=1030, act_dtype="fp16"))[0]
-    assert (narrow.family, narrow.weights_in_registers) == ("wna16_wgmma", False)
+    # 132 tiles of 128x128, one wave: the shared-memory form
+    one_wave = device.candidates(spec, GemmProblem(n=4224, k=4096, m=512, act_dtype="fp16"))[0]
+    assert (one_wave.family, one_wave.weights_in_registers) == ("wna16_wgmma", False)
     config = device.candidates(spec, GemmProblem(n=1536, k=512, m=1030, act_dtype="fp16"))[0]
     assert config.family == "wna16_wgmma"
     kernel = device.load(device.compile(device.render(spec, config)))

@@ -38,19 +38,22 @@ SMALL_M_STAGE_CHOICES = (8, 6, 4)  # deep rings for the narrow tiles: at small M
 # barely matters). A CTA costs its K steps at its tile's STEP_COST, plus FIXED_STEPS (filling the
 # ring, the epilogue), plus, when K is split, SPLIT_ROW_STEPS per token row of each split that the
 # last CTA of a tile reads back and sums (fp32 rows of 256). A grid costs its waves of CTAs (one
-# CTA per SM). Fitted to one H200 run (2026-11-30, benchmarks/notes/session11_mid_m.md,
-# wgmma_config_sweep over rs_block_m 64 / 128 x split_k 1-8, W4A16 g128 4096x14336 M=128: per
-# step 0.67 us at 64 rows, 0.82 at 128; fixed 11.6 us; 0.027 us per split row) and checked on
-# the others: it picks the fastest measured variant at all 11 points.
+# CTA per SM). Least-squares fit (relative error) to 130 H200 timings of one session
+# (2026-11-30, benchmarks/notes/session11_mid_m.md: wgmma_config_sweep over rs_block_m 64 / 128 x
+# split_k 1-8 at 11 points of M = 96-512, and the narrow tiles' splits 1-16 at 4 points of
+# M = 16-64): per step 0.54 us at <= 64 rows, 0.86 at 128; fixed 6.2 us; 0.0066 us per split row.
+# It picks the fastest measured variant at all 15 points, and split 5 (unswept there) measured
+# faster than 4 at both points where it picks it (6144x4096 M=64 / 128: 20.2 vs 21.7, 26.9 vs
+# 30.9 us).
 # The shared-memory form's 128 x 128 tile-step costs RS_STEP_COST[128] / 1.4: a 256 x 128
 # register tile took 1.2-1.5x a 128 x 128 shared-memory tile of the same K (same-run sweeps,
 # 2026-11-30: W4A16 g128 4096x14336 M=512 199 vs 150 us, 8192x28672 M=256 404 vs 297; W8A16
 # 4096x14336 M=512 182 vs 154), and won where its waves did (57344x8192 M=256 474 vs 611 us,
 # M=2048 3621 vs 4781; 8192x28672 M=512 400 vs 591; W8A16 8192x28672 M=1024 723 vs 1194).
-RS_STEP_COST = {16: 1.0, 32: 1.0, 64: 1.0, 128: 1.25}
+RS_STEP_COST = {16: 1.0, 32: 1.0, 64: 1.0, 128: 1.6}
 SMEM_STEP_COST = RS_STEP_COST[128] / 1.4
-FIXED_STEPS = 18
-SPLIT_ROW_STEPS = 0.04
+FIXED_STEPS = 12
+SPLIT_ROW_STEPS = 0.012  # small since the read-back batches its loads (epilogue/split_tile.cuh)
 MIN_STEPS_PER_SPLIT = 8
 MAX_SPLIT = 16
 

@@ -27,6 +27,12 @@ template <int FLOATS, int THREADS, int BAR>
 struct SplitTileReducer {
   static_assert(FLOATS % 4 == 0, "the tile moves in float4s");
   static constexpr int VECS = FLOATS / 4;
+  // float4s each thread sums at once: the last CTA reads every split's slot alone, and one
+  // L2 round trip per slot and float4 left it latency-bound (8 independent loads in flight).
+  static constexpr int PER_THREAD = VECS / THREADS;
+  static constexpr int BATCH = PER_THREAD >= 8 ? 8 : (PER_THREAD >= 1 ? PER_THREAD : 1);
+  // whole batches per thread (or one float4 for some threads of a tile smaller than THREADS)
+  static_assert(VECS % (THREADS * BATCH) == 0 || VECS < THREADS, "whole batches per thread");
 
   // `tile` (16-byte aligned shared memory, complete: the caller synchronised) is this split's
   // partial tile `tile_id`; split gridDim.z slots per tile in `workspace`. Returns true in the CTA
@@ -43,13 +49,28 @@ struct SplitTileReducer {
     if (t == 0) last = atomicAdd(counters + tile_id, 1) == splits - 1;
     if (!named_barrier_any<THREADS>(BAR, last)) return false;
     __threadfence();
-    for (int i = t; i < VECS; i += THREADS) {
-      float4 sum = __ldcg(slots + i);
-      for (int z = 1; z < splits; ++z) {
-        const float4 v = __ldcg(slots + z * VECS + i);
-        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
+    // Each float4 is summed in split order 0, 1, ...: the same sum whichever CTA is last.
+    for (int base = t; base < VECS; base += THREADS * BATCH) {
+      float4 sum[BATCH];
+#pragma unroll
+      for (int b = 0; b < BATCH; ++b) {
+        sum[b] = __ldcg(slots + base + b * THREADS);
       }
-      own[i] = sum;
+      for (int z = 1; z < splits; ++z) {
+        float4 v[BATCH];
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+          v[b] = __ldcg(slots + z * VECS + base + b * THREADS);
+        }
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+          sum[b].x += v[b].x, sum[b].y += v[b].y, sum[b].z += v[b].z, sum[b].w += v[b].w;
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < BATCH; ++b) {
+        own[base + b * THREADS] = sum[b];
+      }
     }
     if (t == 0) counters[tile_id] = 0;
     named_barrier<THREADS>(BAR);
