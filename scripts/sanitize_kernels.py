@@ -7,7 +7,8 @@ Covers split-K (M=1, long K; wna16 and w8a8), N/M/K tails, integer zero points, 
 MX scales and bf16, and the sm_90a wgmma kernels (wna16_wgmma on grids large enough to be chosen,
 in both forms and the register form's narrow small-M tiles with split-K, w8a8_wgmma with its
 activation quantizer, w4a8_wgmma); the M <= 8 WnA16 cases run the wna16_decode kernels (split-K
-included at M=1), M = 17-64 (9-64 for 8-bit codes) wna16_wgmma's narrow tiles, the others wna16's.
+included at M=1), M = 9-16 with 4-bit codes wna16's, every larger M wna16_wgmma (its register
+form's 16-128-row tiles with split-K where the grid is small).
 Each result is checked against the reference so a silent corruption also fails.
 """
 
@@ -36,6 +37,8 @@ CASES = [  # (preset, act dtype, M, N, K)
     ("W4A16_G128", "bf16", 16, 200, 1024),  # 16 tokens: wna16 just above the decode family
     ("W8A16", "fp16", 12, 520, 4096),  # wna16_wgmma's 16-row register tile, K split 8 ways
     ("W4A16_G128", "bf16", 40, 1000, 2048),  # its 64-row tile, an N tail, K split 4 ways
+    ("W4A16_G128", "bf16", 130, 1000, 3000),  # three 64-row tiles (an M tail), K split 5 ways
+    ("W4A16_G128", "fp16", 130, 8192, 4096),  # two 128-row tiles (an M tail), K split 2 ways
 ]
 
 
