@@ -30,8 +30,10 @@
 // shared tile is summed across splits in a workspace (humming/epilogue/split_tile.cuh).
 // The epilogue scales each column, converts, and transposes through shared memory (the ring's
 // space) into coalesced 16-byte row stores.
-// Tails: TMA zero-fills x past M and K; layout tiles past the padded N or K are neither copied nor
-// used (their fragments are zero); stores are predicated to [M, N].
+// Tails: TMA zero-fills x past M and K; a step's layout tiles past K (and the group rows only they
+// use) are copied from a page of zeros, so every slice runs the same code; layout tiles past the
+// padded N are not copied, and the rows their warps compute are never stored; stores are
+// predicated to [M, N].
 #pragma once
 #include "humming/epilogue/split_tile.cuh"
 #include "humming/kernel/wna16_wgmma.cuh"
@@ -114,6 +116,15 @@ struct HalfLaneWords {
   }
 };
 
+// What the producer copies into a stage for the layout tiles of a step past the last one of K,
+// and for the group rows only those tiles would use: zero codes under zero (or the step's own)
+// scales decode to finite weights, whose products with x's zero-filled columns past K are 0. The
+// consumers then run one loop for every step, with no per-slice check (a second, checked copy of
+// the loop took about a quarter of the kernel's compile time). 4 KB: the most one step needs per
+// copy (three missing tiles of 8-bit codes, or three group rows of 512 bytes). Zero-initialised
+// static device memory.
+__device__ __align__(16) u32 rs_zero_page[1024];
+
 template <class Fmt, class Tile, typename ActT, typename OutT, bool BIAS>
 struct Wna16WgmmaRsKernel {
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, STAGES = Tile::STAGES;
@@ -165,26 +176,35 @@ struct Wna16WgmmaRsKernel {
     const int nt0 = n0 / 64, tiles_n = min(Tile::TILES_N, a.n_pad / 64 - nt0);
     const u32 row_bytes = tiles_n * 64 * 2;  // the valid tiles' scale columns, contiguous
     const int kt0 = it * TILES_K, tiles_k = min(TILES_K, a.k_tiles - kt0);
-    int r0 = 0, rows = 0;
+    // rows: the group rows of the step's tiles inside K; all_rows: of all its TILES_K tiles
+    int r0 = 0, rows = 0, all_rows = 0;
     if constexpr (Fmt::IN_LOOP) {
       r0 = first_row(a, it);
       rows = ((((kt0 + tiles_k) * 16) - 1) >> a.group_shift) - r0 + 1;
+      all_rows = ((((kt0 + TILES_K) * 16) - 1) >> a.group_shift) - r0 + 1;
     }
-    const u32 bytes = Tile::X_BYTES + tiles_n * tiles_k * TILE_BYTES +
-                      rows * row_bytes * ((S_BYTES ? 1 : 0) + (Z_BYTES ? 1 : 0));
+    const u32 bytes = Tile::X_BYTES + tiles_n * TILES_K * TILE_BYTES +
+                      all_rows * row_bytes * ((S_BYTES ? 1 : 0) + (Z_BYTES ? 1 : 0));
     mbar_arrive_expect_tx(sm.full_bar(s), bytes);
     tma_load_2d(sm.x(s), tx, it * BK, m0, sm.full_bar(s));
     for (int tn = 0; tn < tiles_n; ++tn) {
       const u32* src = a.qweight + (static_cast<long long>(nt0 + tn) * a.k_tiles + kt0) * 32 * BITS;
-      bulk_load(sm.w(s) + tn * TILES_K * TILE_BYTES, src, tiles_k * TILE_BYTES, sm.full_bar(s));
+      const u32 dst = sm.w(s) + tn * TILES_K * TILE_BYTES;
+      bulk_load(dst, src, tiles_k * TILE_BYTES, sm.full_bar(s));
+      if (tiles_k < TILES_K) {
+        bulk_load(dst + tiles_k * TILE_BYTES, rs_zero_page, (TILES_K - tiles_k) * TILE_BYTES,
+                  sm.full_bar(s));
+      }
     }
-    for (int r = 0; r < rows; ++r) {
+    for (int r = 0; r < all_rows; ++r) {
       const long long at = static_cast<long long>(r0 + r) * a.n_pad + n0;
       if constexpr (S_BYTES != 0) {
-        bulk_load(sm.scales(s) + r * BN * 2, a.scales + at, row_bytes, sm.full_bar(s));
+        const void* src = r < rows ? static_cast<const void*>(a.scales + at) : rs_zero_page;
+        bulk_load(sm.scales(s) + r * BN * 2, src, row_bytes, sm.full_bar(s));
       }
       if constexpr (Z_BYTES != 0) {
-        bulk_load(sm.zeros(s) + r * BN * 2, a.zeros + at, row_bytes, sm.full_bar(s));
+        const void* src = r < rows ? static_cast<const void*>(a.zeros + at) : rs_zero_page;
+        bulk_load(sm.zeros(s) + r * BN * 2, src, row_bytes, sm.full_bar(s));
       }
     }
   }
@@ -236,17 +256,11 @@ struct Wna16WgmmaRsKernel {
     }
   }
 
-  template <bool B>
-  struct Checked {
-    static constexpr bool value = B;
-  };
-
   // K steps it0 .. it0 + iters - 1; local step j sits in stage j % STAGES.
   HM_DEVICE static void consume(const TmaDescriptor* tx, const Args& a, const Smem& sm,
                                 const unsigned char* ring, int it0, int iters, int m0, int n0,
                                 float (&acc)[2][ACC]) {
     const int v = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
-    const bool column_valid = n0 + 64 * warp < a.n_pad;
     // the lane's code words of slice 0 (slice kk: + kk * TILE_BYTES) and group values of row 0
     const int words_off = Tile::X_BYTES + (warp * TILES_K * 32 + lane) * BITS * 4;
     const int group_off = Tile::X_BYTES + W_BYTES + 2 * (64 * warp + 8 * (lane / 4) + 4 * v);
@@ -264,45 +278,32 @@ struct Wna16WgmmaRsKernel {
       const u64 dx = sw128_kmajor_desc(sm.x(s));
       mbar_wait(sm.full_bar(s), (j / STAGES) & 1);
       if (one_row) group_params(stage, group_off, 0, gp);
-      // A step wholly inside K and the padded N (all but edge tiles and the last step) needs no
-      // per-slice check.
-      auto slices = [&](auto checked) {
+      // Every slice alike: tiles past K hold the producer's zeros (rs_zero_page), and a warp
+      // whose layout-tile column lies past the padded N computes rows that are never stored.
 #pragma unroll
-        for (int kk = 0; kk < TILES_K; ++kk) {
-          const int b = kk % BUFS, kt = kt0 + kk;
-          if (!one_row) {
-            group_params(stage, group_off, ((kt * 16) >> a.group_shift) - first_row(a, it), gp);
-          }
-          const u32* words = reinterpret_cast<const u32*>(stage + words_off + kk * TILE_BYTES);
-          if (!decltype(checked)::value || (column_valid && kt < a.k_tiles)) {
-            dequant(words, v, gp, frag[b]);
-          } else {
-#pragma unroll
-            for (int r = 0; r < 4; ++r) frag[b][0][r] = frag[b][1][r] = 0u;
-          }
-          wgmma_fence();
-          mma(acc[0], frag[b][0], desc_advance(dx, 32 * kk));
-          mma(acc[1], frag[b][1], desc_advance(dx, 32 * kk));
-          wgmma_commit();
-          // the previous slice is done: its fragments may be overwritten, and after slice 0 the
-          // previous stage is no longer read
-          wgmma_wait<1>();
-          fence_registers_u32(frag[(kk + BUFS - 1) % BUFS][0]);
-          fence_registers_u32(frag[(kk + BUFS - 1) % BUFS][1]);
-          if (kk == 0 && j > 0 && lane == 0) mbar_arrive(sm.empty_bar((j - 1) % STAGES));
-          // Refill the stage of step j - 1 with step j - 1 + STAGES late in the step, when the
-          // other warpgroup has most likely released it too (the wait blocks warpgroup 0).
-          if (!Tile::PRODUCER && kk == TILES_K - 1 && j > 0 && j - 1 + STAGES < iters &&
-              threadIdx.x == 0) {
-            mbar_wait(sm.empty_bar((j - 1) % STAGES), ((j - 1) / STAGES) & 1);
-            produce(tx, a, sm, (j - 1) % STAGES, it - 1 + STAGES, m0, n0);
-          }
+      for (int kk = 0; kk < TILES_K; ++kk) {
+        const int b = kk % BUFS, kt = kt0 + kk;
+        if (!one_row) {
+          group_params(stage, group_off, ((kt * 16) >> a.group_shift) - first_row(a, it), gp);
         }
-      };
-      if (column_valid && kt0 + TILES_K <= a.k_tiles) {
-        slices(Checked<false>{});
-      } else {
-        slices(Checked<true>{});
+        dequant(reinterpret_cast<const u32*>(stage + words_off + kk * TILE_BYTES), v, gp, frag[b]);
+        wgmma_fence();
+        mma(acc[0], frag[b][0], desc_advance(dx, 32 * kk));
+        mma(acc[1], frag[b][1], desc_advance(dx, 32 * kk));
+        wgmma_commit();
+        // the previous slice is done: its fragments may be overwritten, and after slice 0 the
+        // previous stage is no longer read
+        wgmma_wait<1>();
+        fence_registers_u32(frag[(kk + BUFS - 1) % BUFS][0]);
+        fence_registers_u32(frag[(kk + BUFS - 1) % BUFS][1]);
+        if (kk == 0 && j > 0 && lane == 0) mbar_arrive(sm.empty_bar((j - 1) % STAGES));
+        // Refill the stage of step j - 1 with step j - 1 + STAGES late in the step, when the
+        // other warpgroup has most likely released it too (the wait blocks warpgroup 0).
+        if (!Tile::PRODUCER && kk == TILES_K - 1 && j > 0 && j - 1 + STAGES < iters &&
+            threadIdx.x == 0) {
+          mbar_wait(sm.empty_bar((j - 1) % STAGES), ((j - 1) / STAGES) & 1);
+          produce(tx, a, sm, (j - 1) % STAGES, it - 1 + STAGES, m0, n0);
+        }
       }
     } while (++j < iters);
     wgmma_wait<0>();
