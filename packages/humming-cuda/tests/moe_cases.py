@@ -84,6 +84,19 @@ def dense_expert(cw, e: int, **epilogue):
     )
 
 
+def wna16_expert_bound(xa, cw, e) -> tuple[torch.Tensor, torch.Tensor]:
+    """`ExpertBound` of the WnA16 MoE families: the accumulator of the routed rows xa through
+    expert e (bias included) and the shared GEMM bound (humming_core.testing.conformance)."""
+    from humming_core.numerics import dequantize_weight
+    from humming_core.testing.conformance import error_bound
+
+    one = dense_expert(cw, e)
+    acc = (xa.double() @ dequantize_weight(one).double().T) + (
+        0 if cw.bias is None else cw.bias[e].double()
+    )
+    return acc, error_bound(xa, one, acc)
+
+
 def glu_bound(acc, d, epi) -> tuple[torch.Tensor, torch.Tensor]:
     """(bound, reference) of a GLU output from its accumulator `acc` and that one's bound `d`."""
     from humming_core.numerics.epilogue import apply_epilogue, split_glu

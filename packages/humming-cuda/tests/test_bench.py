@@ -184,8 +184,8 @@ def test_moe_grid_rows(monkeypatch):
     _fake_timing(monkeypatch, [dense, moe], us=20.0)
     monkeypatch.setattr(moe, "get_device", lambda: CudaDevice.for_arch("sm_90a"))
     pairs = [(_FakeLayer(), _FakeLayer())]
-    monkeypatch.setattr(moe, "_layer_pairs", lambda spec, dev, copies, ms: pairs * copies)
-    monkeypatch.setattr(moe, "_humming_fn", lambda pairs, x, routes: lambda i: None)
+    monkeypatch.setattr(moe, "layer_pairs", lambda spec, dev, copies, ms: pairs * copies)
+    monkeypatch.setattr(moe, "humming_fn", lambda pairs, x, routes: lambda i: None)
     grouped = []
     monkeypatch.setattr(
         baselines,

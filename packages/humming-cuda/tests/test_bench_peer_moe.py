@@ -199,8 +199,8 @@ def test_the_moe_suite_reports_the_peer_per_spec(monkeypatch):
     monkeypatch.setattr(moe, "unsupported_reason", lambda device, spec: None)
     monkeypatch.setattr(moe, "get_device", lambda: None)
     layer = SimpleNamespace(release=lambda: None)
-    monkeypatch.setattr(moe, "_layer_pairs", lambda spec, dev, copies, ms: [(layer, layer)] * 4)
-    monkeypatch.setattr(moe, "_humming_fn", lambda pairs, x, routes: lambda i: None)
+    monkeypatch.setattr(moe, "layer_pairs", lambda spec, dev, copies, ms: [(layer, layer)] * 4)
+    monkeypatch.setattr(moe, "humming_fn", lambda pairs, x, routes: lambda i: None)
     monkeypatch.setattr(moe, "kernel_of", lambda layer, rows: {})
     monkeypatch.setattr(moe.baselines, "grouped_mm_bf16", lambda *args: lambda i: None)
     built, released = [], []

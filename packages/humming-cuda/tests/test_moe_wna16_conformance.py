@@ -18,15 +18,15 @@ from moe_cases import (
     SILU,
     Case,
     check_moe_gemm,
-    dense_expert,
     expert_map,
     fused_weights,
     routed_bound,
     routing,
+    wna16_expert_bound,
 )
 
 from humming_core.spec import presets
-from humming_core.testing.conformance import UNIT_ROUNDOFF, error_bound
+from humming_core.testing.conformance import UNIT_ROUNDOFF
 
 pytestmark = [
     pytest.mark.cuda,
@@ -70,17 +70,6 @@ def device():
         yield CudaDevice()
 
 
-def _expert_bound(xa, cw, e):
-    """(accumulator, its bound) of the routed rows xa through expert e."""
-    from humming_core.numerics import dequantize_weight
-
-    one = dense_expert(cw, e)
-    acc = (xa.double() @ dequantize_weight(one).double().T) + (
-        0 if cw.bias is None else cw.bias[e].double()
-    )
-    return acc, error_bound(xa, one, acc)
-
-
 def _layer(device, cw, rows):
     from humming_core.ops import PreparedMoe, bucket_of
 
@@ -102,7 +91,7 @@ def test_moe_gemm_matches_reference(device, case, router_weights):
     layer, block = _layer(device, cw, case.m * case.top_k)
 
     def bound_of(ids, experts, tw):
-        return routed_bound(x, cw, ids, experts, case.top_k, tw, _expert_bound, 2.0**-24)
+        return routed_bound(x, cw, ids, experts, case.top_k, tw, wna16_expert_bound, 2.0**-24)
 
     check_moe_gemm(layer, block, case, cw, x, router_weights, gen, bound_of)
 

@@ -153,7 +153,7 @@ def _kernels(caps) -> list:
 _REACHED = {
     "sm_80": {"wna16_decode", "wna16", "moe_wna16", "w8a8", "moe_w8a8"},
     "sm_90a": {"wna16_wgmma", "wna16_decode", "wna16", "w8a8_wgmma", "w4a8_wgmma", "w8a8"}
-    | {"moe_wna16", "moe_w8a8"},
+    | {"moe_wna16_wgmma", "moe_wna16", "moe_w8a8"},
     "sm_120a": {"wna16_decode", "wna16", "moe_wna16", "w8a8", "moe_w8a8", "w4a4"},
 }
 

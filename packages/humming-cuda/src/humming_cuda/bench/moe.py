@@ -113,7 +113,7 @@ def twins(layer, copies: int) -> list:
     return [layer, *(layer.with_weights(packed) for packed in clones)]
 
 
-def _layer_pairs(spec: QuantSpec, dev: torch.device, copies: int, ms: tuple) -> list[tuple]:
+def layer_pairs(spec: QuantSpec, dev: torch.device, copies: int, ms: tuple) -> list[tuple]:
     """`copies` (w13, w2) pairs sharing one build; kernels for exactly the M buckets of `ms`."""
     from humming_core.ops import PreparedMoe, bucket_of
 
@@ -137,7 +137,7 @@ def routings(m: int, count: int, dev: torch.device, seed: int = 0) -> list[tuple
     return out
 
 
-def _humming_fn(pairs: list[tuple], x: torch.Tensor, routes: list[tuple]):
+def humming_fn(pairs: list[tuple], x: torch.Tensor, routes: list[tuple]):
     from humming_core.ops import fused_moe_rows
 
     w2 = pairs[0][1]
@@ -165,7 +165,7 @@ def _measure(name: str, pairs: list[tuple], m: int, dev, measured: dict, omitted
     x = torch.randn(m, HIDDEN, device=dev, dtype=act)
     routes = routings(m, calls, dev, seed=m)
     row = MoeRow(name, 2 * WIDTH, HIDDEN, m, roof_us(spec, m))
-    fn = _humming_fn(pairs[:copies], x, routes)
+    fn = humming_fn(pairs[:copies], x, routes)
     row.us["humming"] = graph_time_us(fn, calls)
     row.host_us = host_overhead_us(fn, row.us["humming"], calls=20)
     w13, w2 = pairs[0]
@@ -191,7 +191,7 @@ def run(specs=SPECS, ms=M_GRID, log=print, on_row=None, device="cuda") -> dict:
             skipped[name] = f"no MoE kernel on {target.name}: {reason}"
             log(f"{name}: skipped ({skipped[name]})")
             continue
-        pairs = _layer_pairs(preset(name), dev, 4, ms)  # packed once for every M
+        pairs = layer_pairs(preset(name), dev, 4, ms)  # packed once for every M
         for m in ms:
             rows.append(_measure(name, pairs, m, dev, measured, omitted))
             torch.cuda.empty_cache()

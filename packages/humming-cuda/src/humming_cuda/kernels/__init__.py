@@ -42,6 +42,13 @@ from .w8a8 import FAMILY as _W8A8  # noqa: E402
 
 FAMILIES.append(_W8A8)
 
+# Before moe_wna16: MoE WnA16 problems on sm_90a with at least 64 routed rows per expert take the
+# wgmma kernel, once verified on hardware or opted in (HUMMING_UNVERIFIED_KERNELS=1); everything
+# else it refuses or leaves (`prefers`) falls through to moe_wna16, whose packed weights it shares.
+from .moe_wna16_wgmma import FAMILY as _MOE_WNA16_WGMMA  # noqa: E402
+
+FAMILIES.append(_MOE_WNA16_WGMMA)
+
 from .moe_wna16 import FAMILY as _MOE_WNA16  # noqa: E402
 
 FAMILIES.append(_MOE_WNA16)

@@ -10,11 +10,10 @@ from humming_core.device import DeviceCaps
 from humming_core.spec import QuantSpec
 
 from ..family import ModuleFamily
-from ..wna16.config import KernelFormat
 from .bind import MoeWna16Kernel
 from .config import MoeWna16Config
 from .heuristics import block_m_for, candidates, supports
-from .layout import MoeWna16Layout
+from .layout import MoeWna16Layout, moe_layout
 from .render import render
 
 
@@ -34,10 +33,7 @@ class MoeWna16Family(ModuleFamily):
     def weight_layout(
         self, spec: QuantSpec, config: MoeWna16Config, caps: DeviceCaps
     ) -> MoeWna16Layout:
-        ep = spec.epilogue
-        return MoeWna16Layout(
-            KernelFormat.from_spec(spec), ep.glu_layout if ep.glu != "none" else None
-        )
+        return moe_layout(spec)
 
 
 FAMILY = MoeWna16Family()

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from .call import MoeWna16Call
 
 _OUT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-_SCALARS = (
+# (parameter, dim) of the entry's scalars, in its order
+SCALARS = (
     ("N", "N"),
     ("n_out", "NOUT"),
     ("K", "K"),
@@ -35,8 +36,11 @@ _SCALARS = (
 )
 
 
-def signature(fmt: KernelFormat, name: str) -> Signature:
-    """Parameters in the order of HUMMING_MOE_WNA16_ENTRY (include/humming/kernel/moe_wna16.cuh)."""
+def signature(
+    fmt: KernelFormat, name: str, scalars: tuple[tuple[str, str], ...] = SCALARS
+) -> Signature:
+    """Parameters in the order of HUMMING_MOE_WNA16_ENTRY (include/humming/kernel/moe_wna16.cuh);
+    another MoE WnA16 entry with the same pointers passes its own `scalars`."""
     i32 = torch.int32
     return Signature(
         *layout_args(fmt, experts=("E",)),
@@ -45,7 +49,7 @@ def signature(fmt: KernelFormat, name: str) -> Signature:
         TensorArg("expert_ids", i32, ("BLOCKS",), align=4),
         TensorArg("num_tokens_post_padded", i32, (1,), align=4),
         TensorArg("out", _OUT[fmt.out], ("NUMEL", "NOUT"), layout="strided", align=4),
-        *(ScalarArg(n, "int32", dim=d) for n, d in _SCALARS),
+        *(ScalarArg(n, "int32", dim=d) for n, d in scalars),
         kernel=name,
     )
 
@@ -63,10 +67,18 @@ class MoeWna16Kernel:
         self.config = config
         self.name = function.symbol
         self.function = function
-        self.signature = signature(self.fmt, self.name)
+        self.signature = self._signature()
         self.launcher = Launcher(function, self.signature.ctypes)
-        self.smem = smem_bytes(self.fmt, config)
+        self.smem = self._smem_bytes()
         function.reserve_smem(self.smem)
+
+    # The entry's parameters and shared memory: what a MoE WnA16 kernel with this call contract
+    # and another entry (moe_wna16_wgmma) overrides.
+    def _signature(self) -> Signature:
+        return signature(self.fmt, self.name)
+
+    def _smem_bytes(self) -> int:
+        return smem_bytes(self.fmt, self.config)
 
     def _check_call(self, values: dict[str, Any]) -> None:
         out = values["out"]

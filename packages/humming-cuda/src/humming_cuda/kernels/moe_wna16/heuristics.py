@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
@@ -24,19 +26,26 @@ def _block_tile(block_m: int) -> dict[str, int]:
 
 def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
     """Whether a MoE WnA16 kernel exists for this spec and problem on this arch, and if not, why."""
-    reason = _moe_reason(spec) or _arch_reason(spec, caps) or _problem_reason(spec, problem)
+    reason = moe_reason(spec) or _arch_reason(spec, caps) or moe_problem_reason(spec, problem)
     return Support.no(reason) if reason else Support.yes()
 
 
-def _moe_reason(spec: QuantSpec) -> str:
+def moe_reason(
+    spec: QuantSpec,
+    family: str = "moe_wna16",
+    spec_reason: Callable[[QuantSpec], str] = _spec_reason,
+) -> str:
+    """Why `family` (a MoE WnA16 family with this epilogue) cannot run `spec`, or ''. The weight,
+    scale and activation rules are those of its dense sibling (`spec_reason`), asked about
+    dense_spec(spec): the MoE epilogue is checked here."""
     if spec.layout != "moe":
-        return f"layout={spec.layout!r}: the moe_wna16 family computes indexed MoE GEMMs (layout='moe')"
+        return (
+            f"layout={spec.layout!r}: the {family} family computes indexed MoE GEMMs (layout='moe')"
+        )
     ep = spec.epilogue
     if ep.glu != "none" and ep.glu not in GLUS:
-        return f"glu={ep.glu!r}: the moe_wna16 epilogue supports the GLUs {', '.join(GLUS)}"
-    # The weight, scale and activation rules are the dense family's (the MoE epilogue was checked
-    # above).
-    return _spec_reason(dense_spec(spec))
+        return f"glu={ep.glu!r}: the {family} epilogue supports the GLUs {', '.join(GLUS)}"
+    return spec_reason(dense_spec(spec))
 
 
 def dense_spec(spec: QuantSpec) -> QuantSpec:
@@ -57,7 +66,8 @@ def moe_shape_reason(problem: GemmProblem) -> str:
     return ""
 
 
-def _problem_reason(spec: QuantSpec, problem: GemmProblem) -> str:
+def moe_problem_reason(spec: QuantSpec, problem: GemmProblem) -> str:
+    """Why the MoE WnA16 kernels (row gathering, GLU epilogue) cannot compute `problem`, or ''."""
     reason = moe_shape_reason(problem)
     if reason:
         return reason

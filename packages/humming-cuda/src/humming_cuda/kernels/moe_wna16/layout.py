@@ -21,6 +21,7 @@ import torch
 
 from humming_core.packing.bits import pack_n, unpack_n
 from humming_core.packing.canonical import CanonicalWeight
+from humming_core.spec import QuantSpec
 
 from ..wna16.config import KernelFormat
 from ..wna16.layout import Wna16Layout
@@ -113,3 +114,10 @@ class MoeWna16Layout:
         if "channel_scale" in out:
             out["channel_scale"] = out["channel_scale"].reshape(cw.num_experts, -1).contiguous()
         return out
+
+
+def moe_layout(spec: QuantSpec) -> MoeWna16Layout:
+    """The layout `spec`'s weights take in the MoE WnA16 families (moe_wna16, moe_wna16_wgmma):
+    one packed copy serves both, so a layer can switch family per M bucket."""
+    ep = spec.epilogue
+    return MoeWna16Layout(KernelFormat.from_spec(spec), ep.glu_layout if ep.glu != "none" else None)

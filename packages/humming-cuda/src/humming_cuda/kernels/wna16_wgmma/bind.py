@@ -46,6 +46,12 @@ def signature(fmt: KernelFormat, name: str, split: bool = False) -> Signature:
     )
 
 
+def group_shift(fmt: KernelFormat) -> int:
+    """log2 of the in-loop scale group (0 without one): the kernels find a K row's scale row by
+    shifting (groups are powers of two; a whole-K group is WHOLE_K_GROUP)."""
+    return fmt.group.bit_length() - 1 if fmt.group > 0 else 0
+
+
 class WgmmaWna16Kernel:
     """`kernel(x=..., out=..., **packed)`: out[M, N] = x @ W^T (+ bias).
 
@@ -75,7 +81,7 @@ class WgmmaWna16Kernel:
             "NT": tiles_n,
             "NP": tiles_n * LAYOUT_TILE_N,
             "KT": -(-x.shape[1] // LAYOUT_TILE_K),
-            "GS": self.fmt.group.bit_length() - 1 if self.fmt.group > 0 else 0,
+            "GS": group_shift(self.fmt),
             "IPS": ips,
         }
 

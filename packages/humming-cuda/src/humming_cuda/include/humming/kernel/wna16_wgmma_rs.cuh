@@ -171,6 +171,9 @@ struct Wna16WgmmaRsKernel {
   }
 
   // One thread: load K step `it` into stage `s` (free: never used, or released by every warp).
+  // WITH_X = false leaves the x tile to the caller (the MoE kernel gathers its rows itself) and
+  // expects only the weights' bytes on the stage's full barrier.
+  template <bool WITH_X = true>
   HM_DEVICE static void produce(const TmaDescriptor* tx, const Args& a, const Smem& sm, int s,
                                 int it, int m0, int n0) {
     const int nt0 = n0 / 64, tiles_n = min(Tile::TILES_N, a.n_pad / 64 - nt0);
@@ -183,10 +186,10 @@ struct Wna16WgmmaRsKernel {
       rows = ((((kt0 + tiles_k) * 16) - 1) >> a.group_shift) - r0 + 1;
       all_rows = ((((kt0 + TILES_K) * 16) - 1) >> a.group_shift) - r0 + 1;
     }
-    const u32 bytes = Tile::X_BYTES + tiles_n * TILES_K * TILE_BYTES +
+    const u32 bytes = (WITH_X ? Tile::X_BYTES : 0) + tiles_n * TILES_K * TILE_BYTES +
                       all_rows * row_bytes * ((S_BYTES ? 1 : 0) + (Z_BYTES ? 1 : 0));
     mbar_arrive_expect_tx(sm.full_bar(s), bytes);
-    tma_load_2d(sm.x(s), tx, it * BK, m0, sm.full_bar(s));
+    if constexpr (WITH_X) tma_load_2d(sm.x(s), tx, it * BK, m0, sm.full_bar(s));
     for (int tn = 0; tn < tiles_n; ++tn) {
       const u32* src = a.qweight + (static_cast<long long>(nt0 + tn) * a.k_tiles + kt0) * 32 * BITS;
       const u32 dst = sm.w(s) + tn * TILES_K * TILE_BYTES;
@@ -321,8 +324,9 @@ struct Wna16WgmmaRsKernel {
   // The accumulators go to shared memory as they are and the epilogue runs on what is read back:
   // ptxas (13.0 and 13.5) schedules F2FP conversions of accumulators (bf16 and fp16 pairs alike)
   // before the final wgmma wait, where they read the last slices' results before they land.
-  HM_DEVICE static void store(const Args& a, const Split& sp, const float (&acc)[2][ACC],
-                              float* tile, int m0, int n0) {
+  // The accumulators into the transposed fp32 tile [BM][BN] at `tile` (out_index), then a
+  // barrier of the consumer warpgroups: the tile is complete when this returns.
+  HM_DEVICE static void stage(const float (&acc)[2][ACC], float* tile) {
     const int v = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
@@ -340,6 +344,11 @@ struct Wna16WgmmaRsKernel {
       }
     }
     named_barrier<128 * Tile::CONSUMERS>(1);
+  }
+
+  HM_DEVICE static void store(const Args& a, const Split& sp, const float (&acc)[2][ACC],
+                              float* tile, int m0, int n0) {
+    stage(acc, tile);
     if (gridDim.z > 1 &&
         !SplitTileReducer<BM * BN, 128 * Tile::CONSUMERS, 1>::reduce(
             tile, sp.workspace, sp.counters, blockIdx.y * gridDim.x + blockIdx.x)) {

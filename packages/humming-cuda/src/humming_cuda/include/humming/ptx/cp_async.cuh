@@ -3,6 +3,7 @@
 #pragma once
 #include "humming/arith/common.cuh"
 #include "humming/arith/dialect.cuh"
+#include "humming/ptx/smem_addr.cuh"
 
 namespace humming {
 
@@ -11,10 +12,6 @@ namespace humming {
 #else
 #define HM_HAS_CP_ASYNC 0
 #endif
-
-HM_DEVICE u32 smem_addr(const void* p) {
-  return static_cast<u32>(__cvta_generic_to_shared(p));
-}
 
 // Copies 16 bytes when `pred`, else writes 16 zero bytes: out-of-range tiles become zeros, which
 // every weight format decodes to a finite value, so padded lanes contribute exactly 0.

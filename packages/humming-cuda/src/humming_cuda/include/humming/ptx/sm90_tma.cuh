@@ -3,6 +3,7 @@
 // of contiguous bytes (cp.async.bulk).
 #pragma once
 #include "humming/arith/common.cuh"
+#include "humming/ptx/smem_addr.cuh"
 
 namespace humming {
 
@@ -11,10 +12,6 @@ namespace humming {
 struct alignas(64) TmaDescriptor {
   u64 opaque[16];
 };
-
-HM_DEVICE u32 smem_addr(const void* p) {
-  return static_cast<u32>(__cvta_generic_to_shared(p));
-}
 
 HM_DEVICE void mbar_init(u32 bar, u32 count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");

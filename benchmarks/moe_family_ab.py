@@ -1,0 +1,76 @@
+"""Same-run A/B of the MoE layer on the two WnA16 MoE families (issue 8): moe_wna16 (mma.sync)
+against moe_wna16_wgmma, which the device uses only with HUMMING_UNVERIFIED_KERNELS=1 until it is
+hardware-verified.
+
+    python3 benchmarks/moe_family_ab.py [--specs W4A16_G128,MXFP4] [--m 128,512,2048,8192] [--out ab.json]
+
+Per spec and M: the humming bench's MoE layer (Qwen3-30B-A3B experts, w13 with the SiLU GLU, w2
+with the router weights, routing aligned on the GPU) timed by CUDA-graph replay over rotated
+weight copies and routings exactly as `humming bench --suite moe` times it, once built with the
+opt-in off (A) and once on (B), in one process. Prints both times, B/A, and the families each
+layer's M bucket ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import torch
+from points import save
+
+from humming_core.ops import bucket_of
+from humming_core.spec import preset
+from humming_cuda.bench.moe import HIDDEN, SMALL_M, TOPK, humming_fn, layer_pairs, routings
+from humming_cuda.bench.timing import graph_time_us
+
+OPT_IN = "HUMMING_UNVERIFIED_KERNELS"
+
+
+def _pairs(name: str, opt_in: bool, copies: int, m: int) -> list[tuple]:
+    """The bench's (w13, w2) layer pairs for M, built with the opt-in on or off."""
+    previous = os.environ.pop(OPT_IN, None)
+    if opt_in:
+        os.environ[OPT_IN] = "1"
+    try:
+        return layer_pairs(preset(name), torch.device("cuda"), copies, (m,))
+    finally:
+        os.environ.pop(OPT_IN, None)
+        if previous is not None:
+            os.environ[OPT_IN] = previous
+
+
+def compare(name: str, m: int) -> dict:
+    copies, calls = (4, 16) if m <= SMALL_M else (2, 4)
+    act = torch.float16 if preset(name).act.dtype.name == "fp16" else torch.bfloat16
+    x = torch.randn(m, HIDDEN, device="cuda", dtype=act)
+    routes = routings(m, calls, torch.device("cuda"), seed=m)
+    row = {"spec": name, "M": m}
+    for label, opt_in in (("A", False), ("B", True)):
+        pairs = _pairs(name, opt_in, copies, m)
+        bucket = bucket_of(m * TOPK)
+        row[f"{label}_families"] = [layer.configs[bucket].family for layer in pairs[0]]
+        row[f"{label}_us"] = graph_time_us(humming_fn(pairs, x, routes), calls)
+        del pairs
+        torch.cuda.empty_cache()
+    row["B/A"] = row["B_us"] / row["A_us"]
+    print(
+        f"{name:12s} M={m:<5d} A {row['A_us']:9.1f} us {row['A_families']}  "
+        f"B {row['B_us']:9.1f} us {row['B_families']}  B/A {row['B/A']:.2f}",
+        flush=True,
+    )
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--specs", default="W4A16_G128,MXFP4")
+    parser.add_argument("--m", default="128,512,2048,8192")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    rows = [compare(name, int(m)) for name in args.specs.split(",") for m in args.m.split(",")]
+    save(args.out, rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+// Indexed MoE WnA16 GEMM for sm_90a at large M (humming_cuda.kernels.moe_wna16_wgmma): the dense
+// register-A kernel (kernel/wna16_wgmma_rs.cuh: out^T = W x^T, the weights dequantized straight
+// into wgmma's A fragments) run on one routing alignment block per CTA row, with vLLM's fused_moe
+// contract of kernel/moe_wna16.cuh: out[id] = epilogue(x[id / top_k] @ W[e]^T) for every routed id
+// of the block, e the block's expert.
+//
+// Why: the mma.sync MoE kernel (moe_wna16.cuh) is the dense mma.sync tile, which runs at a third
+// to half of the wgmma kernels' speed once M is large; at large M every expert sees enough rows
+// (block_m = 64 or 128 of them) for the wgmma tile.
+//
+// What differs from the dense kernel:
+// - x's rows are gathered (TMA needs contiguous rows): the producer warpgroup's 128 threads copy
+//   the block's rows with 16-byte cp.async into the same 128B-swizzled layout TMA writes (16-byte
+//   chunk q of row r at r * 128 + 16 * (q ^ r % 8) of a 1024-aligned tile). Padding rows and K
+//   past the end are zero-filled. cp.async writes through the generic proxy and wgmma reads
+//   through the async proxy, so each producer thread waits for its copies (cp.async groups,
+//   LAG steps behind the newest), fences the proxies and only then arrives on the stage's full
+//   barrier: a full barrier takes the 128 producer threads' arrivals plus thread 0's expect-tx
+//   arrival for the weights' bulk copies. LAG = STAGES - 2: the consumers release step j - 1's
+//   stage during step j, so step j's arrival may not wait on a stage refilled after it.
+// - weights, scales, zero points, channel / global scales and bias are expert e's slices of the
+//   [E, ...] tensors (the moe_wna16 layout: the dense wna16 layout per expert, GLU columns
+//   reordered so every 64-column layout tile holds 32 gate columns then their 32 up columns).
+// - the epilogue scatters: row r of the tile goes to out row ids[r] (padding rows nowhere),
+//   times the router weight; with a GLU, output column 32 t + i of layout tile t is
+//   act(gate 64 t + i) * up(64 t + 32 + i), read from the transposed fp32 tile in shared memory.
+// No split-K: a MoE layer has E times the weight tiles of a dense one.
+#pragma once
+#include "humming/kernel/moe_wna16.cuh"
+#include "humming/kernel/wna16_wgmma_rs.cuh"
+
+namespace humming {
+
+template <class Fmt, class Tile, typename ActT, typename OutT, bool BIAS, typename Act>
+struct MoeWna16WgmmaKernel {
+  using Dense = Wna16WgmmaRsKernel<Fmt, Tile, ActT, OutT, BIAS>;
+  using DenseArgs = typename Dense::Args;
+  static_assert(Tile::PRODUCER, "the producer warpgroup gathers x's rows");
+  static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, STAGES = Tile::STAGES;
+  static_assert(BM >= 16, "whole 8-row swizzle atoms per x tile");
+  static_assert(STAGES >= 3, "the producer's copies run STAGES - 2 steps ahead of its arrivals");
+  static constexpr int LAG = STAGES - 2;
+  static constexpr int CONSUMER_THREADS = 128 * Tile::CONSUMERS;
+  static constexpr int PRODUCER_THREADS = 128;
+  static constexpr int RING = Max<STAGES * Dense::STAGE_BYTES, Dense::OUT_BYTES>::value;
+  // the dense kernel's shared memory, then the block's row table (x row and routed id per row)
+  static constexpr int SMEM_BYTES = Dense::SMEM_BYTES + 2 * BM * 4;
+
+  struct Args {
+    const ActT* x;
+    const u32* qweight;
+    const ActT* scales;
+    const ActT* zeros;
+    const float* channel_scale;
+    const float* global_scale;
+    const float* bias;
+    const float* topk_weights;
+    const int* sorted_ids;
+    const int* expert_ids;
+    const int* num_post_padded;
+    OutT* out;
+    int N, n_out, K, lda, ldc, n_pad, k_tiles, groups, group_shift, top_k, numel, num_ids,
+        num_experts;
+  };
+
+  // The dense kernel's arguments on expert e's slice of every weight tensor.
+  HM_DEVICE static DenseArgs expert_args(const Args& a, int e) {
+    const long long words = static_cast<long long>(a.n_pad / 64) * a.k_tiles * 32 * Fmt::BITS;
+    const long long group_vals = static_cast<long long>(a.groups) * a.n_pad;
+    const int channels = Fmt::EPI_SCALE == kEpiScaleTensor ? 1 : a.n_pad;
+    DenseArgs d{};
+    d.qweight = a.qweight + e * words;
+    d.scales = a.scales == nullptr ? nullptr : a.scales + e * group_vals;
+    d.zeros = a.zeros == nullptr ? nullptr : a.zeros + e * group_vals;
+    d.channel = a.channel_scale == nullptr ? nullptr : a.channel_scale + e * channels;
+    d.global = a.global_scale == nullptr ? nullptr : a.global_scale + e;
+    d.bias = a.bias == nullptr ? nullptr : a.bias + static_cast<long long>(e) * a.N;
+    d.N = a.N;
+    d.K = a.K;
+    d.n_pad = a.n_pad;
+    d.k_tiles = a.k_tiles;
+    d.group_shift = a.group_shift;
+    return d;
+  }
+
+  // Producer thread pt's share of step `it`'s x tile: the block's rows (src_rows, -1 for padding)
+  // of K columns it * BK .., 16 bytes per copy, into the swizzled tile at `tile`.
+  HM_DEVICE static void gather_x(const Args& a, const int* src_rows, unsigned char* tile, int it,
+                                 int pt) {
+    constexpr int CHUNKS = BK * 2 / 16;  // 16-byte chunks per row
+#pragma unroll 4
+    for (int c = pt; c < BM * CHUNKS; c += PRODUCER_THREADS) {
+      const int r = c / CHUNKS, q = c % CHUNKS, k = it * BK + q * 8;
+      const int src = src_rows[r];
+      const bool valid = src >= 0 && k < a.K;  // K is a multiple of 8: a chunk is whole or out
+      const ActT* from = valid ? a.x + static_cast<long long>(src) * a.lda + k : a.x;
+      cp_async16(tile + r * 128 + 16 * (q ^ (r % 8)), from, valid);
+    }
+  }
+
+  // The producer warpgroup: every thread gathers its share of x per step; thread 0 also issues
+  // the weights' bulk copies (Dense::produce without x).
+  HM_DEVICE static void produce_all(const Args& a, const DenseArgs& d, const typename Dense::Smem& sm,
+                                    unsigned char* ring, const int* src_rows, int iters, int n0) {
+    const int pt = threadIdx.x - CONSUMER_THREADS;
+    for (int j = 0; j < iters; ++j) {
+      const int s = j % STAGES;
+      mbar_wait(sm.empty_bar(s), ((j / STAGES) & 1) ^ 1);
+      if (pt == 0) Dense::template produce<false>(nullptr, d, sm, s, j, 0, n0);
+      gather_x(a, src_rows, ring + s * Dense::STAGE_BYTES, j, pt);
+      cp_async_commit();
+      if (j >= LAG) {
+        cp_async_wait<LAG>();
+        fence_proxy_async_smem();
+        mbar_arrive(sm.full_bar((j - LAG) % STAGES));
+      }
+    }
+    cp_async_wait<0>();
+    fence_proxy_async_smem();
+    for (int j = iters > LAG ? iters - LAG : 0; j < iters; ++j) mbar_arrive(sm.full_bar(j % STAGES));
+  }
+
+  // Eight consecutive output columns c0 .. c0 + 7 of one row (those below n_out).
+  HM_DEVICE static void put8(OutT* row, int c0, int n_out, bool vector, const float (&f)[8]) {
+    if (vector && c0 + 8 <= n_out) {
+      OutT o[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[e] = convert_out<OutT>(f[e]);
+#pragma unroll
+      for (int q = 0; q < static_cast<int>(sizeof(OutT)) / 2; ++q) {
+        reinterpret_cast<uint4*>(row + c0)[q] = reinterpret_cast<const uint4*>(o)[q];
+      }
+    } else {
+      for (int e = 0; e < 8 && c0 + e < n_out; ++e) row[c0 + e] = convert_out<OutT>(f[e]);
+    }
+  }
+
+  // The complete fp32 tile (Dense::stage) to the routed rows: 8 output columns per thread and
+  // pass; with a GLU a 256-column tile yields 128 output columns.
+  HM_DEVICE static void store(const Args& a, const DenseArgs& d, const float* tile, const int* ids,
+                              int n0) {
+    constexpr int CHUNKS = (Act::kGlu ? BN / 2 : BN) / 8;  // 8-column chunks of an output row
+    const int ct = threadIdx.x, q = ct % CHUNKS;
+    const Epilogue<OutT, Fmt::EPI_SCALE, Fmt::GLOBAL, BIAS> epi{d.channel, d.global, d.bias};
+    const float global = Fmt::GLOBAL ? d.global[0] : 1.f;
+    const bool vector = ((reinterpret_cast<unsigned long long>(a.out) |
+                          static_cast<unsigned long long>(a.ldc) * sizeof(OutT)) & 15) == 0;
+    for (int r = ct / CHUNKS; r < BM; r += CONSUMER_THREADS / CHUNKS) {
+      const int id = ids[r];
+      if (id < 0) continue;
+      const float w = a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
+      OutT* row = a.out + static_cast<long long>(id) * a.ldc;
+      float f[8];
+      int c0;
+      if constexpr (Act::kGlu) {
+        const int t = q / 4, i0 = (q % 4) * 8;  // layout tile t of the 4, its columns i0 ..
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const int gl = 64 * t + i0 + e;  // gate column in the tile; its up column is gl + 32
+          const float g = epi.apply(tile[Dense::out_index(r, gl)], n0 + gl, global);
+          const float u = epi.apply(tile[Dense::out_index(r, gl + 32)], n0 + gl + 32, global);
+          f[e] = Act::combine(g, u) * w;
+        }
+        c0 = n0 / 2 + 32 * t + i0;
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const int n = n0 + 8 * q + e;
+          f[e] = n < a.N ? Act::apply(epi.apply(tile[Dense::out_index(r, 8 * q + e)], n, global)) * w
+                         : 0.f;
+        }
+        c0 = n0 + 8 * q;
+      }
+      if (c0 < a.n_out) put8(row, c0, a.n_out, vector, f);
+    }
+  }
+
+  HM_DEVICE static void run(const Args& a) {
+    extern __shared__ uint4 smem_u4[];
+    const u32 raw = smem_addr(smem_u4), base = (raw + 1023u) & ~1023u;  // swizzle atom alignment
+    unsigned char* ring = reinterpret_cast<unsigned char*>(smem_u4) + (base - raw);
+    const typename Dense::Smem sm{base, base + RING, base + RING + 8 * STAGES};
+    int* src_rows = reinterpret_cast<int*>(ring + RING + 16 * STAGES);
+    int* ids = src_rows + BM;
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        mbar_init(sm.full_bar(s), PRODUCER_THREADS + 1);  // gathers, plus the weights' expect-tx
+        mbar_init(sm.empty_bar(s), Tile::CONSUMERS * 4);  // lane 0 of every consumer warp
+      }
+      mbar_init_fence();
+    }
+    // Uniform over the CTA (every thread reads the same block entries): the early exit is safe.
+    // Its closing __syncthreads also publishes the barriers' initialisation.
+    const int e = moe_block_rows<BM, Tile::THREADS>(a, src_rows, ids, threadIdx.x);
+    if (e < 0) return;
+    const DenseArgs d = expert_args(a, e);
+    const int n0 = blockIdx.x * BN, iters = ceil_div(a.K, BK);
+    if (threadIdx.x >= CONSUMER_THREADS) {
+      setmaxnreg_dec<40>();
+      produce_all(a, d, sm, ring, src_rows, iters, n0);
+      return;
+    }
+    setmaxnreg_inc<232>();
+    float acc[2][Dense::ACC];
+#pragma unroll
+    for (int i = 0; i < Dense::ACC; ++i) acc[0][i] = acc[1][i] = 0.f;
+    Dense::consume(nullptr, d, sm, ring, 0, iters, 0, n0, acc);
+    // both warpgroups' wgmmas are done before the ring turns into the output tile
+    named_barrier<CONSUMER_THREADS>(1);
+    float* tile = reinterpret_cast<float*>(ring);
+    Dense::stage(acc, tile);
+    store(a, d, tile, ids, n0);
+  }
+};
+
+}  // namespace humming
+
+// The C entry point of a rendered MoE WnA16-wgmma translation unit (parameters in the order of
+// humming_cuda.kernels.moe_wna16_wgmma.bind.signature: HUMMING_MOE_WNA16_ENTRY's, plus the group
+// size's log2 after `groups`).
+#define HUMMING_MOE_WNA16_WGMMA_ENTRY(NAME, FMT, TILE, ACT, OUT, BIAS, POLICY)                     \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                             \
+      const ACT* x, const humming::u32* qweight, const ACT* scales, const ACT* zeros,              \
+      const float* channel_scale, const float* global_scale, const float* bias,                    \
+      const float* topk_weights, const int* sorted_ids, const int* expert_ids,                     \
+      const int* num_post_padded, OUT* out, int N, int n_out, int K, int lda, int ldc, int n_pad,  \
+      int k_tiles, int groups, int group_shift, int top_k, int numel, int num_ids,                 \
+      int num_experts) {                                                                           \
+    using Kern = humming::MoeWna16WgmmaKernel<FMT, TILE, ACT, OUT, BIAS, POLICY>;                   \
+    Kern::run(typename Kern::Args{x, qweight, scales, zeros, channel_scale, global_scale, bias,    \
+                                  topk_weights, sorted_ids, expert_ids, num_post_padded, out, N,   \
+                                  n_out, K, lda, ldc, n_pad, k_tiles, groups, group_shift, top_k,  \
+                                  numel, num_ids, num_experts});                                   \
+  }

@@ -1,0 +1,49 @@
+"""Bind a loaded MoE WnA16-wgmma function: moe_wna16's call contract, checks, launch and prepared
+call (MoeWna16Kernel, MoeWna16Call), with this entry's parameters and shared memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ...args import Signature
+from ..moe_wna16.bind import SCALARS, MoeWna16Kernel
+from ..moe_wna16.bind import signature as moe_signature
+from ..wna16.config import KernelFormat
+from ..wna16_wgmma.bind import group_shift
+
+# HUMMING_MOE_WNA16_ENTRY's scalars plus the scale group's log2 after `groups`
+_AFTER_GROUPS = [name for name, _ in SCALARS].index("groups") + 1
+_SCALARS = (*SCALARS[:_AFTER_GROUPS], ("group_shift", "GS"), *SCALARS[_AFTER_GROUPS:])
+
+
+def signature(fmt: KernelFormat, name: str) -> Signature:
+    """Parameters in the order of HUMMING_MOE_WNA16_WGMMA_ENTRY (moe_wna16_wgmma.cuh)."""
+    return moe_signature(fmt, name, _SCALARS)
+
+
+class MoeWna16WgmmaKernel(MoeWna16Kernel):
+    """`kernel(x=, out=, sorted_token_ids=, expert_ids=, num_tokens_post_padded=, top_k=,
+    block_size=, topk_weights=None, **packed)` exactly as MoeWna16Kernel (`prepare` included);
+    the grid is 256 weight columns x one alignment block of `block_m` sorted ids per CTA."""
+
+    def _signature(self) -> Signature:
+        return signature(self.fmt, self.name)
+
+    def _smem_bytes(self) -> int:
+        return self.config.smem_bytes
+
+    def _check_call(self, values: dict[str, Any]) -> None:
+        super()._check_call(values)
+        # The producer warpgroup gathers x's rows in 16-byte chunks (cp.async): the signature
+        # checks x's base and row stride for 16-byte alignment, K must fill whole chunks.
+        x = values.get("x")
+        if isinstance(x, torch.Tensor) and x.dim() == 2 and x.shape[1] % 8:
+            raise ValueError(
+                f"{self.name}: argument 'x': K={x.shape[1]}, but the kernel copies rows in 16-byte "
+                "chunks: K must be a multiple of 8 (pad K with zero weights)"
+            )
+
+    def _dims(self, values: dict[str, Any]) -> dict[str, int]:
+        return {**super()._dims(values), "GS": group_shift(self.fmt)}

@@ -1,0 +1,54 @@
+"""Which MoE WnA16 problems the wgmma kernel runs (sm_90a), when it should, and its configs.
+
+`problem.m` counts routed rows (M * top_k); a CTA computes one expert's alignment block, so what
+matters is the rows an expert can expect: ceil(m / num_experts) under uniform routing.
+"""
+
+from __future__ import annotations
+
+from humming_core.device import DeviceCaps, GemmProblem, Support
+from humming_core.spec import QuantSpec
+
+from ..moe_wna16.heuristics import moe_problem_reason, moe_reason
+from ..wgmma_tile import arch_reason
+from ..wna16_wgmma.heuristics import WGMMA_FORM
+from ..wna16_wgmma.heuristics import _spec_reason as wgmma_spec_reason
+from .config import STAGES, MoeWna16WgmmaConfig
+
+FAMILY = "moe_wna16_wgmma"
+# First guesses, to be measured on the H200 against moe_wna16: from 64 expected rows per expert
+# a block of the wgmma tile is mostly real rows (below that moe_wna16's 16-64-row blocks pad
+# less), and up to 96 rows a 64-row block pads less than a 128-row one.
+MIN_ROWS_PER_EXPERT = 64
+MAX_ROWS_FOR_BLOCK_64 = 96
+
+
+def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
+    """The moe_wna16 epilogue and problem rules, the dense wgmma kernel's spec rules, sm_90a."""
+    reason = (
+        moe_reason(spec, FAMILY, wgmma_spec_reason)
+        or arch_reason(caps, FAMILY, WGMMA_FORM, spec.act.dtype.name, fallback="moe_wna16")
+        or moe_problem_reason(spec, problem)
+    )
+    return Support.no(reason) if reason else Support.yes()
+
+
+def rows_per_expert(problem: GemmProblem) -> int:
+    """Expected routed rows per expert (0 when M is unknown)."""
+    return -(-max(problem.m or 0, 0) // max(problem.num_experts, 1))
+
+
+def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
+    """Large M only: fewer rows per expert leave moe_wna16's narrower blocks less padding."""
+    return rows_per_expert(problem) >= MIN_ROWS_PER_EXPERT
+
+
+def candidates(
+    spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps
+) -> list[MoeWna16WgmmaConfig]:
+    """Configs best first: the block for the rows per expert, each ring depth that fits."""
+    if not supports(spec, problem, caps):
+        return []
+    block_m = 64 if rows_per_expert(problem) <= MAX_ROWS_FOR_BLOCK_64 else 128
+    configs = [MoeWna16WgmmaConfig(arch=caps.arch, stages=s, block_m=block_m) for s in STAGES]
+    return [c for c in configs if c.smem_bytes <= caps.smem_per_block]

@@ -1,0 +1,36 @@
+"""Render a MoE WnA16-wgmma translation unit: the header plus one entry with the config baked in."""
+
+from __future__ import annotations
+
+import hashlib
+
+from humming_core.device import DeviceCaps, KernelSource
+from humming_core.spec import QuantSpec
+
+from ..family import check_config_arch
+from ..moe_wna16.config import epilogue_policy
+from ..wna16.config import CXX_TYPES, KernelFormat
+from ..wna16_wgmma.render import template_arguments
+from .config import MoeWna16WgmmaConfig
+
+
+def render(spec: QuantSpec, config: MoeWna16WgmmaConfig, caps: DeviceCaps) -> KernelSource:
+    """One kernel for `spec` (layout 'moe') and `config` on sm_90a; the group size is a launch
+    argument (group_shift), not in the source."""
+    check_config_arch(config, caps)
+    fmt = KernelFormat.from_spec(spec)
+    weight, tile = template_arguments(fmt, config.dense)
+    act, out, bias = CXX_TYPES[fmt.act], CXX_TYPES[fmt.out], str(fmt.bias).lower()
+    policy = epilogue_policy(spec)
+    key = f"moe|{weight}|{tile}|{act}|{out}|{bias}|{policy}"
+    name = f"humming_moe_wna16_wgmma_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
+    # aliases: the template arguments hold commas, which would split the macro's arguments
+    code = (
+        '#include "humming/kernel/moe_wna16_wgmma.cuh"\n'
+        f"using Fmt = {weight};\n"
+        f"using Tile = {tile};\n"
+        f"using Policy = {policy};\n"
+        f"HUMMING_MOE_WNA16_WGMMA_ENTRY({name}, Fmt, Tile, {act}, {out}, {bias}, Policy)\n"
+    )
+    meta = {"family": "moe_wna16_wgmma", "config": config.model_dump(), "spec": spec.to_json()}
+    return KernelSource(name=name, code=code, arch=config.arch, meta=meta)

@@ -1,0 +1,229 @@
+"""MoE WnA16-wgmma (CPU): configs and their shared memory, what the family supports and prefers,
+the rendered unit, the entry's parameter order, the routing between it and moe_wna16 (gated until
+verified on hardware) and the weight layout both share."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from moe_cases import moe_spec
+
+import humming_cuda
+from humming_core.device import GemmProblem
+from humming_core.numerics.quant import quantize_weight
+from humming_core.spec import presets
+from humming_cuda.caps import caps_for_arch
+from humming_cuda.device import CudaDevice
+from humming_cuda.kernels import FAMILIES, family_named
+from humming_cuda.kernels.moe_wna16 import FAMILY as MOE_WNA16
+from humming_cuda.kernels.moe_wna16_wgmma import FAMILY, MoeWna16WgmmaConfig
+from humming_cuda.kernels.moe_wna16_wgmma.bind import signature
+from humming_cuda.kernels.moe_wna16_wgmma.heuristics import (
+    MAX_ROWS_FOR_BLOCK_64,
+    MIN_ROWS_PER_EXPERT,
+)
+from humming_cuda.kernels.wgmma_tile import ALIGN_SLACK
+from humming_cuda.kernels.wna16.config import KernelFormat
+from humming_cuda.kernels.wna16_wgmma.config import RS_WEIGHT_STAGE_BYTES, WgmmaWna16Config
+from humming_cuda.kernels.wna16_wgmma.render import template_arguments
+
+SM90 = caps_for_arch("sm_90a")
+HEADER = Path(humming_cuda.__file__).parent / "include/humming/kernel/moe_wna16_wgmma.cuh"
+E = 64
+LARGE = GemmProblem(n=1536, k=2048, m=E * 256, num_experts=E)  # 256 routed rows per expert
+SMALL = GemmProblem(n=1536, k=2048, m=E * 8, num_experts=E)
+GLU = moe_spec(presets.W4A16_G128, glu="silu_mul")
+BLOCK_SCALED = presets.FP8_BLOCK128.replace(act={"dtype": "bf16"})  # 2D block scales, bf16 x
+# HUMMING_MOE_WNA16_WGMMA_ENTRY's parameters: HUMMING_MOE_WNA16_ENTRY's plus group_shift
+ENTRY_PARAMS = [
+    *("x", "qweight", "scales", "zeros", "channel_scale", "global_scale", "bias", "topk_weights"),
+    *("sorted_ids", "expert_ids", "num_post_padded", "out", "N", "n_out", "K", "lda", "ldc"),
+    *("n_pad", "k_tiles", "groups", "group_shift", "top_k", "numel", "num_ids", "num_experts"),
+]
+# the Python names of the routing tensors (PreparedMoe.run's keywords) where C abbreviates them
+C_NAMES = {"sorted_token_ids": "sorted_ids", "num_tokens_post_padded": "num_post_padded"}
+
+
+def test_registered_before_moe_wna16_and_gated():
+    names = [f.name for f in FAMILIES]
+    assert family_named("moe_wna16_wgmma") is FAMILY
+    assert names.index("moe_wna16_wgmma") < names.index("moe_wna16")
+    assert FAMILY.hardware_verified is False
+    assert FAMILY.unverified_reason(GLU) == "not yet verified on hardware"
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"stages": 5}, r"stages=5: .* \(4, 6\)"),
+        ({"stages": 8}, r"stages=8: .* \(4, 6\)"),
+        ({"block_m": 32}, r"block_m=32: .* \(64, 128\) rows .* moe_wna16"),
+        ({"block_m": 256}, r"block_m=256: .* \(64, 128\)"),
+    ],
+)
+def test_config_refuses_what_the_kernel_is_not_built_for(fields, words):
+    with pytest.raises(ValueError, match=words):
+        MoeWna16WgmmaConfig(arch="sm_90a", **fields)
+
+
+@pytest.mark.parametrize("block_m", [64, 128])
+@pytest.mark.parametrize("stages", [4, 6])
+def test_smem_is_the_dense_register_kernels_plus_the_row_table(stages, block_m):
+    cfg = MoeWna16WgmmaConfig(arch="sm_90a", stages=stages, block_m=block_m)
+    dense = WgmmaWna16Config(
+        arch="sm_90a", stages=stages, weights_in_registers=True, rs_block_m=block_m
+    )
+    assert cfg.smem_bytes == dense.smem_bytes + 8 * block_m
+    # the ring of (x tile + widest weight stage) per stage, or the fp32 output tile if larger
+    ring = max(stages * (block_m * 64 * 2 + RS_WEIGHT_STAGE_BYTES), block_m * 256 * 4)
+    assert cfg.smem_bytes == ALIGN_SLACK + ring + 16 * stages + 8 * block_m
+    assert (cfg.block_n, cfg.threads) == (256, 384)
+    assert cfg.smem_bytes <= SM90.smem_per_block
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem", "arch", "words"),
+    [
+        (GLU, LARGE, "sm_80", ("sm_90a", "moe_wna16 family")),
+        (GLU, LARGE, "sm_120a", ("sm_90a", "moe_wna16 family")),
+        (presets.W4A16_G128, LARGE, "sm_90a", ("layout='dense'", "layout='moe'")),
+        (moe_spec(presets.W8A8_FP8), LARGE, "sm_90a", ("quantized", "fp16 or bf16")),
+        (moe_spec(BLOCK_SCALED), LARGE, "sm_90a", ("granularity 'block'",)),
+        (GLU, GemmProblem(n=1536, k=2044, m=4096, num_experts=E), "sm_90a", ("multiple of 8",)),
+        (GLU, GemmProblem(n=1535, k=2048, m=4096, num_experts=E), "sm_90a", ("even N",)),
+        (GLU, GemmProblem(n=1536, k=2048, m=4096, num_experts=0), "sm_90a", ("one expert",)),
+    ],
+)
+def test_refusals_say_why(spec, problem, arch, words):
+    support = FAMILY.supports(spec, problem, caps_for_arch(arch))
+    assert not support
+    for word in words:
+        assert word in support.reason, support.reason
+    assert not FAMILY.candidates(spec, problem, caps_for_arch(arch))
+
+
+def _rows(per_expert: int) -> GemmProblem:
+    return GemmProblem(n=1536, k=2048, m=E * per_expert, num_experts=E)
+
+
+@pytest.mark.parametrize(
+    ("m", "prefers", "block_m"),
+    [
+        (None, False, 64),
+        (E * (MIN_ROWS_PER_EXPERT - 1), False, 64),
+        (E * MIN_ROWS_PER_EXPERT - E + 1, True, 64),  # rounds up to 64 rows per expert
+        (E * MAX_ROWS_FOR_BLOCK_64, True, 64),
+        (E * MAX_ROWS_FOR_BLOCK_64 + 1, True, 128),
+        (E * 1024, True, 128),
+    ],
+)
+def test_prefers_and_block_follow_the_rows_per_expert(m, prefers, block_m):
+    problem = GemmProblem(n=1536, k=2048, m=m, num_experts=E)
+    assert FAMILY.supports(GLU, problem, SM90)
+    assert FAMILY.prefers(GLU, problem, SM90) is prefers
+    configs = FAMILY.candidates(GLU, problem, SM90)
+    assert [(c.stages, c.block_m) for c in configs] == [(4, block_m), (6, block_m)]
+
+
+def test_only_ring_depths_that_fit_are_candidates():
+    tight = SM90.model_copy(update={"smem_per_block": 180 * 1024})
+    assert [c.stages for c in FAMILY.candidates(GLU, _rows(64), tight)] == [4, 6]
+    assert [c.stages for c in FAMILY.candidates(GLU, _rows(256), tight)] == [4]
+
+
+@pytest.mark.parametrize(
+    ("spec", "cfg", "policy", "types"),
+    [
+        (GLU, (4, 64), "humming::MoeGlu<2>", "half, half, false"),
+        (
+            moe_spec(presets.MXFP4, glu="swiglu_oai", glu_layout="interleaved", bias=True),
+            (6, 128),
+            "humming::MoeSwigluOai<0x40e00000u, 0x3fd9db23u>",
+            "nv_bfloat16, nv_bfloat16, true",
+        ),
+        (
+            moe_spec(presets.GPTQ_INT4.replace(epilogue={"out_dtype": "fp32"}), topk_weight=True),
+            (4, 128),
+            "humming::MoeAct<0>",
+            "half, float, false",
+        ),
+    ],
+)
+def test_render_instantiates_the_entry_with_the_dense_register_tile(spec, cfg, policy, types):
+    stages, block_m = cfg
+    config = MoeWna16WgmmaConfig(arch="sm_90a", stages=stages, block_m=block_m)
+    source = FAMILY.render(spec, config, SM90)
+    weight, tile = template_arguments(KernelFormat.from_spec(spec), config.dense)
+    assert tile == f"humming::WgmmaWna16RsTile<{stages}, 1, true, 4, {block_m}>"
+    assert re.fullmatch(r"humming_moe_wna16_wgmma_[0-9a-f]{16}", source.name)
+    assert source.code == (
+        '#include "humming/kernel/moe_wna16_wgmma.cuh"\n'
+        f"using Fmt = {weight};\n"
+        f"using Tile = {tile};\n"
+        f"using Policy = {policy};\n"
+        f"HUMMING_MOE_WNA16_WGMMA_ENTRY({source.name}, Fmt, Tile, {types}, Policy)\n"
+    )
+    assert source.arch == "sm_90a" and source.meta["family"] == "moe_wna16_wgmma"
+
+
+def test_every_config_renders_its_own_kernel():
+    configs = [MoeWna16WgmmaConfig(arch="sm_90a", stages=s, block_m=b) for s in (4, 6) for b in (64, 128)]  # fmt: skip
+    names = {FAMILY.render(GLU, c, SM90).name for c in configs}
+    names.add(FAMILY.render(moe_spec(presets.W4A16_G128), configs[0], SM90).name)  # no GLU
+    assert len(names) == 5
+    with pytest.raises(ValueError, match=r"config\.arch"):
+        FAMILY.render(GLU, configs[0], caps_for_arch("sm_100a"))
+
+
+def test_signature_has_the_entry_parameters_in_order():
+    names = signature(KernelFormat.from_spec(GLU), "k").names
+    assert [C_NAMES.get(n, n) for n in names] == ENTRY_PARAMS
+
+
+def _macro_params(text: str) -> list[str]:
+    """Parameter names of HUMMING_MOE_WNA16_WGMMA_ENTRY's kernel, as the header declares them."""
+    body = text.split("#define HUMMING_MOE_WNA16_WGMMA_ENTRY(", 1)[1].replace("\\\n", " ")
+    params = re.search(r"NAME\((.*?)\)\s*\{", body, re.S).group(1)
+    return [p.split()[-1].lstrip("*") for p in params.split(",")]
+
+
+@pytest.mark.skipif(not HEADER.exists(), reason=f"{HEADER.name} is not written yet")
+def test_signature_follows_the_entry_macro_of_the_header():
+    names = signature(KernelFormat.from_spec(GLU), "k").names
+    assert [C_NAMES.get(n, n) for n in names] == _macro_params(HEADER.read_text())
+
+
+def test_cuda_device_offers_it_only_when_unverified_kernels_are_allowed(monkeypatch):
+    device = CudaDevice.for_arch("sm_90a")
+    monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
+    assert device.candidates(GLU, LARGE)[0].family == "moe_wna16"
+    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+    assert device.candidates(GLU, LARGE)[0].family == "moe_wna16_wgmma"
+    # what it leaves (few rows per expert) or cannot run (other arches) stays moe_wna16's
+    assert device.candidates(GLU, SMALL)[0].family == "moe_wna16"
+    assert CudaDevice.for_arch("sm_80").candidates(GLU, LARGE)[0].family == "moe_wna16"
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        GLU,
+        moe_spec(presets.GPTQ_INT4, glu="gelu_mul", glu_layout="interleaved", bias=True),
+        moe_spec(presets.MXFP4),
+    ],
+)
+def test_weights_share_the_moe_wna16_layout(spec):
+    mine = FAMILY.weight_layout(spec, FAMILY.candidates(spec, LARGE, SM90)[0], SM90)
+    theirs = MOE_WNA16.weight_layout(spec, MOE_WNA16.candidates(spec, SMALL, SM90)[0], SM90)
+    assert mine == theirs and mine.identity == theirs.identity
+    torch.manual_seed(0)
+    e, n, k = 3, 96, 128
+    bias = torch.randn(e, n) if spec.epilogue.bias else None
+    cw = quantize_weight(torch.randn(e, n, k) / k**0.5, spec, bias=bias)
+    packed, want = mine.pack(cw, "cpu"), theirs.pack(cw, "cpu")
+    assert packed.keys() == want.keys()
+    for name, t in want.items():
+        assert torch.equal(packed[name], t), name

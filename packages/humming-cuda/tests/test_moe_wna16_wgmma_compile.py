@@ -1,0 +1,66 @@
+"""MoE WnA16-wgmma units compile for sm_90a without spills, within the registers of 384 threads
+(setmaxnreg hands the consumers more), with no wgmma serialized by ptxas, and their PTX has the
+kernel's paths: wgmma on 16-bit operands, x rows gathered with cp.async, the weights' bulk copies
+on mbarriers.
+
+Units: W4A16 g128 with a SiLU GLU, uint8 codes with zero points (no GLU, router weights) and
+MXFP4 (bf16), each at block_m 64 and 128 on the first ring depth.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from compile_units import Units, assert_fits_registers, dumped_ptx
+from moe_cases import moe_spec
+
+import humming_cuda
+from humming_core.spec import QuantSpec, presets
+
+pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
+from humming_cuda.kernels.moe_wna16_wgmma import FAMILY, MoeWna16WgmmaConfig
+
+HEADER = Path(humming_cuda.__file__).parent / "include/humming/kernel/moe_wna16_wgmma.cuh"
+pytestmark = pytest.mark.skipif(not HEADER.exists(), reason=f"{HEADER.name} is not written yet")
+
+PTX_NEEDS = (
+    "wgmma.mma_async.sync.aligned.m64n",
+    "cp.async.cg.shared.global",  # the producer warpgroup's gathers of x rows
+    "cp.async.bulk.shared::cluster.global.mbarrier",  # the weights, scales and zero points
+    "mbarrier.arrive.expect_tx",
+)
+UINT8_ZP = QuantSpec.model_validate(
+    {
+        "weight": {
+            "dtype": "uint8",
+            "scale": {"granularity": "group", "group_size": 64, "dtype": "bf16"},
+            "zero_point": "int",
+        },
+        "act": {"dtype": "bf16"},
+    }
+)
+SPECS = (
+    moe_spec(presets.W4A16_G128, glu="silu_mul"),
+    moe_spec(UINT8_ZP, topk_weight=True),
+    moe_spec(presets.MXFP4),
+)
+
+
+def _units() -> Units:
+    units = Units(FAMILY, "sm_90a")
+    for spec in SPECS:
+        for block_m in (64, 128):
+            units.add(spec, MoeWna16WgmmaConfig(arch="sm_90a", stages=4, block_m=block_m))
+    return units
+
+
+@pytest.mark.compile
+@pytest.mark.timeout(900)
+def test_units_compile_without_spills(monkeypatch, tmp_path):
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = _units()
+    assert len(units) == 2 * len(SPECS)
+    for spec, cfg, artifact in units.compile(workers=2):
+        assert_fits_registers(artifact, cfg.threads, f"{spec.weight} {spec.epilogue} {cfg}")
+    dumped_ptx(tmp_path, units, PTX_NEEDS)

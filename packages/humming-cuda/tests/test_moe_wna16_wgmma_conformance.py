@@ -1,0 +1,126 @@
+"""MoE WnA16-wgmma conformance on the GPU (sm_90a) against humming_core.numerics.moe, with the
+bound of test_moe_wna16_conformance.py (moe_cases.py): routed rows from 64 to 128 per expert and
+more, so that the layers take this family (opted in with HUMMING_UNVERIFIED_KERNELS=1 until these
+pass on hardware) at block_m 64 and 128; uniform and skewed routing, split and interleaved GLUs
+(gpt-oss's clamped SwiGLU with its biases included), plain activations, router weights, experts
+dropped by an expert map (expert -1 blocks), N tails past the 256-column tile and K tails past
+the 64-deep step (K a multiple of 8 only).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from moe_cases import (
+    OAI,
+    SILU,
+    Case,
+    check_moe_gemm,
+    expert_map,
+    fused_weights,
+    routed_bound,
+    routing,
+    wna16_expert_bound,
+)
+
+from humming_core.spec import QuantSpec, presets
+from humming_core.testing.conformance import UNIT_ROUNDOFF
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (torch.cuda)"),
+]
+FAMILY = "moe_wna16_wgmma"
+UINT8_ZP = QuantSpec.model_validate(
+    {
+        "weight": {
+            "dtype": "uint8",
+            "scale": {"granularity": "group", "group_size": 64, "dtype": "bf16"},
+            "zero_point": "int",
+        },
+        "act": {"dtype": "bf16"},
+    }
+)
+GELU_INTERLEAVED = (("glu", "gelu_tanh_mul"), ("glu_layout", "interleaved"))
+# (case, the block_m its M bucket takes: bucket_of(m * top_k) / experts rows per expert, 64 up to
+# 96 of them, else 128)
+CASES = [
+    # 512 routed rows over 8 experts; 160 GLU outputs (a 128-column tail), K 264 (a 8-deep tail)
+    (Case(8, 2, 256, 320, 264, presets.W4A16_G128, SILU), 64),
+    (Case(8, 2, 256, 320, 264, presets.W4A16_G128, SILU, skew=True), 64),
+    (Case(8, 4, 300, 384, 1000, presets.GPTQ_INT4, GELU_INTERLEAVED, skew=True), 128),
+    (Case(16, 4, 512, 200, 512, presets.W8A16, (("activation", "relu"),), drop=True), 128),
+    (Case(32, 4, 512, 256, 520, presets.MXFP4, OAI, bias=True), 64),
+    (Case(64, 8, 1024, 512, 1024, presets.NVFP4, SILU, skew=True, drop=True), 128),
+    (Case(16, 2, 400, 264, 256, presets.GGUF_Q4_K, ()), 64),
+    (Case(8, 2, 300, 136, 136, UINT8_ZP, (), skew=True, drop=True), 128),
+    # more routed rows than the last M bucket (8192): 16384 rows, 256 per expert
+    (Case(64, 8, 2048, 256, 512, presets.W4A16_G128, (), skew=True), 128),
+]
+
+
+@pytest.fixture(scope="module")
+def device():
+    """moe_wna16_wgmma is not hardware-verified yet: opt in to unverified families."""
+    from humming_cuda.device import CudaDevice
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+        yield CudaDevice()
+
+
+def _layer(device, cw, rows, block_m):
+    """A layer for `rows` routed rows, checked to run this family with `block_m`."""
+    from humming_core.ops import PreparedMoe, bucket_of
+
+    if device.caps().arch != "sm_90a":
+        pytest.skip(f"the {FAMILY} family runs on sm_90a only, this GPU is {device.caps().arch}")
+    layer = PreparedMoe(cw, device=device, buckets=(bucket_of(rows),))
+    config = layer.configs[bucket_of(rows)]
+    assert (config.family, config.block_m) == (FAMILY, block_m)
+    return layer
+
+
+@pytest.mark.parametrize(
+    ("case", "block_m"),
+    CASES,
+    ids=lambda c: f"E{c.experts}k{c.top_k}M{c.m}N{c.n}K{c.k}" if isinstance(c, Case) else f"bm{c}",
+)
+@pytest.mark.parametrize("router_weights", [False, True])
+def test_moe_gemm_matches_reference(device, case, block_m, router_weights):
+    from humming_core.numerics.quant import quantize_weight
+
+    gen = torch.Generator(device="cuda").manual_seed(case.m * 31 + case.experts)
+    act = torch.float16 if case.spec.act.dtype.name == "fp16" else torch.bfloat16
+    w = torch.randn(case.experts, case.n, case.k, generator=gen, device="cuda") / case.k**0.5
+    b = torch.randn(case.experts, case.n, generator=gen, device="cuda") if case.bias else None
+    cw = quantize_weight(w, case.spec, bias=b)
+    x = torch.randn(case.m, case.k, generator=gen, device="cuda").to(act)
+    layer = _layer(device, cw, case.m * case.top_k, block_m)
+
+    def bound_of(ids, experts, tw):
+        return routed_bound(x, cw, ids, experts, case.top_k, tw, wna16_expert_bound, 2.0**-24)
+
+    check_moe_gemm(layer, block_m, case, cw, x, router_weights, gen, bound_of)
+
+
+@pytest.mark.parametrize(("case", "block_m"), [CASES[5], CASES[4]], ids=["E64k8drop", "E32k4oai"])
+def test_fused_moe_matches_reference(device, case, block_m):
+    """Both GEMMs of the layer in this family (w2 with the router weights)."""
+    from humming_core.numerics.moe import reference_fused_moe
+    from humming_core.ops import fused_moe
+
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    act = torch.float16 if case.spec.act.dtype.name == "fp16" else torch.bfloat16
+    w13, w2 = fused_weights(case, gen)
+    x = torch.randn(case.m, case.k, generator=gen, device="cuda").to(act)
+    topk_w, topk_ids = routing(case, gen)
+    rows = case.m * case.top_k
+    l13, l2 = _layer(device, w13, rows, block_m), _layer(device, w2, rows, block_m)
+    emap = expert_map(case)
+    out = fused_moe(x, topk_w, topk_ids, l13, l2, emap)
+    ref = reference_fused_moe(x, topk_w, topk_ids, w13, w2, emap, block_size=block_m)
+    # as in test_moe_wna16_conformance: two chained GEMMs, relative to the output's scale
+    u = UNIT_ROUNDOFF[case.spec.act.dtype.name]
+    scale = ref.float().abs().max().clamp_min(1e-6)
+    assert float((out.float() - ref.float()).abs().max() / scale) <= 8 * u * (1 + case.k**0.5 / 8)
