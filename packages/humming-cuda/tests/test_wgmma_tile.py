@@ -29,13 +29,15 @@ class Wgmma:
     fallback: str  # the mma.sync family that takes what this one refuses
     k_multiple: int  # 16 bytes of activations: what TMA's row strides need
     min_m: int  # the smallest M it takes
-    fallback_m: int  # an M it takes but leaves to the fallback (`prefers`)
+    fallback_m: int  # an M it takes but leaves to the mma.sync families (`prefers`)
+    small_family: str  # the family that takes fallback_m
 
 
 WGMMA = (
-    Wgmma(W8A8_WGMMA, presets.W8A8_FP8, "w8a8", 16, 17, 16),
-    # from M = 17 on (4-bit codes) every M is the register or shared-memory form's; M = 9..16 wna16's
-    Wgmma(WNA16_WGMMA, presets.W4A16_G128, "wna16", 8, 1, 16),
+    Wgmma(W8A8_WGMMA, presets.W8A8_FP8, "w8a8", 16, 17, 16, "w8a8"),
+    # from M = 17 on (4-bit codes) every M is the register or shared-memory form's; M <= 16 the
+    # decode kernel's (two n8 token blocks from M = 9)
+    Wgmma(WNA16_WGMMA, presets.W4A16_G128, "wna16", 8, 1, 16, "wna16_decode"),
 )
 IDS = [w.family.name for w in WGMMA]
 
@@ -109,7 +111,7 @@ def test_registered_before_the_fallback_and_routed_large_m_here(w, monkeypatch):
     monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
     assert device.candidates(w.spec, LARGE)[0].family == w.family.name
     small = GemmProblem(n=4096, k=4096, m=w.fallback_m)
-    assert device.candidates(w.spec, small)[0].family == w.fallback
+    assert device.candidates(w.spec, small)[0].family == w.small_family
     assert CudaDevice.for_arch("sm_89").candidates(w.spec, LARGE)[0].family == w.fallback
 
 

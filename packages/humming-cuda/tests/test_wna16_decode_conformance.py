@@ -1,10 +1,10 @@
-"""wna16_decode conformance on the GPU: the shared WnA16 format matrix at M <= 8 against
+"""wna16_decode conformance on the GPU: the shared WnA16 format matrix at M <= 16 against
 humming_core.numerics.reference_gemm, with test_wna16_conformance's checks (error bound, no write
 outside [M, N], no read past K).
 
 These tests are the family's hardware verification (first passed on the H200 on 2026-11-29). A
 split-K case routed by the device replays from a CUDA graph (the tile counters must come back to
-0), and the kernel refuses more than 8 rows of x.
+0), and the kernel refuses more rows of x than its token blocks hold (8, or 16 with two).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _cases() -> list[Case]:
     return [
         c
         for c in conformance_cases()
-        if c.m <= 8
+        if c.m <= 16
         and FAMILY.supports(
             c.spec, GemmProblem(n=c.n, k=c.k, m=c.m, act_dtype=c.spec.act.dtype.name), caps
         )
@@ -61,7 +61,7 @@ def test_the_matrix_reaches_every_kind_of_weight():
     kinds = {c.spec.weight.dtype.kind for c in CASES}
     assert kinds == {"int", "uint", "float"}, kinds
     assert any(c.spec.weight.zero_point == "int" for c in CASES)
-    assert {1, 7} <= {c.m for c in CASES}
+    assert {1, 7, 16} <= {c.m for c in CASES}  # one block of tokens, and two
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.id}-s{c.seed}" for c in CASES])
@@ -101,3 +101,36 @@ def test_device_routes_decode_here_and_split_k_replays_in_a_graph(device):
         call(x9, out9)
     with pytest.raises(ValueError, match="at most 8"):
         kernel(x=x9, out=out9, **device.weight_layout(spec, config).pack(cw, "cuda"))
+
+
+def test_two_token_blocks_route_here_and_replay_in_a_graph(device):
+    """M = 9-16: two n8 blocks of tokens (config.tokens = 16); the prepared call's quick path
+    equals the first, checked call; graph replays match; a 17th row is refused."""
+    from humming_core.device import GemmProblem
+    from humming_core.numerics import quantize_weight, reference_gemm
+    from humming_core.spec import presets
+    from humming_core.testing.conformance import error_bound
+
+    spec = presets.W4A16_G128
+    gen = torch.Generator().manual_seed(12)
+    cw = quantize_weight((torch.randn(1024, 4096, generator=gen) * 0.05).cuda(), spec)
+    config = device.candidates(spec, GemmProblem(n=1024, k=4096, m=13, act_dtype="fp16"))[0]
+    assert config.family == "wna16_decode" and config.tokens == 16, config
+    kernel = device.load(device.compile(device.render(spec, config)))
+    call = kernel.prepare(**device.weight_layout(spec, config).pack(cw, "cuda"))
+    x = torch.randn(13, 4096, generator=gen).half().cuda()
+    out = torch.empty(13, 1024, dtype=torch.float16, device="cuda")
+    call(x, out)
+    first = out.clone()
+    ref = reference_gemm(x, cw)
+    assert ((first.double() - ref.double()).abs() <= error_bound(x, cw, ref)).all()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call(x, out)
+    out.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, first)
+    x17, out17 = torch.zeros(17, 4096).half().cuda(), torch.zeros(17, 1024).half().cuda()
+    with pytest.raises(ValueError, match="at most 16"):
+        call(x17, out17)

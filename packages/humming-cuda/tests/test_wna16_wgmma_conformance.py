@@ -232,7 +232,7 @@ def test_device_routes_large_m_here_and_replays_in_a_graph(device):
     decode = device.candidates(spec, GemmProblem(n=1536, k=512, m=4, act_dtype="fp16"))[0]
     assert decode.family == "wna16_decode"
     mid = device.candidates(spec, GemmProblem(n=1536, k=512, m=16, act_dtype="fp16"))[0]
-    assert mid.family == "wna16"
+    assert (mid.family, mid.tokens) == ("wna16_decode", 16)
     small = device.candidates(spec, GemmProblem(n=1536, k=512, m=32, act_dtype="fp16"))[0]
     assert (small.family, small.rs_block_m) == ("wna16_wgmma", 32)
     # 132 tiles of 128x128, one wave: the shared-memory form
@@ -250,9 +250,9 @@ def test_device_routes_large_m_here_and_replays_in_a_graph(device):
 
 
 def test_user_api_switches_families_per_m_on_one_packed_copy(device):
-    """PreparedGemm: decode M runs wna16_decode, M = 9-16 (4-bit codes) the mma.sync wna16
-    kernels, larger M this family's register form (narrow tiles, split-K where the grid is small),
-    all from the same packed weights."""
+    """PreparedGemm: M <= 16 runs wna16_decode (two n8 token blocks from M = 9), larger M this
+    family's register form (narrow tiles, split-K where the grid is small), all from the same
+    packed weights."""
     from humming_core.numerics import quantize_weight, reference_gemm
     from humming_core.ops import PreparedGemm
     from humming_core.spec import presets
@@ -262,7 +262,7 @@ def test_user_api_switches_families_per_m_on_one_packed_copy(device):
     cw = quantize_weight((torch.randn(1536, 640, generator=gen) * 0.05).cuda(), spec)
     layer = PreparedGemm(cw, device)
     families = {c.family for c in layer.configs.values()}
-    assert families == {"wna16_decode", "wna16", "wna16_wgmma"}, families
+    assert families == {"wna16_decode", "wna16_wgmma"}, families
     for m in (5, 12, 40, 200, 1030):
         x = torch.randn(m, 640, generator=gen).to(torch.float16).cuda()
         out = layer.run(x)

@@ -17,7 +17,7 @@ from .wna16_wgmma import FAMILY as _WNA16_WGMMA  # noqa: E402  (families import 
 
 FAMILIES.append(_WNA16_WGMMA)
 
-# Before wna16: decode-size problems (M <= 8) in the out^T form; wna16 takes M > 8 and the float
+# Before wna16: decode-size problems (M <= 16) in the out^T form; wna16 takes M > 16 and the float
 # zero points this family refuses.
 from .wna16_decode import FAMILY as _WNA16_DECODE  # noqa: E402
 

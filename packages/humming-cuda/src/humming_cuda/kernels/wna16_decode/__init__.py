@@ -1,4 +1,4 @@
-"""The WnA16 decode family: 16-bit activations x wna16's low-bit weights at M <= 8, computing out^T
+"""The WnA16 decode family: 16-bit activations x wna16's low-bit weights at M <= 16, computing out^T
 with the weights as the MMA's A operand and group scales on fp32 partial sums
 (include/humming/kernel/wna16_decode.cuh).
 
@@ -6,8 +6,9 @@ Specs: wna16's, except float zero points. Weights use the wna16 layout with the 
 layer packs once for this family and wna16. Written in session 5 and verified on the H200 on
 2026-11-29 (session 6: tests/test_wna16_decode_conformance.py, 101 cases, and compute-sanitizer
 memcheck/racecheck clean), where it ran 1.15-1.24x faster than wna16 on every decode point
-measured (benchmarks/notes/wna16_decode_split_k_compare.json). Registered before wna16, which
-takes M > 8.
+measured (benchmarks/notes/wna16_decode_split_k_compare.json). M = 9-16 (config.tokens = 16: a
+second n8 block of tokens) was added in session 10 and is compile-checked only (branch
+next/decode-m16). Registered before wna16, which takes M > 16.
 """
 
 from __future__ import annotations

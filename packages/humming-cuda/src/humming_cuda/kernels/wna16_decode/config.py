@@ -10,10 +10,12 @@ from ..wna16.config import Wna16Config
 
 
 class Wna16DecodeConfig(Wna16Config):
-    """Wna16Config with m_frags = 1 (include/humming/kernel/wna16_decode.cuh: up to 8 tokens).
-    Shared memory, grid and split-K are wna16's."""
+    """Wna16Config with m_frags = 1 (include/humming/kernel/wna16_decode.cuh) and `tokens`, the
+    rows of x one launch computes: 8 (one n8 block) or 16 (two). Shared memory, grid and split-K
+    are wna16's."""
 
     family: Literal["wna16_decode"] = "wna16_decode"  # type: ignore[assignment]
+    tokens: Literal[8, 16] = 8
 
     @model_validator(mode="after")
     def _one_token_tile(self) -> Wna16DecodeConfig:

@@ -1,5 +1,6 @@
-"""Which problems the decode WnA16 kernel takes (M <= 8, wna16's specs but float zero points,
-NVIDIA mma.sync arches) and its config: wna16's decode tile with this kernel's split-K choice."""
+"""Which problems the decode WnA16 kernel takes (M <= 16, wna16's specs but float zero points,
+NVIDIA mma.sync arches) and its config: wna16's decode tile with this kernel's split-K choice, one
+n8 block of tokens up to M = 8 and two above."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from ..split_k import clamp_split, pow2_fill
 from ..wna16 import heuristics as wna16
 from .config import Wna16DecodeConfig
 
-MAX_M = 8  # one n8 block of tokens (include/humming/kernel/wna16_decode.cuh says why)
+MAX_M = 16  # two n8 blocks of tokens (include/humming/kernel/wna16_decode.cuh)
+ONE_BLOCK_M = 8  # up to here one block: half the MMAs and accumulators
 
 
 def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
@@ -24,7 +26,7 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
         )
     if problem.m is not None and problem.m > MAX_M:
         return Support.no(
-            f"M={problem.m}: the wna16_decode kernel takes M <= {MAX_M} (one n8 block of tokens)"
+            f"M={problem.m}: the wna16_decode kernel takes M <= {MAX_M} (two n8 blocks of tokens)"
         )
     return Support.yes()
 
@@ -47,9 +49,17 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     if not supports(spec, problem, caps):
         return []
     m = problem.m if problem.m is not None else 1
-    first = wna16.candidates(spec, GemmProblem(n=problem.n, k=problem.k, m=min(m, MAX_M)), caps)
+    # the tile wna16 picks for M <= 8 (sized for this kernel at decode) serves both token counts
+    decode = GemmProblem(n=problem.n, k=problem.k, m=min(m, ONE_BLOCK_M))
+    first = wna16.candidates(spec, decode, caps)
     if not first:
         return []
     # wna16's candidates fit the arch's shared memory already; the split does not change it
-    config = Wna16DecodeConfig(**first[0].model_dump(exclude={"family"}))
+    fields = first[0].model_dump(exclude={"family"})
+    if m > ONE_BLOCK_M:
+        # Two token blocks double the accumulators (totals and per-group partials): at two CTAs
+        # of 256 threads per SM (128 registers) ptxas spills them, so the tile keeps one warp
+        # along N (128 threads, 255 registers at two CTAs per SM).
+        fields.update(tokens=16, warps_n=1)
+    config = Wna16DecodeConfig(**fields)
     return [config.model_copy(update={"split_k": pick_split_k(problem, config, caps)})]

@@ -1,5 +1,5 @@
-// WnA16 decode GEMM (M <= 8): out[M, N] = x[M, K] @ dequant(W)[N, K]^T computed as out^T, so the
-// weights are the MMA's A operand and the tokens its n8 side.
+// WnA16 decode GEMM (M <= 8, or M <= 16 with TOKENS = 16): out[M, N] = x[M, K] @ dequant(W)[N,
+// K]^T computed as out^T, so the weights are the MMA's A operand and the tokens its n8 side.
 //
 // Same CTA, stages, shared-memory layout, K-warp and split-K reductions and epilogue as Wna16Kernel
 // (kernel/wna16.cuh), same pre-shuffled weight layout. What differs is how stages are copied
@@ -7,9 +7,10 @@
 // - Each m16n8k16 MMA takes 16 weight rows: the layout's B fragments of n8 blocks 2P and 2P+1 are
 //   exactly the A fragment of rows 16P..16P+15 (row g is column g of block 2P, row g + 8 column g of
 //   block 2P+1), and the tokens come as B from the ldmatrix.x4 wna16 already issues (registers 0
-//   and 2 hold tokens 0-7). That is half the MMAs of wna16's form, whose 16-row A operand is mostly
-//   padding at decode. (Tokens 8-15 would double the partial sums below past the register budget
-//   of two CTAs per SM, and wna16's form issues as many MMAs there: M 9-16 stays with wna16.)
+//   and 2 hold tokens 0-7, registers 1 and 3 tokens 8-15). That is half the MMAs of wna16's form,
+//   whose 16-row A operand is mostly padding at decode. TOKENS = 16 issues a second MMA per A
+//   fragment for tokens 8-15: as many MMAs as wna16's form, but each weight is still dequantized
+//   once and scaled once per group, where wna16 is bound by its per-pair dequantization at M 9-16.
 // - Weights enter the MMA as their exact codes (q - offset - zero, or the float code's value): the
 //   in-loop group scale multiplies each fp32 partial sum once per group and stage instead of every
 //   weight pair (accumulator rows are weight columns, so each has one scale).
@@ -26,27 +27,30 @@ namespace humming {
 // checks worked out once per CTA: wna16's loaders recompute them every stage, which was about half
 // of the decode kernel's main-loop instructions. Stages that lie wholly inside K need no K checks;
 // the last, partial one takes wna16's checked loaders.
-template <typename T, typename Fmt, typename Tile, typename Epi>
+template <typename T, typename Fmt, typename Tile, typename Epi, int TOKENS>
 struct DecodeStageCopies {
   using Base = Wna16Kernel<T, Fmt, Tile, Epi>;
   using BL = typename Base::BLoader;
   using SL = typename Base::SLoader;
   static constexpr int kAChunksPerRow = Tile::BK / 8;
-  static_assert(Tile::THREADS >= 8 * kAChunksPerRow,
-                "one pass of the threads must cover the 8 token rows (THREADS >= BK)");
+  // token chunks (16 bytes) per thread: passes of the threads over TOKENS rows
+  static constexpr int kAPasses = (TOKENS * kAChunksPerRow + Tile::THREADS - 1) / Tile::THREADS;
   static_assert(SL::kChunks <= Tile::THREADS, "one pass of the threads must cover the group rows");
   static_assert(BL::kPerThread <= 32, "chunk flags are bits of one word");
 
-  int a_src, a_dst;  // token chunk: element offset in x (without k0) and in the stage; -1: none
+  int a_src[kAPasses], a_dst[kAPasses];  // token chunks: offset in x (without k0) and the stage
   int s_off;         // group-row chunk: element offset in a [groups][n_pad] row block; -1: none
   u32 b_off[BL::kPerThread];  // weight chunks: word offsets from the tile's first stage word
   u32 b_ok;                   // bit i: chunk i exists and its 64 columns are inside n_pad
 
   HM_DEVICE DecodeStageCopies(const typename Base::Args& a, int n0, int tid) {
-    const int row = tid / kAChunksPerRow, chunk = tid % kAChunksPerRow;
-    const bool token = row < a.M;
-    a_src = token ? row * a.lda + chunk * 8 : -1;
-    a_dst = Base::ALoader::offset(row, chunk);
+#pragma unroll
+    for (int p = 0; p < kAPasses; ++p) {
+      const int c = tid + p * Tile::THREADS, row = c / kAChunksPerRow, chunk = c % kAChunksPerRow;
+      const bool token = row < TOKENS && row < a.M;  // -1: no such token (its rows stay unread)
+      a_src[p] = token ? row * a.lda + chunk * 8 : -1;
+      a_dst[p] = Base::ALoader::offset(token ? row : 0, chunk);
+    }
     const int n = n0 + (tid % SL::kChunksPerRow) * 8;
     s_off = tid < SL::kChunks && n < a.n_pad ? (tid / SL::kChunksPerRow) * a.n_pad + n : -1;
     b_ok = 0;
@@ -66,7 +70,10 @@ struct DecodeStageCopies {
       Base::load_stage(a, smem, buf, it, 0, n0, tid);
       return;
     }
-    if (a_src >= 0) cp_async16(Base::stage_a(smem, buf) + a_dst, a.x + a_src + k0, true);
+#pragma unroll
+    for (int p = 0; p < kAPasses; ++p) {
+      if (a_src[p] >= 0) cp_async16(Base::stage_a(smem, buf) + a_dst[p], a.x + a_src[p] + k0, true);
+    }
     const u32* w = a.w + (static_cast<long long>(n0 / 64) * a.k_tiles + it * (Tile::BK / 16)) *
                              BL::kTileWords;
     u32* b_s = Base::stage_b(smem, buf);
@@ -88,7 +95,7 @@ struct DecodeStageCopies {
   }
 };
 
-template <typename T, typename Fmt, typename Tile, typename Epi>
+template <typename T, typename Fmt, typename Tile, typename Epi, int TOKENS>
 struct Wna16DecodeKernel {
   using Base = Wna16Kernel<T, Fmt, Tile, Epi>;
   using Args = typename Base::Args;
@@ -96,8 +103,11 @@ struct Wna16DecodeKernel {
   using Exact = Dequant<T, Fmt::KIND, Fmt::BITS, Fmt::EXP, Fmt::MAN, Fmt::ZERO, false>;
   using Tr = typename Exact::Tr;
   static_assert(Tile::M_FRAGS == 1, "the decode form reads one 16-row tile of tokens");
+  static_assert(TOKENS == 8 || TOKENS == 16, "one or two n8 blocks of tokens");
+  static constexpr int TOKEN_BLOCKS = TOKENS / 8;
   static_assert(Fmt::ZERO != kZeroFloat, "float zero points need the scale inside the dequant");
-  static constexpr int ACC = 4 * 4;  // four 16-row blocks x the m16n8 fragment's 4 floats
+  // per token block: four 16-row blocks x the m16n8 fragment's 4 floats
+  static constexpr int ACC = 4 * 4 * TOKEN_BLOCKS;
   static constexpr bool SCALED = Fmt::GROUP > 0;
   static constexpr int KS = Tile::K_STEPS;
   // 16q + 1024 must fit the magic number's mantissa: fp16 (10 bits), not bf16 (7).
@@ -138,11 +148,11 @@ struct Wna16DecodeKernel {
   }
 
   // total += part * (scale of the part's weight row); part = 0. Rows g and g + 8 of block P are
-  // columns of n8 blocks 2P and 2P + 1.
+  // columns of n8 blocks 2P and 2P + 1 (accumulators 16b + 4P + e of token block b).
   HM_DEVICE static void flush(float (&total)[ACC], float (&part)[ACC], const float (&sc)[8]) {
 #pragma unroll
     for (int i = 0; i < ACC; ++i) {
-      total[i] += part[i] * sc[2 * (i / 4) + (i % 4) / 2];
+      total[i] += part[i] * sc[2 * ((i % 16) / 4) + (i % 4) / 2];
       part[i] = 0.f;
     }
   }
@@ -156,6 +166,10 @@ struct Wna16DecodeKernel {
                       weight_pair<4 * P + 3>(words, gp[2 * P + 1])};
     float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[P * 4]);
     Mma16816<T>::run(d, a, xf[0], xf[2]);  // tokens 0-7: k 0-7 and k 8-15
+    if constexpr (TOKEN_BLOCKS == 2) {
+      float(&d8)[4] = *reinterpret_cast<float(*)[4]>(&acc[16 + P * 4]);
+      Mma16816<T>::run(d8, a, xf[1], xf[3]);  // tokens 8-15
+    }
     if constexpr (P + 1 < 4) mma_rows<P + 1>(acc, xf, words, gp);
   }
 
@@ -190,7 +204,7 @@ struct Wna16DecodeKernel {
     if constexpr (SCALED) flush(total, part, sc);
   }
 
-  // Accumulator 4P + e: weight column 16P + 8(e / 2) + g of the warp, token 2t + e % 2.
+  // Accumulator 16b + 4P + e: weight column 16P + 8(e / 2) + g of the warp, token 8b + 2t + e % 2.
   HM_DEVICE static void store(const Args& a, const float (&acc)[ACC], int m0, int n0, int wn,
                               int lane) {
     Epilogue<typename Epi::Out, Epi::EPI_SCALE, Epi::HAS_GLOBAL, Epi::HAS_BIAS> epi{
@@ -199,8 +213,8 @@ struct Wna16DecodeKernel {
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int i = 0; i < ACC; ++i) {
-      const int n = n0 + wn * 64 + 16 * (i / 4) + 8 * ((i % 4) / 2) + g;
-      epi.store_one(a.out, a.ldc, a.M, a.N, m0 + 2 * t + i % 2, n, acc[i], global);
+      const int n = n0 + wn * 64 + 16 * ((i % 16) / 4) + 8 * ((i % 4) / 2) + g;
+      epi.store_one(a.out, a.ldc, a.M, a.N, m0 + 8 * (i / 16) + 2 * t + i % 2, n, acc[i], global);
     }
   }
 
@@ -214,7 +228,7 @@ struct Wna16DecodeKernel {
     const int it0 = blockIdx.z * a.iters_per_split;
     const int it1 = min(iters, it0 + a.iters_per_split);
     const u64 policy = evict_first_policy();
-    const DecodeStageCopies<T, Fmt, Tile, Epi> copies(a, n0, tid);
+    const DecodeStageCopies<T, Fmt, Tile, Epi, TOKENS> copies(a, n0, tid);
 
     float total[ACC], part[ACC];
 #pragma unroll
@@ -245,9 +259,9 @@ struct Wna16DecodeKernel {
 // The C entry point of a rendered decode unit: HUMMING_WNA16_ENTRY's parameters (the same host
 // binding, humming_cuda.kernels.wna16.bind). Two CTAs per SM are what the decode tile is sized for
 // (its split-K fills about two per SM), so registers are capped for them.
-#define HUMMING_WNA16_DECODE_ENTRY(NAME, T, FMT, TILE, EPI)                                       \
+#define HUMMING_WNA16_DECODE_ENTRY(NAME, T, FMT, TILE, EPI, TOKENS)                               \
   extern "C" __global__ void __launch_bounds__(TILE::THREADS, 2)                                  \
       NAME(HUMMING_WNA16_PARAMS(T, EPI)) {                                                        \
-    using Kern = humming::Wna16DecodeKernel<T, FMT, TILE, EPI>;                                   \
+    using Kern = humming::Wna16DecodeKernel<T, FMT, TILE, EPI, TOKENS>;                           \
     Kern::run(HUMMING_WNA16_ARGS(Kern));                                                          \
   }
