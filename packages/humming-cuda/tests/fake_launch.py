@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 
+import pytest
 import torch
 
 
@@ -30,6 +31,34 @@ class OnCudaKept(torch.Tensor):
 
 def cuda(t: torch.Tensor, kept: bool = False) -> torch.Tensor:
     return t.as_subclass(OnCudaKept if kept else OnCuda)
+
+
+def wna16_packed(n: int, k: int, group: int) -> dict[str, torch.Tensor]:
+    """Zero W4A16 weights of an N x K layer with fp16 group scales in the wna16 layout's shapes
+    (the dense prepared-call tests' packed tensors)."""
+    return {
+        "qweight": cuda(torch.zeros(n // 64, k // 16, 128, dtype=torch.int32)),
+        "scales": cuda(torch.zeros(k // group, n, dtype=torch.float16)),
+        "global_scale": cuda(torch.ones(1)),
+    }
+
+
+def fp16_operands(m: int, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """x [m, k] and out [m, n], fp16 on the fake cuda:0."""
+    x, out = torch.zeros(m, k, dtype=torch.float16), torch.zeros(m, n, dtype=torch.float16)
+    return cuda(x), cuda(out)
+
+
+def assert_refused_after_template(kernel, weights: dict, operands, make, message: str) -> None:
+    """A prepared call of `kernel` on `weights`, once it has built its template from a good call
+    (`operands()`: x, out), refuses make(x, out) with `message` and launches nothing more."""
+    call = kernel.prepare(**weights)
+    call(*operands())
+    assert call.template is not None
+    x, out = make(*operands())
+    with pytest.raises(ValueError, match=message):
+        call(x, out)
+    assert len(kernel.launcher.launches) == 1
 
 
 class FakeFunction:

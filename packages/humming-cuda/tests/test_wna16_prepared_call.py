@@ -12,7 +12,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-from fake_launch import FakeFunction, Recorder, cuda
+from fake_launch import (
+    FakeFunction,
+    Recorder,
+    assert_refused_after_template,
+    cuda,
+    fp16_operands,
+    wna16_packed,
+)
 
 from humming_core.spec import W4A16_G128
 from humming_cuda.kernels import split_k
@@ -30,16 +37,11 @@ def make_kernel(split_k: int = 1) -> bind.Wna16Kernel:
 
 
 def packed() -> dict[str, torch.Tensor]:
-    return {
-        "qweight": cuda(torch.zeros(N // 64, K // 16, 128, dtype=torch.int32)),
-        "scales": cuda(torch.zeros(K // GROUP, N, dtype=torch.float16)),
-        "global_scale": cuda(torch.ones(1)),
-    }
+    return wna16_packed(N, K, GROUP)
 
 
 def operands(m: int) -> tuple[torch.Tensor, torch.Tensor]:
-    x, out = torch.zeros(m, K, dtype=torch.float16), torch.zeros(m, N, dtype=torch.float16)
-    return cuda(x), cuda(out)
+    return fp16_operands(m, N, K)
 
 
 def test_prepared_calls_launch_what_the_full_check_computes():
@@ -78,14 +80,7 @@ def test_prepared_calls_launch_what_the_full_check_computes():
     ],
 )  # fmt: skip
 def test_every_wrong_x_or_out_is_refused_after_the_template_exists(make, message):
-    kernel, weights = make_kernel(), packed()
-    call = kernel.prepare(**weights)
-    call(*operands(4))
-    assert call.template is not None
-    x, out = make(*operands(4))
-    with pytest.raises(ValueError, match=message):
-        call(x, out)
-    assert len(kernel.launcher.launches) == 1
+    assert_refused_after_template(make_kernel(), packed(), lambda: operands(4), make, message)
 
 
 def test_extra_keywords_go_to_the_full_check():

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-from fake_launch import FakeFunction, Recorder, cuda
+from fake_launch import (
+    FakeFunction,
+    Recorder,
+    assert_refused_after_template,
+    cuda,
+    fp16_operands,
+    wna16_packed,
+)
 
 from humming_core.spec import W4A16_G128
 from humming_cuda.kernels import split_k
@@ -36,16 +43,11 @@ def make_kernel(**fields) -> bind.WgmmaWna16Kernel:
 
 
 def packed() -> dict[str, torch.Tensor]:
-    return {
-        "qweight": cuda(torch.zeros(N // 64, K // 16, 128, dtype=torch.int32)),
-        "scales": cuda(torch.zeros(K // GROUP, N, dtype=torch.float16)),
-        "global_scale": cuda(torch.ones(1)),
-    }
+    return wna16_packed(N, K, GROUP)
 
 
 def operands(m: int) -> tuple[torch.Tensor, torch.Tensor]:
-    x, out = torch.zeros(m, K, dtype=torch.float16), torch.zeros(m, N, dtype=torch.float16)
-    return cuda(x), cuda(out)
+    return fp16_operands(m, N, K)
 
 
 @pytest.fixture(autouse=True)
@@ -118,11 +120,6 @@ def test_split_k_workspace_is_patched_and_grown(cpu_workspace):
     ],
 )  # fmt: skip
 def test_every_wrong_x_or_out_is_refused_after_the_template_exists(make, message):
-    kernel, weights = make_kernel(rs_block_m=16, split_k=2), packed()
-    call = kernel.prepare(**weights)
-    call(*operands(4))
-    assert call.template is not None
-    x, out = make(*operands(4))
-    with pytest.raises(ValueError, match=message):
-        call(x, out)
-    assert len(kernel.launcher.launches) == 1
+    assert_refused_after_template(
+        make_kernel(rs_block_m=16, split_k=2), packed(), lambda: operands(4), make, message
+    )

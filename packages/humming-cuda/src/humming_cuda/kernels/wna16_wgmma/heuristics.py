@@ -99,7 +99,7 @@ class Plan:
 
 
 def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
-    """The register form's (token tile, K split) choices: the narrowest tile that holds M below
+    """The register form's (token tile, K split) choices: the narrowest tile that holds M up to
     64 rows, else 64- or 128-row tiles; every split leaving MIN_STEPS_PER_SPLIT steps or more."""
     m = problem.m or 1
     steps = -(-problem.k // BLOCK_K)
