@@ -1,20 +1,21 @@
 """Same-run A/B of the MoE layer on the two WnA16 MoE families (issue 8): moe_wna16 (mma.sync)
-against moe_wna16_wgmma, which the device uses only with HUMMING_UNVERIFIED_KERNELS=1 until it is
-hardware-verified.
+against the device's routing, which gives moe_wna16_wgmma the M buckets with enough rows per
+expert (its heuristics' thresholds, overridable here to measure them).
 
-    python3 benchmarks/moe_family_ab.py [--specs W4A16_G128,MXFP4] [--m 128,512,2048,8192] [--out ab.json]
+    python3 benchmarks/moe_family_ab.py [--specs W4A16_G128,MXFP4] [--m 128,512,2048,8192]
+        [--min-rows 32] [--max-rows-block-64 63] [--out ab.json]
 
 Per spec and M: the humming bench's MoE layer (Qwen3-30B-A3B experts, w13 with the SiLU GLU, w2
 with the router weights, routing aligned on the GPU) timed by CUDA-graph replay over rotated
-weight copies and routings exactly as `humming bench --suite moe` times it, once built with the
-opt-in off (A) and once on (B), in one process. Prints both times, B/A, and the families each
-layer's M bucket ran.
+weight copies and routings exactly as `humming bench --suite moe` times it, once built with
+moe_wna16_wgmma left out (A) and once routed (B), in one process. Prints both times, B/A, and the
+families each layer's M bucket ran.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+from contextlib import contextmanager
 
 import torch
 from points import save
@@ -23,31 +24,31 @@ from humming_core.ops import bucket_of
 from humming_core.spec import preset
 from humming_cuda.bench.moe import HIDDEN, SMALL_M, TOPK, humming_fn, layer_pairs, routings
 from humming_cuda.bench.timing import graph_time_us
+from humming_cuda.kernels.moe_wna16_wgmma import heuristics
 
-OPT_IN = "HUMMING_UNVERIFIED_KERNELS"
+NEVER = 1 << 62  # more rows per expert than any layer routes: moe_wna16_wgmma left out
 
 
-def _pairs(name: str, opt_in: bool, copies: int, m: int) -> list[tuple]:
-    """The bench's (w13, w2) layer pairs for M, built with the opt-in on or off."""
-    previous = os.environ.pop(OPT_IN, None)
-    if opt_in:
-        os.environ[OPT_IN] = "1"
+@contextmanager
+def thresholds(min_rows: int, max_rows_block_64: int):
+    """moe_wna16_wgmma's routing thresholds set for the layers built inside."""
+    saved = heuristics.MIN_ROWS_PER_EXPERT, heuristics.MAX_ROWS_FOR_BLOCK_64
+    heuristics.MIN_ROWS_PER_EXPERT, heuristics.MAX_ROWS_FOR_BLOCK_64 = min_rows, max_rows_block_64
     try:
-        return layer_pairs(preset(name), torch.device("cuda"), copies, (m,))
+        yield
     finally:
-        os.environ.pop(OPT_IN, None)
-        if previous is not None:
-            os.environ[OPT_IN] = previous
+        heuristics.MIN_ROWS_PER_EXPERT, heuristics.MAX_ROWS_FOR_BLOCK_64 = saved
 
 
-def compare(name: str, m: int) -> dict:
+def compare(name: str, m: int, routed: tuple[int, int]) -> dict:
     copies, calls = (4, 16) if m <= SMALL_M else (2, 4)
     act = torch.float16 if preset(name).act.dtype.name == "fp16" else torch.bfloat16
     x = torch.randn(m, HIDDEN, device="cuda", dtype=act)
     routes = routings(m, calls, torch.device("cuda"), seed=m)
     row = {"spec": name, "M": m}
-    for label, opt_in in (("A", False), ("B", True)):
-        pairs = _pairs(name, opt_in, copies, m)
+    for label, limits in (("A", (NEVER, NEVER)), ("B", routed)):
+        with thresholds(*limits):
+            pairs = layer_pairs(preset(name), torch.device("cuda"), copies, (m,))
         bucket = bucket_of(m * TOPK)
         row[f"{label}_families"] = [layer.configs[bucket].family for layer in pairs[0]]
         row[f"{label}_us"] = graph_time_us(humming_fn(pairs, x, routes), calls)
@@ -66,9 +67,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--specs", default="W4A16_G128,MXFP4")
     parser.add_argument("--m", default="128,512,2048,8192")
+    parser.add_argument("--min-rows", type=int, default=heuristics.MIN_ROWS_PER_EXPERT)
+    parser.add_argument("--max-rows-block-64", type=int, default=heuristics.MAX_ROWS_FOR_BLOCK_64)
     parser.add_argument("--out")
     args = parser.parse_args()
-    rows = [compare(name, int(m)) for name in args.specs.split(",") for m in args.m.split(",")]
+    routed = (args.min_rows, args.max_rows_block_64)
+    rows = [
+        compare(name, int(m), routed) for name in args.specs.split(",") for m in args.m.split(",")
+    ]
     save(args.out, rows)
 
 

@@ -1,7 +1,9 @@
 """A few representative kernels through the user API, for compute-sanitizer on the GPU host.
 
     compute-sanitizer --tool memcheck --report-api-errors no python3 scripts/sanitize_kernels.py
-    compute-sanitizer --tool racecheck python3 scripts/sanitize_kernels.py
+    compute-sanitizer --tool racecheck python3 scripts/sanitize_kernels.py [CASE ...]
+
+CASE: indices into CASES, to run only those (with HUMMING_LINEINFO=1 a report names source lines).
 
 Covers split-K (M=1, long K; wna16 and w8a8), N/M/K tails, integer zero points, float zero points,
 MX scales and bf16, and the sm_90a wgmma kernels (wna16_wgmma on grids large enough to be chosen,
@@ -42,9 +44,9 @@ CASES = [  # (preset, act dtype, M, N, K)
 ]
 
 
-def main() -> int:
+def main(picked: list[str]) -> int:
     failures = 0
-    for name, act, m, n, k in CASES:
+    for name, act, m, n, k in [CASES[int(i)] for i in picked] if picked else CASES:
         spec = preset(name)
         if not spec.act.is_quantized:  # 8-bit activations are quantized from x's dtype, `act`
             spec = spec.replace(act={"dtype": act})
@@ -62,4 +64,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -47,12 +47,12 @@ ENTRY_PARAMS = [
 C_NAMES = {"sorted_token_ids": "sorted_ids", "num_tokens_post_padded": "num_post_padded"}
 
 
-def test_registered_before_moe_wna16_and_gated():
+def test_registered_before_moe_wna16_and_verified():
     names = [f.name for f in FAMILIES]
     assert family_named("moe_wna16_wgmma") is FAMILY
     assert names.index("moe_wna16_wgmma") < names.index("moe_wna16")
-    assert FAMILY.hardware_verified is False
-    assert FAMILY.unverified_reason(GLU) == "not yet verified on hardware"
+    assert FAMILY.hardware_verified is True
+    assert FAMILY.unverified_reason(GLU) == ""
 
 
 @pytest.mark.parametrize(
@@ -114,7 +114,7 @@ def _rows(per_expert: int) -> GemmProblem:
     [
         (None, False, 64),
         (E * (MIN_ROWS_PER_EXPERT - 1), False, 64),
-        (E * MIN_ROWS_PER_EXPERT - E + 1, True, 64),  # rounds up to 64 rows per expert
+        (E * MIN_ROWS_PER_EXPERT - E + 1, True, 64),  # rounds up to MIN_ROWS_PER_EXPERT
         (E * MAX_ROWS_FOR_BLOCK_64, True, 64),
         (E * MAX_ROWS_FOR_BLOCK_64 + 1, True, 128),
         (E * 1024, True, 128),
@@ -130,7 +130,7 @@ def test_prefers_and_block_follow_the_rows_per_expert(m, prefers, block_m):
 
 def test_only_ring_depths_that_fit_are_candidates():
     tight = SM90.model_copy(update={"smem_per_block": 180 * 1024})
-    assert [c.stages for c in FAMILY.candidates(GLU, _rows(64), tight)] == [4, 6]
+    assert [c.stages for c in FAMILY.candidates(GLU, _rows(MIN_ROWS_PER_EXPERT), tight)] == [4, 6]
     assert [c.stages for c in FAMILY.candidates(GLU, _rows(256), tight)] == [4]
 
 
@@ -196,11 +196,9 @@ def test_signature_follows_the_entry_macro_of_the_header():
     assert [C_NAMES.get(n, n) for n in names] == _macro_params(HEADER.read_text())
 
 
-def test_cuda_device_offers_it_only_when_unverified_kernels_are_allowed(monkeypatch):
+def test_cuda_device_routes_large_m_to_it(monkeypatch):
     device = CudaDevice.for_arch("sm_90a")
     monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
-    assert device.candidates(GLU, LARGE)[0].family == "moe_wna16"
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
     assert device.candidates(GLU, LARGE)[0].family == "moe_wna16_wgmma"
     # what it leaves (few rows per expert) or cannot run (other arches) stays moe_wna16's
     assert device.candidates(GLU, SMALL)[0].family == "moe_wna16"

@@ -38,6 +38,22 @@ def test_registered_before_wna16_and_routed_by_default(monkeypatch):
 
 
 @pytest.mark.parametrize(
+    ("spec", "m", "family"),
+    [
+        (presets.MXFP4, 8, "wna16_decode"),  # one block of tokens: every group size
+        (presets.MXFP4, 9, "wna16"),  # two blocks with 32-element groups: left to wna16
+        (presets.NVFP4, 16, "wna16"),  # 16-element groups
+        (presets.W2A16_G64, 16, "wna16_decode"),  # 64-element groups and up keep two blocks
+        (presets.W4A16_G128, 12, "wna16_decode"),
+        (presets.W8A16, 16, "wna16_decode"),  # per-channel scales (mma.sync arch: no wgmma)
+    ],
+)
+def test_two_token_blocks_only_for_groups_of_64_or_more(spec, m, family):
+    device = CudaDevice.for_arch("sm_80")
+    assert device.candidates(spec, GemmProblem(n=8192, k=8192, m=m))[0].family == family
+
+
+@pytest.mark.parametrize(
     ("spec", "problem", "words"),
     [
         (presets.W4A16_G128, GemmProblem(n=8192, k=8192, m=17), "M <= 16"),

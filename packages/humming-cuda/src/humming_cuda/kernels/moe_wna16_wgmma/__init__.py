@@ -3,8 +3,9 @@ weights, same epilogues) on sm_90a at large M, with wna16_wgmma's register-A ker
 alignment block of 64 or 128 rows; x's rows are gathered by the producer warpgroup
 (include/humming/kernel/moe_wna16_wgmma.cuh).
 
-Never run on a GPU yet: `hardware_verified = False`, so CudaDevice offers it only with
-HUMMING_UNVERIFIED_KERNELS=1 (tests/test_moe_wna16_wgmma_conformance.py is its hardware check).
+Verified on the H200 on 2026-11-30 (session 12): tests/test_moe_wna16_wgmma_conformance.py passes,
+compute-sanitizer memcheck and racecheck are clean on its E8k2 cases, and benchmarks/moe_family_ab.py
+measured the thresholds in heuristics.py.
 """
 
 from __future__ import annotations
@@ -22,9 +23,6 @@ from .render import render
 
 class MoeWna16WgmmaFamily(ModuleFamily):
     """`KernelFamily` implementation (see humming_cuda.kernels.base)."""
-
-    # Compile-tested only (tests/test_moe_wna16_wgmma_compile.py).
-    hardware_verified = False
 
     name = "moe_wna16_wgmma"
     config_type = MoeWna16WgmmaConfig

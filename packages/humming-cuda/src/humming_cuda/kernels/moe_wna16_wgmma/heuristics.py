@@ -16,11 +16,13 @@ from ..wna16_wgmma.heuristics import _spec_reason as wgmma_spec_reason
 from .config import STAGES, MoeWna16WgmmaConfig
 
 FAMILY = "moe_wna16_wgmma"
-# First guesses, to be measured on the H200 against moe_wna16: from 64 expected rows per expert
-# a block of the wgmma tile is mostly real rows (below that moe_wna16's 16-64-row blocks pad
-# less), and up to 96 rows a 64-row block pads less than a 128-row one.
-MIN_ROWS_PER_EXPERT = 64
-MAX_ROWS_FOR_BLOCK_64 = 96
+# H200, the MoE bench's layer (128 experts, top 8), B/A = this family's time over moe_wna16's in
+# one run (benchmarks/moe_family_ab.py; notes/moe_wgmma.md): 24 expected rows per expert 1.26-1.30
+# (W4A16 g128, MXFP4), 32 rows 0.91-0.98 with 64-row blocks but 1.21-1.24 with 128-row ones,
+# 64 rows 0.83-0.92 with 128-row blocks (0.90-0.98 with 64-row ones, another run), 128 and 512
+# rows 0.89-0.97.
+MIN_ROWS_PER_EXPERT = 32
+MAX_ROWS_FOR_BLOCK_64 = 63
 
 
 def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:

@@ -7,8 +7,9 @@ layer packs once for this family and wna16. Written in session 5 and verified on
 2026-11-29 (session 6: tests/test_wna16_decode_conformance.py, 101 cases, and compute-sanitizer
 memcheck/racecheck clean), where it ran 1.15-1.24x faster than wna16 on every decode point
 measured (benchmarks/notes/wna16_decode_split_k_compare.json). M = 9-16 (config.tokens = 16: a
-second n8 block of tokens) was added in session 10 and is compile-checked only (branch
-next/decode-m16). Registered before wna16, which takes M > 16.
+second n8 block of tokens) was added in session 10 and verified on the H200 in session 12; there it
+takes only formats with per-channel scales or groups of 64 or more (heuristics.prefers), the others
+staying on wna16. Registered before wna16, which takes M > 16.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..wna16.config import KernelFormat
 from ..wna16.layout import Wna16Layout
 from .bind import Wna16DecodeKernel
 from .config import Wna16DecodeConfig
-from .heuristics import candidates, supports
+from .heuristics import candidates, prefers, supports
 from .render import render
 
 
@@ -33,6 +34,7 @@ class Wna16DecodeFamily(ModuleFamily):
     kernel_type = Wna16DecodeKernel  # wna16's parameters, grid, split-K and prepared call
     supports = staticmethod(supports)
     candidates = staticmethod(candidates)
+    prefers = staticmethod(prefers)
     render = staticmethod(render)
 
     def weight_layout(

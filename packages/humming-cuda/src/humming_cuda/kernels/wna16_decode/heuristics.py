@@ -13,6 +13,11 @@ from .config import Wna16DecodeConfig
 
 MAX_M = 16  # two n8 blocks of tokens (include/humming/kernel/wna16_decode.cuh)
 ONE_BLOCK_M = 8  # up to here one block: half the MMAs and accumulators
+# Two token blocks (M = 9-16) against wna16, H200, same run (notes/wna16_decode.md, session 12):
+# integer codes with groups of 64 or more were 1.04-1.13x wna16's speed at 6 of 9 points and
+# 0.97-0.99x at 3; MXFP4 (32-element groups) and NVFP4 (16) were 0.91-1.00x at 4: the kernel
+# rescales fp32 partial sums once per group, 4-8x as often as with 128-element groups.
+MIN_GROUP_TWO_BLOCKS = 64
 
 
 def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
@@ -29,6 +34,15 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
             f"M={problem.m}: the wna16_decode kernel takes M <= {MAX_M} (two n8 blocks of tokens)"
         )
     return Support.yes()
+
+
+def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
+    """Always with one block of tokens; with two only for per-channel scales or groups of at least
+    MIN_GROUP_TWO_BLOCKS (smaller groups are left to wna16)."""
+    if (problem.m or 1) <= ONE_BLOCK_M:
+        return True
+    group = spec.weight.scale.group_size
+    return group is None or group >= MIN_GROUP_TWO_BLOCKS
 
 
 def pick_split_k(problem: GemmProblem, cfg: Wna16DecodeConfig, caps: DeviceCaps) -> int:

@@ -185,7 +185,7 @@ struct MoeWna16WgmmaKernel {
     if (threadIdx.x == 0) {
       for (int s = 0; s < STAGES; ++s) {
         mbar_init(sm.full_bar(s), PRODUCER_THREADS + 1);  // gathers, plus the weights' expect-tx
-        mbar_init(sm.empty_bar(s), Tile::CONSUMERS * 4);  // lane 0 of every consumer warp
+        mbar_init(sm.empty_bar(s), Tile::CONSUMERS * Dense::RELEASES);  // see Dense
       }
       mbar_init_fence();
     }

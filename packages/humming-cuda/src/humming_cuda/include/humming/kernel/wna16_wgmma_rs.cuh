@@ -136,6 +136,14 @@ struct Wna16WgmmaRsKernel {
   static constexpr int Z_BYTES = Fmt::ZERO != 0 ? Tile::SCALE_BYTES : 0;
   static constexpr int STAGE_BYTES = Tile::X_BYTES + W_BYTES + S_BYTES + Z_BYTES;
   static constexpr int OUT_BYTES = BM * BN * 4;  // the fp32 output tile
+  // Every consumer thread releases the stages it read: each loads its own code words and group
+  // values, and one arrival per warp would order only lane 0's loads before the producer's next
+  // copy into the stage (compute-sanitizer racecheck reports the other lanes' as races).
+  static constexpr int RELEASES = 128;
+  // The slice of step j whose wgmma wait releases step j - 1's stage: slice 1's wait (slice 0's
+  // and all before it done) rather than slice 0's, where ptxas 13.5 serializes the 128-row tile's
+  // wgmmas (C7513) once every thread arrives there.
+  static constexpr int RELEASE_SLICE = TILES_K > 1 ? 1 : 0;
   // 1024 bytes of slack to align the ring to the 128B-swizzle atom, the ring (reused by the
   // epilogue's transposed tile), then the full / empty barriers (mirrors WgmmaWna16Config)
   static constexpr int SMEM_BYTES = 1024 + Max<STAGES * STAGE_BYTES, OUT_BYTES>::value + 16 * STAGES;
@@ -170,7 +178,7 @@ struct Wna16WgmmaRsKernel {
     return (it * TILES_K * 16) >> a.group_shift;
   }
 
-  // One thread: load K step `it` into stage `s` (free: never used, or released by every warp).
+  // One thread: load K step `it` into stage `s` (free: never used, or released by every consumer thread).
   // WITH_X = false leaves the x tile to the caller (the MoE kernel gathers its rows itself) and
   // expects only the weights' bytes on the stage's full barrier.
   template <bool WITH_X = true>
@@ -295,11 +303,11 @@ struct Wna16WgmmaRsKernel {
         mma(acc[1], frag[b][1], desc_advance(dx, 32 * kk));
         wgmma_commit();
         // the previous slice is done: its fragments may be overwritten, and after slice 0 the
-        // previous stage is no longer read
+        // previous stage is no longer read (released at RELEASE_SLICE)
         wgmma_wait<1>();
         fence_registers_u32(frag[(kk + BUFS - 1) % BUFS][0]);
         fence_registers_u32(frag[(kk + BUFS - 1) % BUFS][1]);
-        if (kk == 0 && j > 0 && lane == 0) mbar_arrive(sm.empty_bar((j - 1) % STAGES));
+        if (kk == RELEASE_SLICE && j > 0) mbar_arrive(sm.empty_bar((j - 1) % STAGES));
         // Refill the stage of step j - 1 with step j - 1 + STAGES late in the step, when the
         // other warpgroup has most likely released it too (the wait blocks warpgroup 0).
         if (!Tile::PRODUCER && kk == TILES_K - 1 && j > 0 && j - 1 + STAGES < iters &&
@@ -395,7 +403,7 @@ struct Wna16WgmmaRsKernel {
     const int n0 = tile.n * BN, m0 = tile.m * BM, steps = ceil_div(a.K, BK);
     const int it0 = blockIdx.z * sp.iters_per_split;
     const int iters = sp.iters_per_split > 0 ? min(sp.iters_per_split, steps - it0) : steps;
-    init_ring_barriers<STAGES, Tile::CONSUMERS>(sm.full, sm.empty);
+    init_ring_barriers<STAGES, Tile::CONSUMERS, RELEASES>(sm.full, sm.empty);
     if constexpr (Tile::PRODUCER) {
       if (threadIdx.x >= 128 * Tile::CONSUMERS) {
         // The consumers synchronise on their own named barrier: the producer may exit.
