@@ -1,0 +1,61 @@
+"""Where the MoE bench's layer spends its time (issue 8): the GPU kernels of one
+`fused_moe_rows` call (alignment, w13, activation, w2), each kernel's mean time over a few
+calls under torch.profiler.
+
+    python3 benchmarks/moe_kernel_times.py [--specs W4A16_G128] [--m 2048,8192] [--out times.json]
+
+The layer, weights and routings are `humming bench --suite moe`'s (two weight copies in turn, so
+the experts stream from HBM as the bench times them); the kernels run eagerly, not from a graph.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+
+import torch
+from points import save
+
+from humming_core.spec import preset
+from humming_cuda.bench.moe import HIDDEN, humming_fn, layer_pairs, routings
+
+CALLS = 6
+
+
+def kernel_times(name: str, m: int) -> dict:
+    act = torch.float16 if preset(name).act.dtype.name == "fp16" else torch.bfloat16
+    x = torch.randn(m, HIDDEN, device="cuda", dtype=act)
+    pairs = layer_pairs(preset(name), torch.device("cuda"), 2, (m,))
+    fn = humming_fn(pairs, x, routings(m, 2, torch.device("cuda"), seed=m))
+    for i in range(2):  # compile, load and warm up outside the profile
+        fn(i)
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for i in range(CALLS):
+            fn(i)
+        torch.cuda.synchronize()
+    totals: dict[str, float] = defaultdict(float)
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            totals[event.name] += event.device_time / CALLS
+    row = {"spec": name, "M": m, "us_per_call": dict(sorted(totals.items(), key=lambda t: -t[1]))}
+    print(f"{name} M={m}: {sum(totals.values()):.1f} us per call")
+    for kernel, us in row["us_per_call"].items():
+        print(f"  {us:9.1f} us  {kernel[:100]}")
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--specs", default="W4A16_G128")
+    parser.add_argument("--m", default="2048,8192")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    save(
+        args.out,
+        [kernel_times(n, int(m)) for n in args.specs.split(",") for m in args.m.split(",")],
+    )
+
+
+if __name__ == "__main__":
+    main()
