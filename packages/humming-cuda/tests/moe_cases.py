@@ -17,12 +17,26 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from humming_core.spec import QuantSpec
+
 POISON = -7777.0
 GLU_SLOPE = 1.13  # max |d act / d g| of silu, gelu and gelu_tanh (and of swiglu_oai's h)
 GLU_GATE = {"silu_mul": "silu", "gelu_mul": "gelu", "gelu_tanh_mul": "gelu_tanh"}
 SILU = (("glu", "silu_mul"),)
 # gpt-oss: interleaved gate/up, limit 7, alpha 1.702 (the spec's defaults).
 OAI = (("glu", "swiglu_oai"), ("glu_layout", "interleaved"))
+# 8-bit codes with integer zero points and 64-element bf16 groups: the widest codes, zero points
+# and group rows that change within a 128-deep K step
+UINT8_ZP = QuantSpec.model_validate(
+    {
+        "weight": {
+            "dtype": "uint8",
+            "scale": {"granularity": "group", "group_size": 64, "dtype": "bf16"},
+            "zero_point": "int",
+        },
+        "act": {"dtype": "bf16"},
+    }
+)
 
 # (routed activation rows, one expert as a dense weight, its index) -> (accumulator, its bound)
 ExpertBound = Callable[[torch.Tensor, object, int], tuple[torch.Tensor, torch.Tensor]]

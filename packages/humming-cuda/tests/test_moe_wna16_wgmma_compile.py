@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from compile_units import Units, assert_fits_registers, dumped_ptx
-from moe_cases import moe_spec
+from moe_cases import UINT8_ZP, moe_spec
 
 import humming_cuda
-from humming_core.spec import QuantSpec, presets
+from humming_core.spec import presets
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
 from humming_cuda.kernels.moe_wna16_wgmma import FAMILY, MoeWna16WgmmaConfig
@@ -29,16 +29,6 @@ PTX_NEEDS = (
     "cp.async.cg.shared.global",  # the producer warpgroup's gathers of x rows
     "cp.async.bulk.shared::cluster.global.mbarrier",  # the weights, scales and zero points
     "mbarrier.arrive.expect_tx",
-)
-UINT8_ZP = QuantSpec.model_validate(
-    {
-        "weight": {
-            "dtype": "uint8",
-            "scale": {"granularity": "group", "group_size": 64, "dtype": "bf16"},
-            "zero_point": "int",
-        },
-        "act": {"dtype": "bf16"},
-    }
 )
 SPECS = (
     moe_spec(presets.W4A16_G128, glu="silu_mul"),

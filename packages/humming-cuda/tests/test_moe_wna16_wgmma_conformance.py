@@ -13,6 +13,7 @@ import torch
 from moe_cases import (
     OAI,
     SILU,
+    UINT8_ZP,
     Case,
     check_moe_gemm,
     expert_map,
@@ -22,7 +23,7 @@ from moe_cases import (
     wna16_expert_bound,
 )
 
-from humming_core.spec import QuantSpec, presets
+from humming_core.spec import presets
 from humming_core.testing.conformance import UNIT_ROUNDOFF
 
 pytestmark = [
@@ -30,16 +31,6 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (torch.cuda)"),
 ]
 FAMILY = "moe_wna16_wgmma"
-UINT8_ZP = QuantSpec.model_validate(
-    {
-        "weight": {
-            "dtype": "uint8",
-            "scale": {"granularity": "group", "group_size": 64, "dtype": "bf16"},
-            "zero_point": "int",
-        },
-        "act": {"dtype": "bf16"},
-    }
-)
 GELU_INTERLEAVED = (("glu", "gelu_tanh_mul"), ("glu_layout", "interleaved"))
 # (case, the block_m its M bucket takes: bucket_of(m * top_k) / experts rows per expert, 64 below
 # 64 of them, else 128)
