@@ -1,6 +1,6 @@
 """MoE WnA16-wgmma (CPU): configs and their shared memory, what the family supports and prefers,
-the rendered unit, the entry's parameter order, the routing between it and moe_wna16 (gated until
-verified on hardware) and the weight layout both share."""
+the rendered unit, the entry's parameter order, the routing between it and moe_wna16 (by default,
+no opt-in since its verification) and the weight layout both share."""
 
 from __future__ import annotations
 

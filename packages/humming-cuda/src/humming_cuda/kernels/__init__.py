@@ -10,15 +10,15 @@ from .base import KernelConfig, KernelFamily, WeightLayout
 
 FAMILIES: list[KernelFamily] = []
 
-# Before wna16 and wna16_decode: WnA16 problems on sm_90a with M = 17-64 (9-64 for 8-bit codes),
-# or M >= 128 with a grid that fills the GPU, take the wgmma kernels; everything else it refuses
-# or leaves (`prefers`) falls through.
+# Before wna16 and wna16_decode: WnA16 problems on sm_90a with M >= 17 (>= 9 for 8-bit codes) take
+# the wgmma kernels; everything else it refuses or leaves (`prefers`) falls through.
 from .wna16_wgmma import FAMILY as _WNA16_WGMMA  # noqa: E402  (families import .base, defined above)
 
 FAMILIES.append(_WNA16_WGMMA)
 
-# Before wna16: decode-size problems (M <= 16) in the out^T form; wna16 takes M > 16 and the float
-# zero points this family refuses.
+# Before wna16: decode-size problems in the out^T form (M <= 8, and M = 9-16 with per-channel
+# scales or groups of 64 or more); wna16 takes the rest, and the float zero points this family
+# refuses.
 from .wna16_decode import FAMILY as _WNA16_DECODE  # noqa: E402
 
 FAMILIES.append(_WNA16_DECODE)
@@ -42,9 +42,9 @@ from .w8a8 import FAMILY as _W8A8  # noqa: E402
 
 FAMILIES.append(_W8A8)
 
-# Before moe_wna16: MoE WnA16 problems on sm_90a with at least 64 routed rows per expert take the
-# wgmma kernel, once verified on hardware or opted in (HUMMING_UNVERIFIED_KERNELS=1); everything
-# else it refuses or leaves (`prefers`) falls through to moe_wna16, whose packed weights it shares.
+# Before moe_wna16: MoE WnA16 problems on sm_90a with at least 32 expected routed rows per expert
+# take the wgmma kernel; everything else it refuses or leaves (`prefers`) falls through to
+# moe_wna16, whose packed weights it shares.
 from .moe_wna16_wgmma import FAMILY as _MOE_WNA16_WGMMA  # noqa: E402
 
 FAMILIES.append(_MOE_WNA16_WGMMA)
