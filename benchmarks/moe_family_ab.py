@@ -22,7 +22,14 @@ from points import save
 
 from humming_core.ops import bucket_of
 from humming_core.spec import preset
-from humming_cuda.bench.moe import HIDDEN, SMALL_M, TOPK, humming_fn, layer_pairs, routings
+from humming_cuda.bench.moe import (
+    TOPK,
+    activations,
+    copies_and_calls,
+    humming_fn,
+    layer_pairs,
+    routings,
+)
 from humming_cuda.bench.timing import graph_time_us
 from humming_cuda.kernels.moe_wna16_wgmma import heuristics
 
@@ -41,9 +48,8 @@ def thresholds(min_rows: int, max_rows_block_64: int):
 
 
 def compare(name: str, m: int, routed: tuple[int, int]) -> dict:
-    copies, calls = (4, 16) if m <= SMALL_M else (2, 4)
-    act = torch.float16 if preset(name).act.dtype.name == "fp16" else torch.bfloat16
-    x = torch.randn(m, HIDDEN, device="cuda", dtype=act)
+    copies, calls = copies_and_calls(m)
+    x = activations(preset(name), m, torch.device("cuda"))
     routes = routings(m, calls, torch.device("cuda"), seed=m)
     row = {"spec": name, "M": m}
     for label, limits in (("A", (NEVER, NEVER)), ("B", routed)):

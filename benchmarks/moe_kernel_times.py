@@ -17,14 +17,13 @@ import torch
 from points import save
 
 from humming_core.spec import preset
-from humming_cuda.bench.moe import HIDDEN, humming_fn, layer_pairs, routings
+from humming_cuda.bench.moe import activations, humming_fn, layer_pairs, routings
 
 CALLS = 6
 
 
 def kernel_times(name: str, m: int) -> dict:
-    act = torch.float16 if preset(name).act.dtype.name == "fp16" else torch.bfloat16
-    x = torch.randn(m, HIDDEN, device="cuda", dtype=act)
+    x = activations(preset(name), m, torch.device("cuda"))
     pairs = layer_pairs(preset(name), torch.device("cuda"), 2, (m,))
     fn = humming_fn(pairs, x, routings(m, 2, torch.device("cuda"), seed=m))
     for i in range(2):  # compile, load and warm up outside the profile

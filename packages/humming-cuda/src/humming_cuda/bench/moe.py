@@ -158,11 +158,22 @@ def _peer_moe(name: str, x: torch.Tensor, routes: list, copies: int):
     return peer.moe(name, x, routes, copies, E, WIDTH)
 
 
+def copies_and_calls(m: int) -> tuple[int, int]:
+    """Weight copies a timed graph rotates through and calls per graph at M (see SMALL_M)."""
+    return (4, 16) if m <= SMALL_M else (2, 4)
+
+
+def activations(spec: QuantSpec, m: int, dev) -> torch.Tensor:
+    """The layer's input: [m, HIDDEN] random values in the spec's 16-bit activation dtype (a
+    spec with quantized activations takes bf16 and quantizes it in the layer)."""
+    act = torch.float16 if spec.act.dtype.name == "fp16" else torch.bfloat16
+    return torch.randn(m, HIDDEN, device=dev, dtype=act)
+
+
 def _measure(name: str, pairs: list[tuple], m: int, dev, measured: dict, omitted: dict) -> MoeRow:
     spec = preset(name)
-    copies, calls = (4, 16) if m <= SMALL_M else (2, 4)
-    act = torch.float16 if spec.act.dtype.name == "fp16" else torch.bfloat16
-    x = torch.randn(m, HIDDEN, device=dev, dtype=act)
+    copies, calls = copies_and_calls(m)
+    x = activations(spec, m, dev)
     routes = routings(m, calls, dev, seed=m)
     row = MoeRow(name, 2 * WIDTH, HIDDEN, m, roof_us(spec, m))
     fn = humming_fn(pairs[:copies], x, routes)
