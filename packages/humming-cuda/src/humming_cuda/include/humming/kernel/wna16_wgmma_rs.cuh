@@ -143,7 +143,8 @@ struct Wna16WgmmaRsKernel {
   // The slice of step j whose wgmma wait releases step j - 1's stage: slice 1's wait (slice 0's
   // and all before it done) rather than slice 0's, where ptxas 13.5 serializes the 128-row tile's
   // wgmmas (C7513) once every thread arrives there.
-  static constexpr int RELEASE_SLICE = TILES_K > 1 ? 1 : 0;
+  static constexpr int RELEASE_SLICE = 1;
+  static_assert(RELEASE_SLICE < TILES_K, "the release falls inside the step");
   // 1024 bytes of slack to align the ring to the 128B-swizzle atom, the ring (reused by the
   // epilogue's transposed tile), then the full / empty barriers (mirrors WgmmaWna16Config)
   static constexpr int SMEM_BYTES = 1024 + Max<STAGES * STAGE_BYTES, OUT_BYTES>::value + 16 * STAGES;
@@ -178,7 +179,8 @@ struct Wna16WgmmaRsKernel {
     return (it * TILES_K * 16) >> a.group_shift;
   }
 
-  // One thread: load K step `it` into stage `s` (free: never used, or released by every consumer thread).
+  // One thread: load K step `it` into stage `s` (free: never used, or released by every consumer
+  // thread).
   // WITH_X = false leaves the x tile to the caller (the MoE kernel gathers its rows itself) and
   // expects only the weights' bytes on the stage's full barrier.
   template <bool WITH_X = true>
