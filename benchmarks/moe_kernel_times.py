@@ -2,10 +2,12 @@
 `fused_moe_rows` call (alignment, w13, activation, w2), each kernel's mean time over a few
 calls under torch.profiler.
 
-    python3 benchmarks/moe_kernel_times.py [--specs W4A16_G128] [--m 2048,8192] [--out times.json]
+    python3 benchmarks/moe_kernel_times.py [--specs W4A16_G128] [--m 2048,8192] [--peer] \
+        [--out times.json]
 
 The layer, weights and routings are `humming bench --suite moe`'s (two weight copies in turn, so
 the experts stream from HBM as the bench times them); the kernels run eagerly, not from a graph.
+`--peer` times the published humming-kernels' layer (bench/peer.py's `moe`) the same way.
 """
 
 from __future__ import annotations
@@ -17,15 +19,19 @@ import torch
 from points import save
 
 from humming_core.spec import preset
-from humming_cuda.bench.moe import activations, humming_fn, layer_pairs, routings
+from humming_cuda.bench import peer
+from humming_cuda.bench.moe import WIDTH, E, activations, humming_fn, layer_pairs, routings
 
 CALLS = 6
 
 
-def kernel_times(name: str, m: int) -> dict:
+def kernel_times(name: str, m: int, of_peer: bool = False) -> dict:
     x = activations(preset(name), m, torch.device("cuda"))
-    pairs = layer_pairs(preset(name), torch.device("cuda"), 2, (m,))
-    fn = humming_fn(pairs, x, routings(m, 2, torch.device("cuda"), seed=m))
+    routes = routings(m, 2, torch.device("cuda"), seed=m)
+    if of_peer:
+        fn = peer.moe(name, x, routes, 2, E, WIDTH)
+    else:
+        fn = humming_fn(layer_pairs(preset(name), torch.device("cuda"), 2, (m,)), x, routes)
     for i in range(2):  # compile, load and warm up outside the profile
         fn(i)
     torch.cuda.synchronize()
@@ -37,8 +43,13 @@ def kernel_times(name: str, m: int) -> dict:
     for event in prof.events():
         if event.device_type == torch.autograd.DeviceType.CUDA:
             totals[event.name] += event.device_time / CALLS
-    row = {"spec": name, "M": m, "us_per_call": dict(sorted(totals.items(), key=lambda t: -t[1]))}
-    print(f"{name} M={m}: {sum(totals.values()):.1f} us per call")
+    row = {
+        "spec": name,
+        "M": m,
+        "peer": of_peer,
+        "us_per_call": dict(sorted(totals.items(), key=lambda t: -t[1])),
+    }
+    print(f"{'peer ' if of_peer else ''}{name} M={m}: {sum(totals.values()):.1f} us per call")
     for kernel, us in row["us_per_call"].items():
         print(f"  {us:9.1f} us  {kernel[:100]}")
     return row
@@ -48,11 +59,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--specs", default="W4A16_G128")
     parser.add_argument("--m", default="2048,8192")
+    parser.add_argument("--peer", action="store_true", help="the published humming-kernels")
     parser.add_argument("--out")
     args = parser.parse_args()
     save(
         args.out,
-        [kernel_times(n, int(m)) for n in args.specs.split(",") for m in args.m.split(",")],
+        [
+            kernel_times(n, int(m), args.peer)
+            for n in args.specs.split(",")
+            for m in args.m.split(",")
+        ],
     )
 
 

@@ -1,13 +1,15 @@
 """Where a humming kernel's warps stall, per SASS instruction (issue 6/7 tuning on the GPU host).
 
     python3 benchmarks/ncu_stalls.py W4A16_G128:6144x4096:4096 [--set stages=6] [--top 25] \\
-        [--out $OUT/stalls]
+        [--out $OUT/stalls] [--full]
+    python3 benchmarks/ncu_stalls.py moe:W4A16_G128:8192 [--gemm w2] ...
 
 Profiles the third call of benchmarks/profile_gemm.py for the point (its `--set` config changes
-pass through) with ncu's WarpStateStats and SourceCounters sections, keeps the report
-(`<out>.ncu-rep`) and its per-instruction page (`<out>.csv`), and prints the instructions with the
-most warp-stall samples (share of all samples, main reason) after the kernel's stall reasons.
-Needs ncu.
+pass through), or for a `moe:SPEC:M` point the third call's w13 (or w2) GEMM of
+benchmarks/profile_moe.py's layer, with ncu's WarpStateStats and SourceCounters sections (`--full`:
+every section), keeps the report (`<out>.ncu-rep`) and its per-instruction page (`<out>.csv`), and
+prints the instructions with the most warp-stall samples (share of all samples, main reason) after
+the kernel's stall reasons. Needs ncu.
 """
 
 from __future__ import annotations
@@ -22,15 +24,34 @@ HERE = Path(__file__).parent
 SAMPLES = "Warp Stall Sampling (All Samples)"
 
 
-def profile(point: str, sets: list[str], out: Path) -> None:
-    """ncu over profile_gemm.py's third call of `point`: writes out.ncu-rep and out.csv."""
-    cmd = [
-        "ncu", "--kernel-name", "regex:humming", "--launch-skip", "2", "--launch-count", "1",
-        "--section", "WarpStateStats", "--section", "SourceCounters", "-f", "-o", str(out),
-        sys.executable, str(HERE / "profile_gemm.py"), point,
-    ]  # fmt: skip
+def target(point: str, sets: list[str], gemm: str) -> list[str]:
+    """ncu's kernel filter and the profiled program for `point` (see the module docstring)."""
+    if point.startswith("moe:"):
+        skip = (
+            4 if gemm == "w13" else 5
+        )  # two humming_moe_w* kernels per call (not the alignment), third call's
+        return ["--kernel-name", "regex:humming_moe_w", "--launch-skip", str(skip),
+                sys.executable, str(HERE / "profile_moe.py"), point[4:]]  # fmt: skip
+    program = [sys.executable, str(HERE / "profile_gemm.py"), point]
     for s in sets:
-        cmd += ["--set", s]
+        program += ["--set", s]
+    return ["--kernel-name", "regex:humming", "--launch-skip", "2", *program]
+
+
+def profile(point: str, sets: list[str], out: Path, gemm: str = "w13", full: bool = False) -> None:
+    """ncu over the third call of `point`: writes out.ncu-rep and out.csv."""
+    sections = ["--set", "full"] if full else [
+        "--section", "WarpStateStats", "--section", "SourceCounters"]  # fmt: skip
+    cmd = [
+        "ncu",
+        *sections,
+        "--launch-count",
+        "1",
+        "-f",
+        "-o",
+        str(out),
+        *target(point, sets, gemm),
+    ]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     page = subprocess.run(
         ["ncu", "-i", f"{out}.ncu-rep", "--page", "source", "--csv", "--print-source", "sass"],
@@ -81,13 +102,15 @@ def reason_shares(csv_text: str) -> list[tuple[float, str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("point", help="SPEC:NxK:M")
+    parser.add_argument("point", help="SPEC:NxK:M or moe:SPEC:M")
+    parser.add_argument("--gemm", choices=("w13", "w2"), default="w13", help="a moe point's GEMM")
+    parser.add_argument("--full", action="store_true", help="every ncu section, not only stalls")
     parser.add_argument("--set", action="append", default=[], help="config field=value")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--out", default="stalls", help="report path without suffix")
     args = parser.parse_args()
     out = Path(args.out)
-    profile(args.point, args.set, out)
+    profile(args.point, args.set, out, args.gemm, args.full)
     page = out.with_suffix(".csv").read_text()
     print("  ".join(f"{k} {100 * v:.1f}%" for v, k in reason_shares(page)[:8]))
     for share, address, sass, reason in top_stalls(page, args.top):

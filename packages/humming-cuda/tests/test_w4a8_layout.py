@@ -103,6 +103,16 @@ def test_candidates_fit_the_arch_and_use_nibble_tiles(arch, m):
         assert c.smem_bytes == c.stages * (c.block_m * 128 + c.block_n * 64)
 
 
+@pytest.mark.parametrize("m", [1, 16])
+def test_decode_tile_takes_32_columns_per_warp_for_4_bit_weights(m):
+    # 8-bit weights keep 16 columns per warp: the wider tile is for half-byte weight rows
+    caps, problem = caps_for_arch("sm_90a"), GemmProblem(n=4096, k=4096, m=m)
+    w4 = FAMILY.candidates(presets.W4A8_FP8, problem, caps)
+    w8 = FAMILY.candidates(presets.W8A8_FP8, problem, caps)
+    assert {(c.block_m, c.block_n) for c in w4} == {(16, 128)}
+    assert {(c.block_m, c.block_n) for c in w8} == {(16, 64)}
+
+
 def test_render_refuses_a_config_of_the_other_width():
     caps = caps_for_arch("sm_90a")
     cfg = FAMILY.candidates(presets.W8A8_FP8, PROBLEM, caps)[0]

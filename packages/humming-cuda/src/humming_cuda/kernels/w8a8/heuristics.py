@@ -7,7 +7,7 @@ from humming_core.spec import QuantSpec
 
 from ..act_quant import unsupported_reason
 from ..split_k import clamp_split, pow2_fill
-from ..warp_tile import staged_candidates, tile_for_m
+from ..warp_tile import DECODE_TILE, staged_candidates, tile_for_m
 from ..wna16.heuristics import DEFAULT_SMS
 from .config import BLOCK_K, NIBBLE_TYPES, W8a8Config, W8a8Format
 
@@ -136,6 +136,12 @@ def _large_tile(fmt: W8a8Format) -> dict[str, int]:
     return {"m_frags": 4, "n_frags": 8, "warps_m": 2, "warps_n": 2}
 
 
+# W4A8's decode tile takes 32 columns per warp instead of 16: a 4-bit weight row is half the
+# bytes, so twice the columns keep each warp's loads as wide as the 8-bit tile's. H200, same run
+# (benchmarks/notes/session12_w4a8_decode_sweep.txt, W4A8_FP8 at 4 stages): 57344x8192 M=1
+# 207.8 -> 194.1 us, 8192x28672 M=16 132.8 -> 108.0 us, 4096x14336 M=1 38.6 -> 32.4 us.
+DECODE_4BIT_COLUMNS = {**DECODE_TILE, "n_frags": 4}
+
 # CTAs per SM the split aims for: the decode tile (4 warps, 40 KB of smem at 4 stages) fits
 # several per SM, and more CTAs keep more weight bytes in flight.
 SPLIT_CTAS_PER_SM = 4
@@ -161,6 +167,8 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         return []
     fmt = W8a8Format.from_spec(spec)
     tile = tile_for_m(problem.m, _large_tile(fmt))
+    if fmt.weight_bits == 4 and tile == DECODE_TILE:
+        tile = dict(DECODE_4BIT_COLUMNS)
     configs = staged_candidates(
         W8a8Config(arch=caps.arch, weight_bits=fmt.weight_bits, **tile), caps
     )

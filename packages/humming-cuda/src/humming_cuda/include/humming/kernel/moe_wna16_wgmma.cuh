@@ -11,13 +11,19 @@
 // What differs from the dense kernel:
 // - x's rows are gathered (TMA needs contiguous rows): the producer warpgroup's 128 threads copy
 //   the block's rows with 16-byte cp.async into the same 128B-swizzled layout TMA writes (16-byte
-//   chunk q of row r at r * 128 + 16 * (q ^ r % 8) of a 1024-aligned tile). Padding rows and K
-//   past the end are zero-filled. cp.async writes through the generic proxy and wgmma reads
-//   through the async proxy, so each producer thread waits for its copies (cp.async groups,
-//   LAG steps behind the newest), fences the proxies and only then arrives on the stage's full
-//   barrier: a full barrier takes the 128 producer threads' arrivals plus thread 0's expect-tx
-//   arrival for the weights' bulk copies. LAG = STAGES - 2: the consumers release step j - 1's
-//   stage during step j, so step j's arrival may not wait on a stage refilled after it.
+//   chunk q of row r at r * 128 + 16 * (q ^ r % 8) of a 1024-aligned tile). The block's padding
+//   rows are zeroed in every stage once, before the loop, and never copied; K past the end is
+//   copied from a zero page (a whole step at most), so every copy is a cp.async. (Copying every
+//   padding chunk from the zero page made the layer 1.2-3.4x slower: all SMs hammered one L2
+//   line.) Each producer thread
+//   ends a step with cp.async.mbarrier.arrive.noinc on the stage's full barrier: its arrival comes
+//   when its copies land, and the thread goes on to the next stage without waiting. A full
+//   barrier takes the 128 producer threads' arrivals plus thread 0's expect-tx arrival for the
+//   weights' bulk copies. cp.async writes through the generic proxy and wgmma reads through the
+//   async proxy: the consumers fence the proxies after each full-barrier wait (consume's
+//   GATHERED_X). An earlier form waited on cp.async groups two steps behind and arrived itself;
+//   tying each arrival to the producer's progress left the consumers waiting on full barriers
+//   for 30% of their stall samples at M = 8192 (notes/session13.md).
 // - weights, scales, zero points, channel / global scales and bias are expert e's slices of the
 //   [E, ...] tensors (the moe_wna16 layout: the dense wna16 layout per expert, GLU columns
 //   reordered so every 64-column layout tile holds 32 gate columns then their 32 up columns).
@@ -38,8 +44,6 @@ struct MoeWna16WgmmaKernel {
   static_assert(Tile::PRODUCER, "the producer warpgroup gathers x's rows");
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, STAGES = Tile::STAGES;
   static_assert(BM >= 16, "whole 8-row swizzle atoms per x tile");
-  static_assert(STAGES >= 3, "the producer's copies run STAGES - 2 steps ahead of its arrivals");
-  static constexpr int LAG = STAGES - 2;
   static constexpr int CONSUMER_THREADS = 128 * Tile::CONSUMERS;
   static constexpr int PRODUCER_THREADS = 128;
   static constexpr int RING = Max<STAGES * Dense::STAGE_BYTES, Dense::OUT_BYTES>::value;
@@ -83,41 +87,70 @@ struct MoeWna16WgmmaKernel {
     return d;
   }
 
-  // Producer thread pt's share of step `it`'s x tile: the block's rows (src_rows, -1 for padding)
-  // of K columns it * BK .., 16 bytes per copy, into the swizzled tile at `tile`.
-  HM_DEVICE static void gather_x(const Args& a, const int* src_rows, unsigned char* tile, int it,
-                                 int pt) {
-    constexpr int CHUNKS = BK * 2 / 16;  // 16-byte chunks per row
-#pragma unroll 4
-    for (int c = pt; c < BM * CHUNKS; c += PRODUCER_THREADS) {
-      const int r = c / CHUNKS, q = c % CHUNKS, k = it * BK + q * 8;
-      const int src = src_rows[r];
-      const bool valid = src >= 0 && k < a.K;  // K is a multiple of 8: a chunk is whole or out
-      const ActT* from = valid ? a.x + static_cast<long long>(src) * a.lda + k : a.x;
-      cp_async16(tile + r * 128 + 16 * (q ^ (r % 8)), from, valid);
+  // Producer thread pt copies 16-byte chunk Q = pt % CHUNKS of rows pt / CHUNKS + ROW_STEP * i,
+  // the same rows every step: their x rows are read from the row table once, and as ROW_STEP is
+  // a multiple of 8 the rows share one swizzle phase, so chunk i lands ROW_STEP * 128 * i bytes
+  // after chunk 0. (Indexing the row table per chunk and step made the gather 2.5x the consumers'
+  // instructions per step; the producer issued too slowly to keep the ring filled.)
+  static constexpr int CHUNKS = BK * 2 / 16;  // 16-byte chunks per x row of a step
+  static constexpr int ROW_STEP = PRODUCER_THREADS / CHUNKS;
+  static constexpr int ROWS_PER_THREAD = BM / ROW_STEP;
+  static_assert(PRODUCER_THREADS % CHUNKS == 0 && ROW_STEP % 8 == 0 && BM % ROW_STEP == 0,
+                "each producer thread copies one chunk of whole rows in one swizzle phase");
+
+  // Producer thread pt's share of step `it`'s x tile (columns it * BK ..) into the stage's tile at
+  // `tile`: rows[i] is the x row of its i-th row (0 for padding), bit i of `real` says it is not
+  // padding (zero_padding wrote the zeros of those). Past K the chunk reads the zero page.
+  HM_DEVICE static void gather_x(const Args& a, const int (&rows)[ROWS_PER_THREAD], u32 real,
+                                 unsigned char* tile, int it, int pt) {
+    const int q = pt % CHUNKS, r0 = pt / CHUNKS, k = it * BK + q * 8;
+    unsigned char* dst = tile + r0 * 128 + 16 * (q ^ (r0 % 8));
+    const bool in_k = k < a.K;  // K is a multiple of 8: a chunk is whole or past the end
+    const char* base = in_k ? reinterpret_cast<const char*>(a.x + k)
+                            : reinterpret_cast<const char*>(rs_zero_page);
+    const int row_bytes = in_k ? a.lda * static_cast<int>(sizeof(ActT)) : 0;
+#pragma unroll
+    for (int i = 0; i < ROWS_PER_THREAD; ++i) {
+      cp_async16_if(dst + ROW_STEP * 128 * i, base + static_cast<long long>(rows[i]) * row_bytes,
+                    (real >> i) & 1);
     }
   }
 
-  // The producer warpgroup: every thread gathers its share of x per step; thread 0 also issues
-  // the weights' bulk copies (Dense::produce without x).
+  // Zeros in the block's padding rows of every stage's x tile, by all threads (a __syncthreads
+  // must follow: the consumers read them after their full-barrier waits and proxy fences).
+  HM_DEVICE static void zero_padding(unsigned char* ring, const int* src_rows) {
+    for (int c = threadIdx.x; c < STAGES * BM * CHUNKS; c += Tile::THREADS) {
+      const int s = c / (BM * CHUNKS), r = c / CHUNKS % BM, q = c % CHUNKS;
+      if (src_rows[r] < 0) {
+        *reinterpret_cast<uint4*>(ring + s * Dense::STAGE_BYTES + r * 128 + 16 * q) = uint4{};
+      }
+    }
+  }
+
+  // The producer warpgroup: every thread gathers its share of x per step and arrives on the
+  // stage's full barrier when its copies land; thread 0 also issues the weights' bulk copies
+  // (Dense::produce without x).
   HM_DEVICE static void produce_all(const Args& a, const DenseArgs& d, const typename Dense::Smem& sm,
                                     unsigned char* ring, const int* src_rows, int iters, int n0) {
     const int pt = threadIdx.x - CONSUMER_THREADS;
+    int rows[ROWS_PER_THREAD];
+    u32 real = 0;
+#pragma unroll
+    for (int i = 0; i < ROWS_PER_THREAD; ++i) {
+      const int src = src_rows[pt / CHUNKS + ROW_STEP * i];
+      rows[i] = src < 0 ? 0 : src;
+      real |= static_cast<u32>(src >= 0) << i;
+    }
     for (int j = 0; j < iters; ++j) {
       const int s = j % STAGES;
       mbar_wait(sm.empty_bar(s), ((j / STAGES) & 1) ^ 1);
       if (pt == 0) Dense::template produce<false>(nullptr, d, sm, s, j, 0, n0);
-      gather_x(a, src_rows, ring + s * Dense::STAGE_BYTES, j, pt);
-      cp_async_commit();
-      if (j >= LAG) {
-        cp_async_wait<LAG>();
-        fence_proxy_async_smem();
-        mbar_arrive(sm.full_bar((j - LAG) % STAGES));
-      }
+      gather_x(a, rows, real, ring + s * Dense::STAGE_BYTES, j, pt);
+      cp_async_mbar_arrive_noinc(sm.full_bar(s));
     }
+    // the copies land before the thread leaves
+    cp_async_commit();
     cp_async_wait<0>();
-    fence_proxy_async_smem();
-    for (int j = iters > LAG ? iters - LAG : 0; j < iters; ++j) mbar_arrive(sm.full_bar(j % STAGES));
   }
 
   // Eight consecutive output columns c0 .. c0 + 7 of one row (those below n_out).
@@ -193,6 +226,8 @@ struct MoeWna16WgmmaKernel {
     // Its closing __syncthreads also publishes the barriers' initialisation.
     const int e = moe_block_rows<BM, Tile::THREADS>(a, src_rows, ids, threadIdx.x);
     if (e < 0) return;
+    zero_padding(ring, src_rows);
+    __syncthreads();
     const DenseArgs d = expert_args(a, e);
     const int n0 = blockIdx.x * BN, iters = ceil_div(a.K, BK);
     if (threadIdx.x >= CONSUMER_THREADS) {
@@ -204,7 +239,7 @@ struct MoeWna16WgmmaKernel {
     float acc[2][Dense::ACC];
 #pragma unroll
     for (int i = 0; i < Dense::ACC; ++i) acc[0][i] = acc[1][i] = 0.f;
-    Dense::consume(nullptr, d, sm, ring, 0, iters, 0, n0, acc);
+    Dense::template consume<true>(nullptr, d, sm, ring, 0, iters, 0, n0, acc);
     // both warpgroups' wgmmas are done before the ring turns into the output tile
     named_barrier<CONSUMER_THREADS>(1);
     float* tile = reinterpret_cast<float*>(ring);

@@ -269,7 +269,10 @@ struct Wna16WgmmaRsKernel {
     }
   }
 
-  // K steps it0 .. it0 + iters - 1; local step j sits in stage j % STAGES.
+  // K steps it0 .. it0 + iters - 1; local step j sits in stage j % STAGES. GATHERED_X: x's tile
+  // was written by threads' cp.async (generic proxy), which wgmma (async proxy) reads only after
+  // a proxy fence on this side of the full barrier.
+  template <bool GATHERED_X = false>
   HM_DEVICE static void consume(const TmaDescriptor* tx, const Args& a, const Smem& sm,
                                 const unsigned char* ring, int it0, int iters, int m0, int n0,
                                 float (&acc)[2][ACC]) {
@@ -290,6 +293,7 @@ struct Wna16WgmmaRsKernel {
       const unsigned char* stage = ring + s * STAGE_BYTES;
       const u64 dx = sw128_kmajor_desc(sm.x(s));
       mbar_wait(sm.full_bar(s), (j / STAGES) & 1);
+      if constexpr (GATHERED_X) fence_proxy_async_smem();
       if (one_row) group_params(stage, group_off, 0, gp);
       // Every slice alike: tiles past K hold the producer's zeros (rs_zero_page), and a warp
       // whose layout-tile column lies past the padded N computes rows that are never stored.

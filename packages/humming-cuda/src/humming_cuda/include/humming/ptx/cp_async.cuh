@@ -93,9 +93,31 @@ HM_DEVICE void cp_async16_byte_weight(void* smem, const void* gmem, bool pred, u
   }
 }
 
+// Copies 16 bytes when `pred`, else nothing: one predicated instruction, no branch (`gmem` must
+// still be a valid address; a caller with nothing to copy passes any row of the same tensor).
+HM_DEVICE void cp_async16_if(void* smem, const void* gmem, bool pred) {
+#if HM_HAS_CP_ASYNC
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
+      " @p cp.async.cg.shared.global [%0], [%1], 16;\n}\n" ::"r"(smem_addr(smem)),
+      "l"(gmem), "r"(static_cast<int>(pred))
+      : "memory");
+#else
+  if (pred) *reinterpret_cast<uint4*>(smem) = *reinterpret_cast<const uint4*>(gmem);
+#endif
+}
+
 HM_DEVICE void cp_async_commit() {
 #if HM_HAS_CP_ASYNC
   asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// An arrival on the mbarrier at shared address `bar` once every cp.async this thread has issued so
+// far has landed, without waiting for them; `.noinc`: the barrier's expected count includes it.
+HM_DEVICE void cp_async_mbar_arrive_noinc(u32 bar) {
+#if HM_HAS_CP_ASYNC
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 #endif
 }
 
