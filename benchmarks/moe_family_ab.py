@@ -4,12 +4,14 @@ expert (its heuristics' thresholds, overridable here to measure them).
 
     python3 benchmarks/moe_family_ab.py [--specs W4A16_G128,MXFP4] [--m 128,512,2048,8192]
         [--min-rows 32] [--max-rows-block-64 63] [--out ab.json]
+    python3 benchmarks/moe_family_ab.py --decode [--m 1,8,32,128] ...
 
 Per spec and M: the humming bench's MoE layer (Qwen3-30B-A3B experts, w13 with the SiLU GLU, w2
 with the router weights, routing aligned on the GPU) timed by CUDA-graph replay over rotated
 weight copies and routings exactly as `humming bench --suite moe` times it, once built with
 moe_wna16_wgmma left out (A) and once routed (B), in one process. Prints both times, B/A, and the
-families each layer's M bucket ran.
+families each layer's M bucket ran. `--decode` compares moe_wna16's forms instead: A without its
+decode form (moe_wna16.heuristics.decode_config never taken), B as the device routes.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from humming_cuda.bench.moe import (
     routings,
 )
 from humming_cuda.bench.timing import graph_time_us
+from humming_cuda.kernels.moe_wna16 import heuristics as moe_wna16_heuristics
 from humming_cuda.kernels.moe_wna16_wgmma import heuristics
 
 NEVER = 1 << 62  # more rows per expert than any layer routes: moe_wna16_wgmma left out
@@ -47,16 +50,32 @@ def thresholds(min_rows: int, max_rows_block_64: int):
         heuristics.MIN_ROWS_PER_EXPERT, heuristics.MAX_ROWS_FOR_BLOCK_64 = saved
 
 
-def compare(name: str, m: int, routed: tuple[int, int]) -> dict:
+@contextmanager
+def without_decode():
+    """moe_wna16's decode form left out of the layers built inside."""
+    saved = moe_wna16_heuristics.decode_config
+    moe_wna16_heuristics.decode_config = lambda *args: None
+    try:
+        yield
+    finally:
+        moe_wna16_heuristics.decode_config = saved
+
+
+def compare(name: str, m: int, routed: tuple[int, int], decode: bool = False) -> dict:
     copies, calls = copies_and_calls(m)
     x = activations(preset(name), m, torch.device("cuda"))
     routes = routings(m, calls, torch.device("cuda"), seed=m)
     row = {"spec": name, "M": m}
-    for label, limits in (("A", (NEVER, NEVER)), ("B", routed)):
-        with thresholds(*limits):
+    a_build = without_decode() if decode else thresholds(NEVER, NEVER)
+    for label, build in (("A", a_build), ("B", thresholds(*routed))):
+        with build:
             pairs = layer_pairs(preset(name), torch.device("cuda"), copies, (m,))
         bucket = bucket_of(m * TOPK)
-        row[f"{label}_families"] = [layer.configs[bucket].family for layer in pairs[0]]
+        row[f"{label}_families"] = [
+            layer.configs[bucket].family
+            + ("_decode" if getattr(layer.configs[bucket], "tokens", 0) else "")
+            for layer in pairs[0]
+        ]
         row[f"{label}_us"] = graph_time_us(humming_fn(pairs, x, routes), calls)
         del pairs
         torch.cuda.empty_cache()
@@ -75,11 +94,14 @@ def main() -> None:
     parser.add_argument("--m", default="128,512,2048,8192")
     parser.add_argument("--min-rows", type=int, default=heuristics.MIN_ROWS_PER_EXPERT)
     parser.add_argument("--max-rows-block-64", type=int, default=heuristics.MAX_ROWS_FOR_BLOCK_64)
+    parser.add_argument("--decode", action="store_true", help="A/B of moe_wna16's decode form")
     parser.add_argument("--out")
     args = parser.parse_args()
     routed = (args.min_rows, args.max_rows_block_64)
     rows = [
-        compare(name, int(m), routed) for name in args.specs.split(",") for m in args.m.split(",")
+        compare(name, int(m), routed, args.decode)
+        for name in args.specs.split(",")
+        for m in args.m.split(",")
     ]
     save(args.out, rows)
 

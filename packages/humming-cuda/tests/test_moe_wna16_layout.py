@@ -13,7 +13,9 @@ from humming_cuda.caps import caps_for_arch
 from humming_cuda.kernels import family_named
 from humming_cuda.kernels.moe_wna16 import FAMILY, MoeWna16Config, block_m_for
 from humming_cuda.kernels.moe_wna16.bind import MoeWna16Kernel
+from humming_cuda.kernels.moe_wna16.config import smem_bytes
 from humming_cuda.kernels.moe_wna16.layout import glu_order, reorder_glu
+from humming_cuda.kernels.wna16.config import KernelFormat
 from humming_cuda.kernels.wna16.layout import Wna16Layout, unpack_tiles
 
 CAPS = caps_for_arch("sm_90a")
@@ -32,11 +34,54 @@ def test_registered_and_verified():
 
 @pytest.mark.parametrize(("rows", "experts", "block"), [(1, 8, 16), (256, 8, 32), (4096, 8, 64)])
 def test_block_m_follows_rows_per_expert(rows, experts, block):
+    # the dense K loop's tiles; the decode form (tokens > 0) is tested below
     assert block_m_for(rows, experts) == block
     cfgs = FAMILY.candidates(
         moe_spec(), GemmProblem(n=1024, k=512, m=rows, num_experts=experts), CAPS
     )
-    assert cfgs and all(c.block_m == block and c.split_k == 1 for c in cfgs)
+    dense = [c for c in cfgs if not c.tokens]
+    assert dense and all(c.block_m == block and c.split_k == 1 for c in dense)
+
+
+@pytest.mark.parametrize(
+    ("base", "rows", "tokens"),
+    [
+        (presets.W4A16_G128, 8, 8),  # 1 row per expert: one n8 block of tokens
+        (presets.W4A16_G128, 64, 8),  # 8 rows
+        (presets.W4A16_G128, 96, 16),  # 12 rows: two blocks for groups of 128
+        (presets.W8A16, 128, 16),  # per-channel scales: two blocks too
+        (presets.MXFP4, 96, 0),  # groups of 32 with 12 rows: the dense K loop (wna16_decode's rule)
+        (presets.MXFP4, 64, 8),
+        (presets.GGUF_Q4_K, 8, 0),  # float zero points are applied per weight: dense K loop
+        (presets.W4A16_G128, 136, 0),  # 17 rows
+    ],
+)
+def test_decode_form_up_to_16_rows_per_expert(base, rows, tokens):
+    problem = GemmProblem(n=1024, k=512, m=rows, num_experts=8)
+    first = FAMILY.candidates(moe_spec(base), problem, CAPS)[0]
+    assert first.tokens == tokens
+    if tokens:
+        # the routing block is the token count; the tile stays one 16-row fragment
+        assert (first.block_m, first.tile_rows, first.m_frags) == (tokens, 16, 1)
+
+
+def test_decode_tile_narrows_when_its_ctas_would_not_fill_the_gpu():
+    # 8 blocks x 8 columns tiles of 128 < 2 CTAs per SM: one 64-column warp per CTA
+    few = FAMILY.candidates(moe_spec(), GemmProblem(n=1024, k=2048, m=8, num_experts=8), CAPS)
+    many = FAMILY.candidates(moe_spec(), GemmProblem(n=4096, k=2048, m=256, num_experts=64), CAPS)
+    assert (few[0].tokens, few[0].warps_n) == (8, 1)
+    assert (many[0].tokens, many[0].warps_n) == (8, 2)
+
+
+def test_decode_config_checks_its_tile_and_sizes_shared_memory_for_16_rows():
+    with pytest.raises(ValueError, match="m_frags=1"):
+        MoeWna16Config(arch="sm_90a", tokens=8, m_frags=2)
+    fmt = KernelFormat.from_spec(moe_spec())
+    decode = MoeWna16Config(arch="sm_90a", tokens=8, warps_n=2, k_steps=4)
+    assert (
+        smem_bytes(fmt, decode) == fmt.smem_bytes(decode.model_copy(update={"tokens": 0})) + 8 * 16
+    )
+    assert smem_bytes(fmt, decode) == smem_bytes(fmt, decode.model_copy(update={"tokens": 16}))
 
 
 def test_split_k_is_fixed_to_one():
@@ -73,9 +118,15 @@ def test_render_bakes_the_epilogue_policy(epilogue, policy):
     spec = moe_spec(**epilogue)
     problem = GemmProblem(n=128, k=128, m=8, num_experts=4)
     assert FAMILY.supports(spec, problem, CAPS)
-    source = FAMILY.render(spec, FAMILY.candidates(spec, problem, CAPS)[0], CAPS)
-    assert policy in source.code
-    assert "HUMMING_MOE_WNA16_ENTRY" in source.code
+    decode, dense = FAMILY.candidates(spec, problem, CAPS)[:2]
+    assert decode.tokens == 8 and not dense.tokens
+    for cfg, entry in (
+        (decode, "HUMMING_MOE_WNA16_DECODE_ENTRY("),
+        (dense, "HUMMING_MOE_WNA16_ENTRY("),
+    ):
+        source = FAMILY.render(spec, cfg, CAPS)
+        assert policy in source.code and entry in source.code
+    assert "Act, 8)" in FAMILY.render(spec, decode, CAPS).code
 
 
 def test_swiglu_constants_enter_the_kernel_name():

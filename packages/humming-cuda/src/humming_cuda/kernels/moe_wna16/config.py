@@ -10,6 +10,8 @@ from __future__ import annotations
 import struct
 from typing import Literal
 
+from pydantic import model_validator
+
 from humming_core.spec import QuantSpec
 
 from ..wna16.config import KernelFormat, Wna16Config
@@ -24,10 +26,31 @@ ROW_TABLE_BYTES = 8  # per block row: the source row of x and the token id (two 
 
 
 class MoeWna16Config(Wna16Config):
-    """A WnA16 tile whose block_m (16 * m_frags) is the routing alignment block size."""
+    """A WnA16 tile whose block_m is the routing alignment block size: 16 * m_frags rows on the
+    dense WnA16 K loop (tokens = 0), or `tokens` (8 or 16) rows on the decode kernel's
+    (include/humming/kernel/moe_wna16_decode.cuh; its tile stays one 16-row fragment)."""
 
     family: Literal["moe_wna16"] = "moe_wna16"  # type: ignore[assignment]
     split_k: Literal[1] = 1  # type: ignore[assignment]
+    tokens: Literal[0, 8, 16] = 0
+
+    @model_validator(mode="after")
+    def _decode_tile(self) -> MoeWna16Config:
+        if self.tokens and self.m_frags != 1:
+            raise ValueError(
+                f"tokens={self.tokens} with m_frags={self.m_frags}: the decode form takes one "
+                "16-row tile (m_frags=1)"
+            )
+        return self
+
+    @property
+    def block_m(self) -> int:
+        return self.tokens or 16 * self.m_frags
+
+    @property
+    def tile_rows(self) -> int:
+        """Rows of the CTA's activation tile (16 * m_frags in both forms)."""
+        return 16 * self.m_frags
 
 
 def _f32_bits(value: float) -> str:
@@ -46,5 +69,6 @@ def epilogue_policy(spec: QuantSpec) -> str:
 
 
 def smem_bytes(fmt: KernelFormat, cfg: MoeWna16Config) -> int:
-    """Dynamic shared memory: the dense kernel's plus the block's row table (MoeWna16Kernel::kBytes)."""
-    return fmt.smem_bytes(cfg) + ROW_TABLE_BYTES * cfg.block_m
+    """Dynamic shared memory: the dense kernel's (for the tile's rows) plus the tile's row table
+    (MoeWna16Kernel::kBytes)."""
+    return fmt.smem_bytes(cfg.model_copy(update={"tokens": 0})) + ROW_TABLE_BYTES * cfg.tile_rows

@@ -8,7 +8,8 @@ from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
 from ..wna16.config import KernelFormat
-from ..wna16.heuristics import _arch_reason, _spec_reason
+from ..wna16.heuristics import DEFAULT_SMS, _arch_reason, _spec_reason
+from ..wna16_decode import heuristics as decode
 from .config import GLUS, MoeWna16Config, smem_bytes
 
 
@@ -88,6 +89,29 @@ def block_m_for(rows: int, num_experts: int) -> int:
     return 16 if per_expert <= 16 else 32 if per_expert <= 32 else 64
 
 
+def decode_config(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> MoeWna16Config | None:
+    """The decode form (include/humming/kernel/moe_wna16_decode.cuh) when the experts expect at
+    most 16 rows each, on the tile the dense decode kernel takes for the same weights and token
+    count (8, or 16 under wna16_decode's rule for two token blocks), or None. A tile of two 64-column
+    warps whose CTAs (one per expert block and 128 columns) would not fill two per SM takes one."""
+    rows = max(problem.m if problem.m is not None else 1, 1)
+    per_expert = -(-rows // max(problem.num_experts, 1))
+    if per_expert > decode.MAX_M:
+        return None
+    tokens = decode.ONE_BLOCK_M if per_expert <= decode.ONE_BLOCK_M else decode.MAX_M
+    dense = GemmProblem(n=problem.n, k=problem.k, m=tokens, act_dtype=problem.act_dtype)
+    plain = dense_spec(spec)
+    if not decode.supports(plain, dense, caps) or not decode.prefers(plain, dense, caps):
+        return None
+    fields = decode.candidates(plain, dense, caps)[0].model_dump(
+        exclude={"family", "split_k", "tokens"}
+    )
+    blocks = min(rows, problem.num_experts)
+    if fields["warps_n"] > 1 and blocks * -(-problem.n // 128) < 2 * (caps.sm_count or DEFAULT_SMS):
+        fields["warps_n"] = 1
+    return MoeWna16Config(tokens=tokens, **fields)
+
+
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[MoeWna16Config]:
     """Configs for this problem, best first; `problem.m` counts routed rows (M * top_k)."""
     if not supports(spec, problem, caps):
@@ -96,6 +120,9 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     block_m = block_m_for(problem.m if problem.m is not None else 1, problem.num_experts)
     stages = 4 if caps.has("cp.async") else 2
     out: list[MoeWna16Config] = []
+    first = decode_config(spec, problem, caps)
+    if first is not None and smem_bytes(fmt, first) <= caps.smem_per_block:
+        out.append(first)
     for want in (stages, 3):
         cfg = MoeWna16Config(arch=caps.arch, stages=min(want, stages), **_block_tile(block_m))
         while cfg.stages > 2 and smem_bytes(fmt, cfg) > caps.smem_per_block:

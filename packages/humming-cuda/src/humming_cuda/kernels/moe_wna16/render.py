@@ -20,14 +20,22 @@ def render(spec: QuantSpec, config: MoeWna16Config, caps: DeviceCaps) -> KernelS
     act, weight, tile, epi = template_arguments(fmt, config)
     policy = epilogue_policy(spec)
     key = f"moe|{act}|{weight}|{tile}|{epi}|{policy}"
+    if config.tokens:
+        key += f"|decode{config.tokens}"
+        header, entry = (
+            "moe_wna16_decode",
+            f"HUMMING_MOE_WNA16_DECODE_ENTRY({{}}, {act}, Fmt, Tile, Epi, Act, {config.tokens})",
+        )
+    else:
+        header, entry = "moe_wna16", f"HUMMING_MOE_WNA16_ENTRY({{}}, {act}, Fmt, Tile, Epi, Act)"
     name = f"humming_moe_wna16_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
     code = (
-        '#include "humming/kernel/moe_wna16.cuh"\n'
+        f'#include "humming/kernel/{header}.cuh"\n'
         f"using Fmt = {weight};\n"
         f"using Tile = {tile};\n"
         f"using Epi = {epi};\n"
         f"using Act = {policy};\n"
-        f"HUMMING_MOE_WNA16_ENTRY({name}, {act}, Fmt, Tile, Epi, Act)\n"
+        f"{entry.format(name)}\n"
     )
     meta = {"family": "moe_wna16", "config": config.model_dump(), "spec": spec.to_json()}
     return KernelSource(name=name, code=code, arch=config.arch, meta=meta)

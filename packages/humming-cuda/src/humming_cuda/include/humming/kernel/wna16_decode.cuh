@@ -27,7 +27,9 @@ namespace humming {
 // checks worked out once per CTA: wna16's loaders recompute them every stage, which was about half
 // of the decode kernel's main-loop instructions. Stages that lie wholly inside K need no K checks;
 // the last, partial one takes wna16's checked loaders.
-template <typename T, typename Fmt, typename Tile, typename Epi, int TOKENS>
+// Off: the type of the token chunks' offsets in x (an indexed MoE block's gathered rows may lie
+// past 2^31 elements: long long).
+template <typename T, typename Fmt, typename Tile, typename Epi, int TOKENS, typename Off = int>
 struct DecodeStageCopies {
   using Base = Wna16Kernel<T, Fmt, Tile, Epi>;
   using BL = typename Base::BLoader;
@@ -38,7 +40,8 @@ struct DecodeStageCopies {
   static_assert(SL::kChunks <= Tile::THREADS, "one pass of the threads must cover the group rows");
   static_assert(BL::kPerThread <= 32, "chunk flags are bits of one word");
 
-  int a_src[kAPasses], a_dst[kAPasses];  // token chunks: offset in x (without k0) and the stage
+  Off a_src[kAPasses];  // token chunks: offset in x (without k0), -1: none
+  int a_dst[kAPasses];  // and in the stage
   int s_off;         // group-row chunk: element offset in a [groups][n_pad] row block; -1: none
   u32 b_off[BL::kPerThread];  // weight chunks: word offsets from the tile's first stage word
   u32 b_ok;                   // bit i: chunk i exists and its 64 columns are inside n_pad
@@ -63,13 +66,33 @@ struct DecodeStageCopies {
     }
   }
 
+  // An indexed MoE block's copies (kernel/moe_wna16_decode.cuh): tile row r holds x row rows[r]
+  // (-1: none) instead of row r.
+  HM_DEVICE DecodeStageCopies(const typename Base::Args& a, int n0, int tid, const int* rows)
+      : DecodeStageCopies(a, n0, tid) {
+#pragma unroll
+    for (int p = 0; p < kAPasses; ++p) {
+      const int c = tid + p * Tile::THREADS, row = c / kAChunksPerRow, chunk = c % kAChunksPerRow;
+      const int src = row < TOKENS ? rows[row] : -1;
+      a_src[p] = src >= 0 ? static_cast<Off>(src) * a.lda + chunk * 8 : -1;
+      a_dst[p] = Base::ALoader::offset(src >= 0 ? row : 0, chunk);
+    }
+  }
+
   HM_DEVICE void load(const typename Base::Args& a, char* smem, int buf, int it, int n0, int tid,
                       u64 policy) const {
-    const int k0 = it * Tile::BK;
-    if (k0 + Tile::BK > a.K) {
+    if (it * Tile::BK + Tile::BK > a.K) {
       Base::load_stage(a, smem, buf, it, 0, n0, tid);
       return;
     }
+    load_whole(a, smem, buf, it, n0, tid, policy);
+  }
+
+  // A stage wholly inside K (no K checks). HINT: the weight copies carry `policy` (evict-first).
+  template <bool HINT = true>
+  HM_DEVICE void load_whole(const typename Base::Args& a, char* smem, int buf, int it, int n0,
+                            int tid, u64 policy) const {
+    const int k0 = it * Tile::BK;
 #pragma unroll
     for (int p = 0; p < kAPasses; ++p) {
       if (a_src[p] >= 0) cp_async16(Base::stage_a(smem, buf) + a_dst[p], a.x + a_src[p] + k0, true);
@@ -80,7 +103,11 @@ struct DecodeStageCopies {
 #pragma unroll
     for (int i = 0; i < BL::kPerThread; ++i) {
       if (b_ok & (1u << i)) {
-        cp_async16_stream(b_s + (tid + i * Tile::THREADS) * 4, w + b_off[i], true, policy);
+        if constexpr (HINT) {
+          cp_async16_stream(b_s + (tid + i * Tile::THREADS) * 4, w + b_off[i], true, policy);
+        } else {
+          cp_async16(b_s + (tid + i * Tile::THREADS) * 4, w + b_off[i], true);
+        }
       }
     }
     if constexpr (Fmt::GROUP > 0) {
