@@ -27,12 +27,14 @@ ROW_TABLE_BYTES = 8  # per block row: the source row of x and the token id (two 
 
 class MoeWna16Config(Wna16Config):
     """A WnA16 tile whose block_m is the routing alignment block size: 16 * m_frags rows on the
-    dense WnA16 K loop (tokens = 0), or `tokens` (8 or 16) rows on the decode kernel's
-    (include/humming/kernel/moe_wna16_decode.cuh; its tile stays one 16-row fragment)."""
+    dense WnA16 K loop (tokens = 0), or `tokens` = 8 rows (one n8 block) on the decode kernel's
+    (include/humming/kernel/moe_wna16_decode.cuh; its tile stays one 16-row fragment). The kernel
+    also takes 16 tokens, but two blocks were slower than the dense K loop's 16-row tile where
+    they would be chosen (heuristics.MAX_DECODE_ROWS), so configs do not offer them."""
 
     family: Literal["moe_wna16"] = "moe_wna16"  # type: ignore[assignment]
     split_k: Literal[1] = 1  # type: ignore[assignment]
-    tokens: Literal[0, 8, 16] = 0
+    tokens: Literal[0, 8] = 0
 
     @model_validator(mode="after")
     def _decode_tile(self) -> MoeWna16Config:

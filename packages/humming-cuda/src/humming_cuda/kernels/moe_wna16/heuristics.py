@@ -89,19 +89,24 @@ def block_m_for(rows: int, num_experts: int) -> int:
     return 16 if per_expert <= 16 else 32 if per_expert <= 32 else 64
 
 
+# The decode form takes experts expecting at most this many rows (one n8 block of tokens). H200,
+# the MoE bench's layer, same run (benchmarks/moe_family_ab.py --decode, notes/session13.md), decode
+# form over the dense K loop: W4A16 g128 0.66 / 0.72 / 0.70 / 0.89 at 1 / 1 / 2 / 8 rows per
+# expert (M = 1, 8, 32, 128), MXFP4 0.74-0.98; with two token blocks at 16 rows (M = 256) 1.13.
+MAX_DECODE_ROWS = 8
+
+
 def decode_config(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> MoeWna16Config | None:
     """The decode form (include/humming/kernel/moe_wna16_decode.cuh) when the experts expect at
-    most 16 rows each, on the tile the dense decode kernel takes for the same weights and token
-    count (8, or 16 under wna16_decode's rule for two token blocks), or None. A tile of two 64-column
-    warps whose CTAs (one per expert block and 128 columns) would not fill two per SM takes one."""
+    most MAX_DECODE_ROWS rows each, on the tile the dense decode kernel takes for the same weights
+    and 8 tokens, or None. A tile of two 64-column warps whose CTAs (one per expert block and 128
+    columns) would not fill two per SM takes one."""
     rows = max(problem.m if problem.m is not None else 1, 1)
-    per_expert = -(-rows // max(problem.num_experts, 1))
-    if per_expert > decode.MAX_M:
+    if -(-rows // max(problem.num_experts, 1)) > MAX_DECODE_ROWS:
         return None
-    tokens = decode.ONE_BLOCK_M if per_expert <= decode.ONE_BLOCK_M else decode.MAX_M
-    dense = GemmProblem(n=problem.n, k=problem.k, m=tokens, act_dtype=problem.act_dtype)
+    dense = GemmProblem(n=problem.n, k=problem.k, m=MAX_DECODE_ROWS, act_dtype=problem.act_dtype)
     plain = dense_spec(spec)
-    if not decode.supports(plain, dense, caps) or not decode.prefers(plain, dense, caps):
+    if not decode.supports(plain, dense, caps):
         return None
     fields = decode.candidates(plain, dense, caps)[0].model_dump(
         exclude={"family", "split_k", "tokens"}
@@ -109,7 +114,7 @@ def decode_config(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Mo
     blocks = min(rows, problem.num_experts)
     if fields["warps_n"] > 1 and blocks * -(-problem.n // 128) < 2 * (caps.sm_count or DEFAULT_SMS):
         fields["warps_n"] = 1
-    return MoeWna16Config(tokens=tokens, **fields)
+    return MoeWna16Config(tokens=MAX_DECODE_ROWS, **fields)
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[MoeWna16Config]:
