@@ -1,7 +1,8 @@
 """The MoE WnA16 family: the indexed (vLLM fused_moe-style sorted token ids) expert GEMM with
 16-bit activations x any WnA16 weight format, optionally with a GLU epilogue (w13) and router
-weights (w2). Reuses the dense WnA16 K loop (include/humming/kernel/moe_wna16.cuh); no split-K
-(see config.py).
+weights (w2). Reuses the dense WnA16 K loop (include/humming/kernel/moe_wna16.cuh), or with at most
+8 rows per expert the decode kernel's (moe_wna16_decode.cuh, config tokens=8); no split-K (see
+config.py).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-// Indexed MoE WnA16 GEMM for few rows per expert (humming_cuda.kernels.moe_wna16 with tokens 8 or
-// 16): the decode kernel's K loop (kernel/wna16_decode.cuh: the weights are the MMA's A operand,
-// each dequantized once, the block's TOKENS gathered rows its n8 side) on one routing alignment
-// block of TOKENS sorted ids per CTA row, with MoeWna16Kernel's contract, expert slices, gathered
-// K-tail stage and epilogue policies (kernel/moe_wna16.cuh).
+// Indexed MoE WnA16 GEMM for few rows per expert (humming_cuda.kernels.moe_wna16 with tokens = 8):
+// the decode kernel's K loop (kernel/wna16_decode.cuh: the weights are the MMA's A operand, each
+// dequantized once, the block's TOKENS gathered rows its n8 side) on one routing alignment block
+// of TOKENS sorted ids per CTA row, with MoeWna16Kernel's contract, expert slices, gathered K-tail
+// stage and epilogue policies (kernel/moe_wna16.cuh). TOKENS = 16 compiles too, but was slower
+// than the dense K loop where it would be chosen (benchmarks/notes/session13.md).
 //
 // Why: at decode an expert sees a handful of rows, and the mma.sync MoE kernel's 16-row A operand
 // is mostly padding, its copies recomputed every stage; the dense decode kernel avoids both.

@@ -1,0 +1,67 @@
+"""The indexed MoE WnA16 kernels through the user API, for compute-sanitizer on the GPU host.
+
+    compute-sanitizer --tool racecheck python3 scripts/sanitize_moe.py [CASE ...]
+    compute-sanitizer --tool memcheck --report-api-errors no python3 scripts/sanitize_moe.py
+
+CASE: indices into CASES, to run only those (with HUMMING_LINEINFO=1 a report names source lines).
+Covers moe_wna16's decode form (one or two 64-column warps per CTA, a K tail) and its dense K loop,
+and moe_wna16_wgmma's 128-row blocks (the producer warpgroup's gathered rows arriving on the full
+barriers by cp.async, padding rows, K tails). The layer's kernels are built for the M bucket, so
+the wgmma cases' 38 and 150 rows per expert both fall in buckets of 64 rows or more. Each result is compared with the reference
+GEMM (humming_core.numerics.moe), so a silent corruption also fails: the error relative to the
+output's largest value must stay within 2^-6, a coarse guard (the conformance tests hold the exact
+bounds) that a race corrupting whole fragments exceeds.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from humming_core.numerics.moe import moe_align, reference_moe_gemm
+from humming_core.numerics.quant import quantize_weight
+from humming_core.ops import PreparedMoe, bucket_of
+from humming_core.spec import preset
+
+CASES = [  # (preset, experts, top_k, M, N, K): rows per expert pick the kernel
+    ("W4A16_G128", 64, 2, 8, 256, 264),  # moe_wna16 decode, one warp column, K tail
+    ("W4A16_G128", 128, 8, 40, 1024, 512),  # decode, two warp columns
+    ("MXFP4", 16, 4, 60, 256, 384),  # the dense K loop's 16-row blocks
+    ("W4A16_G128", 8, 2, 150, 320, 264),  # moe_wna16_wgmma, padding-heavy blocks, K tail
+    ("W8A16", 8, 4, 300, 256, 520),  # moe_wna16_wgmma, K tail
+]
+GUARD = 2.0**-6
+
+
+def run_case(name: str, experts: int, top_k: int, m: int, n: int, k: int) -> float:
+    spec = preset(name).replace(layout="moe")
+    gen = torch.Generator().manual_seed(m * n + k)
+    cw = quantize_weight(torch.randn(experts, n, k, generator=gen) / k**0.5, spec).to("cuda")
+    act = torch.float16 if spec.act.dtype.name == "fp16" else torch.bfloat16
+    x = torch.randn(m, k, generator=gen).to(act).cuda()
+    ids = torch.rand(m, experts, generator=gen).topk(top_k, dim=-1).indices.int().cuda()
+    rows = m * top_k
+    layer = PreparedMoe(cw, buckets=(bucket_of(rows),))
+    config = layer.configs[bucket_of(rows)]
+    block = layer.block_size(rows)
+    routing = moe_align(ids, block, experts)
+    out = layer.run(x, *routing, top_k, block)
+    torch.cuda.synchronize()
+    ref = reference_moe_gemm(x, cw, *routing, top_k, block_size=block)
+    err = float((out.float() - ref.float()).abs().max() / ref.float().abs().max().clamp_min(1e-6))
+    tokens = getattr(config, "tokens", 0)
+    form = f"{config.family}{' decode' if tokens else ''} block {block}"
+    print(
+        f"{name:11s} E={experts:<3d} top{top_k} M={m:<4d} N={n:<5d} K={k:<4d} {form:28s} err {err:.2e}"
+    )
+    return err
+
+
+def main(picked: list[str]) -> int:
+    cases = [CASES[int(i)] for i in picked] if picked else CASES
+    return 1 if sum(run_case(*case) > GUARD for case in cases) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
