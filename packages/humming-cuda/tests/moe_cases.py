@@ -111,6 +111,24 @@ def wna16_expert_bound(xa, cw, e) -> tuple[torch.Tensor, torch.Tensor]:
     return acc, error_bound(xa, one, acc)
 
 
+def w8a8_expert_bound(xr, cw, e) -> tuple[torch.Tensor, torch.Tensor]:
+    """`ExpertBound` of the MoE families with 8-bit activations: the kernel quantizes the routed
+    rows xr exactly as prepare_act does, so only the sums and the scale roundings differ: the W8A8
+    accumulator bound of w8a8_cases.py (bias included)."""
+    from w8a8_cases import error_bound as accumulator_bound
+
+    from humming_core.numerics import dequantize_weight
+    from humming_core.numerics.gemm import prepare_act
+
+    one = dense_expert(cw, e, out_dtype="fp32")
+    bias = 0 if cw.bias is None else cw.bias[e].double()
+    acc = prepare_act(xr, cw.spec.act).double() @ dequantize_weight(one).double().T + bias
+    d = accumulator_bound(xr, one, torch.zeros_like(acc), None)
+    if cw.bias is not None:
+        d = d + 2.0**-23 * cw.bias[e].double().abs()
+    return acc, d
+
+
 def glu_bound(acc, d, epi) -> tuple[torch.Tensor, torch.Tensor]:
     """(bound, reference) of a GLU output from its accumulator `acc` and that one's bound `d`."""
     from humming_core.numerics.epilogue import apply_epilogue, split_glu
@@ -188,3 +206,54 @@ def fused_weights(case: Case, gen: torch.Generator):
         torch.randn(case.experts, hidden, inter, generator=gen, device="cuda") / inter**0.5, w2_spec
     )
     return w13, w2
+
+
+def check_a8_moe_gemm(layer_of, case: Case, router_weights: bool) -> None:
+    """check_moe_gemm for a family with 8-bit activations: bf16 x with an outlier token (per-token
+    scales differ between rows), bounded by w8a8_expert_bound. `layer_of(cw, rows)` builds the
+    layer and returns (layer, block size)."""
+    from w8a8_cases import TINY
+
+    from humming_core.numerics.quant import quantize_weight
+
+    gen = torch.Generator(device="cuda").manual_seed(case.m * 31 + case.experts)
+    w = torch.randn(case.experts, case.n, case.k, generator=gen, device="cuda") / case.k**0.5
+    b = torch.randn(case.experts, case.n, generator=gen, device="cuda") if case.bias else None
+    cw = quantize_weight(w, case.spec, bias=b)
+    x = torch.randn(case.m, case.k, generator=gen, device="cuda").bfloat16()
+    x[0, :16] *= 40.0
+    layer, block = layer_of(cw, case.m * case.top_k)
+    tiny = TINY[cw.spec.output_dtype]
+
+    def bound_of(ids, experts, tw):
+        return routed_bound(x, cw, ids, experts, case.top_k, tw, w8a8_expert_bound, tiny)
+
+    check_moe_gemm(layer, block, case, cw, x, router_weights, gen, bound_of)
+
+
+# fused_moe with 8-bit activations: w2 quantizes the kernel's bf16 hidden rows, which may differ
+# from the reference's by one bf16 rounding and so move single 8-bit codes by one step; relative
+# to the output's scale.
+A8_FUSED_TOLERANCE = 2.0**-5
+
+
+def check_a8_fused_moe(layer_of, case: Case) -> None:
+    """fused_moe against reference_fused_moe for a family with 8-bit activations (layer_of as in
+    check_a8_moe_gemm), within A8_FUSED_TOLERANCE of the output's largest value."""
+    from humming_core.numerics.moe import reference_fused_moe
+    from humming_core.ops import fused_moe
+
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    w13, w2 = fused_weights(case, gen)
+    x = torch.randn(case.m, case.k, generator=gen, device="cuda").bfloat16()
+    topk_w, topk_ids = routing(case, gen)
+    rows = case.m * case.top_k
+    l13, block = layer_of(w13, rows)
+    l2, block2 = layer_of(w2, rows)
+    assert block == block2 == l13.block_size(rows)
+    emap = expert_map(case)
+    out = fused_moe(x, topk_w, topk_ids, l13, l2, emap)
+    ref = reference_fused_moe(x, topk_w, topk_ids, w13, w2, emap, block_size=block)
+    scale = ref.float().abs().max().clamp_min(1e-6)
+    worst = float((out.float() - ref.float()).abs().max() / scale)
+    assert worst <= A8_FUSED_TOLERANCE, f"max error / max |ref| = {worst:.3g}"

@@ -212,3 +212,24 @@ def test_kernel_refuses_block_size_mismatch():
     kernel.config, kernel.name = MoeWna16Config(arch="sm_90a", m_frags=2), "k"
     with pytest.raises(ValueError, match="block_m=32"):
         kernel._check_call({"block_size": 16, "out": torch.zeros(4, 4)})
+
+
+def test_signature_follows_the_entry_parameters_of_the_header():
+    """HUMMING_MOE_WNA16_PARAMS (both entries of the family take it) in the binding's order."""
+    import re
+    from pathlib import Path
+
+    import humming_cuda
+    from humming_cuda.kernels.moe_wna16.bind import signature
+
+    header = Path(humming_cuda.__file__).parent / "include/humming/kernel/moe_wna16.cuh"
+    body = header.read_text().split("#define HUMMING_MOE_WNA16_PARAMS(T, EPI)", 1)[1]
+    params = re.split(r"\n#define", body.replace("\\\n", " "), maxsplit=1)[0]
+    c_names = [p.split()[-1].lstrip("*") for p in params.split(",")]
+    c_of = {
+        "qweight": "w",
+        "sorted_token_ids": "sorted_ids",
+        "num_tokens_post_padded": "num_post_padded",
+    }
+    names = signature(KernelFormat.from_spec(moe_spec()), "k").names
+    assert [c_of.get(n, n) for n in names] == c_names

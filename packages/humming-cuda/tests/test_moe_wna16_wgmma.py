@@ -42,6 +42,7 @@ ENTRY_PARAMS = [
     *("x", "qweight", "scales", "zeros", "channel_scale", "global_scale", "bias", "topk_weights"),
     *("sorted_ids", "expert_ids", "num_post_padded", "out", "N", "n_out", "K", "lda", "ldc"),
     *("n_pad", "k_tiles", "groups", "group_shift", "top_k", "numel", "num_ids", "num_experts"),
+    "a_scales",
 ]
 # the Python names of the routing tensors (PreparedMoe.run's keywords) where C abbreviates them
 C_NAMES = {"sorted_token_ids": "sorted_ids", "num_tokens_post_padded": "num_post_padded"}

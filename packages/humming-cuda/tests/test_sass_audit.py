@@ -115,6 +115,7 @@ _SPECS = (
     presets.W8A8_INT8,
     presets.W4A8_FP8,
     presets.W4A8_INT8,
+    presets.MXFP4_A8,
     presets.W4A4_NVFP4,
     presets.FP8_BLOCK128,
 )
@@ -154,10 +155,10 @@ def _kernels(caps) -> list:
 
 # The families each arch's grid reaches: every registered family on at least one arch.
 _REACHED = {
-    "sm_80": {"wna16_decode", "wna16", "moe_wna16", "w8a8", "moe_w8a8"},
+    "sm_80": {"wna16_decode", "wna16", "moe_wna16", "w8a8", "moe_w8a8", "moe_wna16_a8"},
     "sm_90a": {"wna16_wgmma", "wna16_decode", "wna16", "w8a8_wgmma", "w4a8_wgmma", "w8a8"}
-    | {"moe_wna16_wgmma", "moe_wna16", "moe_w8a8"},
-    "sm_120a": {"wna16_decode", "wna16", "moe_wna16", "w8a8", "moe_w8a8", "w4a4"},
+    | {"moe_wna16_wgmma", "moe_wna16", "moe_w8a8", "moe_wna16_a8"},
+    "sm_120a": {"wna16_decode", "wna16", "moe_wna16", "w8a8", "moe_w8a8", "w4a4", "moe_wna16_a8"},
 }
 
 

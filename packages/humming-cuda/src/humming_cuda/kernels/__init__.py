@@ -57,6 +57,12 @@ from .w4a4 import FAMILY as _W4A4  # noqa: E402
 
 FAMILIES.append(_W4A4)
 
+# Before moe_w8a8: MoE layers with 8-bit per-token activations and MX 4-bit weights run as exact
+# bf16 codes on the WnA16 MoE kernels (unverified: offered only with HUMMING_UNVERIFIED_KERNELS=1).
+from .moe_wna16_a8 import FAMILY as _MOE_WNA16_A8  # noqa: E402
+
+FAMILIES.append(_MOE_WNA16_A8)
+
 from .moe_w8a8 import FAMILY as _MOE_W8A8  # noqa: E402
 
 FAMILIES.append(_MOE_W8A8)

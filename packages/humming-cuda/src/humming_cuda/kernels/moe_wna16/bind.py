@@ -40,7 +40,9 @@ def signature(
     fmt: KernelFormat, name: str, scalars: tuple[tuple[str, str], ...] = SCALARS
 ) -> Signature:
     """Parameters in the order of HUMMING_MOE_WNA16_ENTRY (include/humming/kernel/moe_wna16.cuh);
-    another MoE WnA16 entry with the same pointers passes its own `scalars`."""
+    another MoE WnA16 entry with the same pointers passes its own `scalars`. `a_scales` (last):
+    per-token activation scales, read only by kernels with a row-scaled epilogue policy
+    (moe_wna16_a8)."""
     i32 = torch.int32
     return Signature(
         *layout_args(fmt, experts=("E",)),
@@ -50,6 +52,7 @@ def signature(
         TensorArg("num_tokens_post_padded", i32, (1,), align=4),
         TensorArg("out", _OUT[fmt.out], ("NUMEL", "NOUT"), layout="strided", align=4),
         *(ScalarArg(n, "int32", dim=d) for n, d in scalars),
+        TensorArg("a_scales", torch.float32, ("M",), optional=True, align=4),
         kernel=name,
     )
 

@@ -70,6 +70,16 @@ def epilogue_policy(spec: QuantSpec) -> str:
     return f"humming::MoeAct<{ACTIVATION_CODES[ep.activation]}>"
 
 
+def row_scaled(policy: str, row_scale: str | None) -> str:
+    """`policy` wrapped in MoeRowScaled when a row scale is asked for (moe_wna16_a8)."""
+    return policy if row_scale is None else f"humming::MoeRowScaled<{policy}>"
+
+
+def row_scale_key(row_scale: str | None) -> str:
+    """What a row-scaled kernel adds to its name's key: the quantizer its module carries."""
+    return "" if row_scale is None else f"|rowscale|{row_scale}"
+
+
 def smem_bytes(fmt: KernelFormat, cfg: MoeWna16Config) -> int:
     """Dynamic shared memory: the dense kernel's (for the tile's rows) plus the tile's row table
     (MoeWna16Kernel::kBytes)."""

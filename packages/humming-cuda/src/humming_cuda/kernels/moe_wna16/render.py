@@ -10,16 +10,20 @@ from humming_core.spec import QuantSpec
 from ..family import check_config_arch
 from ..wna16.config import KernelFormat
 from ..wna16.render import template_arguments
-from .config import MoeWna16Config, epilogue_policy
+from .config import MoeWna16Config, epilogue_policy, row_scale_key, row_scaled
 
 
-def render(spec: QuantSpec, config: MoeWna16Config, caps: DeviceCaps) -> KernelSource:
-    """One MoE WnA16 kernel for `spec` (layout 'moe') and `config` on `caps.arch`."""
+def render(
+    spec: QuantSpec, config: MoeWna16Config, caps: DeviceCaps, row_scale: str | None = None
+) -> KernelSource:
+    """One MoE WnA16 kernel for `spec` (layout 'moe') and `config` on `caps.arch`. `row_scale`
+    (moe_wna16_a8: its activation quantizer, which enters the name): the epilogue first multiplies
+    each routed row by its token's activation scale (MoeRowScaled)."""
     check_config_arch(config, caps)
     fmt = KernelFormat.from_spec(spec)
     act, weight, tile, epi = template_arguments(fmt, config)
-    policy = epilogue_policy(spec)
-    key = f"moe|{act}|{weight}|{tile}|{epi}|{policy}"
+    policy = row_scaled(epilogue_policy(spec), row_scale)
+    key = f"moe|{act}|{weight}|{tile}|{epi}|{policy}{row_scale_key(row_scale)}"
     if config.tokens:
         key += f"|decode{config.tokens}"
         header, entry = (

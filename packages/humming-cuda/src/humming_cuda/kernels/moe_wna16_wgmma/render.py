@@ -8,21 +8,23 @@ from humming_core.device import DeviceCaps, KernelSource
 from humming_core.spec import QuantSpec
 
 from ..family import check_config_arch
-from ..moe_wna16.config import epilogue_policy
+from ..moe_wna16.config import epilogue_policy, row_scale_key, row_scaled
 from ..wna16.config import CXX_TYPES, KernelFormat
 from ..wna16_wgmma.render import template_arguments
 from .config import MoeWna16WgmmaConfig
 
 
-def render(spec: QuantSpec, config: MoeWna16WgmmaConfig, caps: DeviceCaps) -> KernelSource:
+def render(
+    spec: QuantSpec, config: MoeWna16WgmmaConfig, caps: DeviceCaps, row_scale: str | None = None
+) -> KernelSource:
     """One kernel for `spec` (layout 'moe') and `config` on sm_90a; the group size is a launch
-    argument (group_shift), not in the source."""
+    argument (group_shift), not in the source. `row_scale`: as moe_wna16.render's."""
     check_config_arch(config, caps)
     fmt = KernelFormat.from_spec(spec)
     weight, tile = template_arguments(fmt, config.dense)
     act, out, bias = CXX_TYPES[fmt.act], CXX_TYPES[fmt.out], str(fmt.bias).lower()
-    policy = epilogue_policy(spec)
-    key = f"moe|{weight}|{tile}|{act}|{out}|{bias}|{policy}"
+    policy = row_scaled(epilogue_policy(spec), row_scale)
+    key = f"moe|{weight}|{tile}|{act}|{out}|{bias}|{policy}{row_scale_key(row_scale)}"
     name = f"humming_moe_wna16_wgmma_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
     # aliases: the template arguments hold commas, which would split the macro's arguments
     code = (

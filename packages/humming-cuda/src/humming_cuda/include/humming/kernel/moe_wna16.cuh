@@ -36,16 +36,18 @@ HM_DEVICE float moe_activation(float v) {
   return v;
 }
 
-// Epilogue policies (the Act template argument): kGlu says whether the layout pairs gate and up.
+// Epilogue policies (the Act template argument): kGlu says whether the layout pairs gate and up;
+// kRowScale whether each routed row's accumulators are first multiplied by its token's activation
+// scale (MoeRowScaled below).
 template <int CODE>
 struct MoeAct {  // a plain activation on every column
-  static constexpr bool kGlu = false;
+  static constexpr bool kGlu = false, kRowScale = false;
   HM_DEVICE static float apply(float v) { return moe_activation<CODE>(v); }
 };
 
 template <int CODE>
 struct MoeGlu {  // act(gate) * up
-  static constexpr bool kGlu = true;
+  static constexpr bool kGlu = true, kRowScale = false;
   HM_DEVICE static float combine(float g, float u) { return moe_activation<CODE>(g) * u; }
 };
 
@@ -54,7 +56,7 @@ struct MoeGlu {  // act(gate) * up
 // spec's values (C++17 takes no float template arguments; the bit pattern keeps them exact).
 template <u32 LIMIT, u32 ALPHA>
 struct MoeSwigluOai {
-  static constexpr bool kGlu = true;
+  static constexpr bool kGlu = true, kRowScale = false;
   HM_DEVICE static float combine(float g, float u) {
     const float limit = __uint_as_float(LIMIT), alpha = __uint_as_float(ALPHA);
     g = fminf(g, limit);
@@ -62,6 +64,28 @@ struct MoeSwigluOai {
     return (u + 1.f) * (g / (1.f + __expf(-alpha * g)));
   }
 };
+
+// Policy with 8-bit activations run as exact 16-bit codes (humming_cuda.kernels.moe_wna16_a8):
+// the accumulators of a routed row are code sums, so they take the token's quantization scale
+// (Args::a_scales, one per token) before Inner's epilogue, as the dense activations would have.
+template <class Inner>
+struct MoeRowScaled : Inner {
+  static constexpr bool kRowScale = true;
+};
+
+// The activation scale of routed id `id`'s token under policy Act (1 without row scales).
+template <class Act, typename Args>
+HM_DEVICE float moe_row_scale(const Args& a, int id) {
+  if constexpr (Act::kRowScale) return a.a_scales[id / a.top_k];
+  return 1.f;
+}
+
+// v times the row scale s under policy Act (v itself without row scales: no multiply is emitted).
+template <class Act>
+HM_DEVICE float moe_row_scaled(float v, float s) {
+  if constexpr (Act::kRowScale) return v * s;
+  return v;
+}
 
 // Fills MoE block blockIdx.y's row table of BM rows: ids[r] is the routed id (M*top_k space) and
 // src_rows[r] its x row, -1 for padding slots and dropped ids. Returns the block's expert, or -1
@@ -112,6 +136,7 @@ struct MoeWna16Kernel {
     const int* num_post_padded;
     typename Epi::Out* out;
     int N, n_out, K, lda, ldc, n_pad, k_tiles, groups, top_k, numel, num_ids, num_experts;
+    const float* a_scales;  // [M] per-token activation scales (Act::kRowScale only)
   };
 
   // Moves every weight pointer to expert e's slice of the [E, ...] tensors.
@@ -164,10 +189,11 @@ struct MoeWna16Kernel {
 
   // Fragment pair (v0, v1) of row `id` at packed columns n, n + 1 (plain activation epilogue).
   HM_DEVICE static void store_plain(const Args& a, const Epilog& epi, typename Epi::Out* row,
-                                    float w, int n, float v0, float v1, float global) {
+                                    float w, float s, int n, float v0, float v1, float global) {
     if (n >= a.N) return;
-    const float r0 = Act::apply(epi.apply(v0, n, global)) * w;
-    const float r1 = n + 1 < a.N ? Act::apply(epi.apply(v1, n + 1, global)) * w : 0.f;
+    const float r0 = Act::apply(epi.apply(moe_row_scaled<Act>(v0, s), n, global)) * w;
+    const float r1 =
+        n + 1 < a.N ? Act::apply(epi.apply(moe_row_scaled<Act>(v1, s), n + 1, global)) * w : 0.f;
     put_pair(row, n, a.n_out, a.ldc, r0, r1);
   }
 
@@ -183,6 +209,7 @@ struct MoeWna16Kernel {
         const int id = ids[mf * 16 + h * 8 + lane / 4];
         if (id < 0) continue;
         const float w = a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
+        const float s = moe_row_scale<Act>(a, id);
         typename Epi::Out* row = a.out + static_cast<long long>(id) * a.ldc;
         if constexpr (Act::kGlu) {
 #pragma unroll
@@ -190,17 +217,20 @@ struct MoeWna16Kernel {
             const float* g = &acc[(mf * 8 + j) * 4 + 2 * h];
             const float* u = &acc[(mf * 8 + j + 4) * 4 + 2 * h];
             const int n = nw + j * 8;
-            const float r0 =
-                Act::combine(epi.apply(g[0], n, global), epi.apply(u[0], n + 32, global)) * w;
+            const float r0 = Act::combine(epi.apply(moe_row_scaled<Act>(g[0], s), n, global),
+                                          epi.apply(moe_row_scaled<Act>(u[0], s), n + 32, global)) *
+                             w;
             const float r1 =
-                Act::combine(epi.apply(g[1], n + 1, global), epi.apply(u[1], n + 33, global)) * w;
+                Act::combine(epi.apply(moe_row_scaled<Act>(g[1], s), n + 1, global),
+                             epi.apply(moe_row_scaled<Act>(u[1], s), n + 33, global)) *
+                w;
             put_pair(row, (n0 + wn * 64) / 2 + j * 8 + (lane % 4) * 2, a.n_out, a.ldc, r0, r1);
           }
         } else {
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
             const float* c = &acc[(mf * 8 + j) * 4 + 2 * h];
-            store_plain(a, epi, row, w, nw + j * 8, c[0], c[1], global);
+            store_plain(a, epi, row, w, s, nw + j * 8, c[0], c[1], global);
           }
         }
       }
@@ -237,19 +267,26 @@ struct MoeWna16Kernel {
 
 }  // namespace humming
 
-// The C entry point of a rendered MoE WnA16 translation unit (parameters in the order of
-// humming_cuda.kernels.moe_wna16.bind.signature).
-#define HUMMING_MOE_WNA16_ENTRY(NAME, T, FMT, TILE, EPI, ACT)                                     \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS) NAME(                               \
-      const T* x, const humming::u32* w, const T* scales, const T* zeros,                        \
-      const float* channel_scale, const float* global_scale, const float* bias,                  \
-      const float* topk_weights, const int* sorted_ids, const int* expert_ids,                   \
-      const int* num_post_padded, typename EPI::Out* out, int N, int n_out, int K, int lda,      \
+// The parameters of a MoE WnA16 entry on the mma.sync K loops (in the order of
+// humming_cuda.kernels.moe_wna16.bind.signature), and the kernel's Args from them.
+#define HUMMING_MOE_WNA16_PARAMS(T, EPI)                                                          \
+  const T *x, const humming::u32 *w, const T *scales, const T *zeros,                            \
+      const float *channel_scale, const float *global_scale, const float *bias,                  \
+      const float *topk_weights, const int *sorted_ids, const int *expert_ids,                   \
+      const int *num_post_padded, typename EPI::Out *out, int N, int n_out, int K, int lda,      \
       int ldc, int n_pad, int k_tiles, int groups, int top_k, int numel, int num_ids,            \
-      int num_experts) {                                                                         \
+      int num_experts, const float *a_scales
+#define HUMMING_MOE_WNA16_ARGS(KERN)                                                              \
+  typename KERN::Args {                                                                           \
+    x, w, scales, zeros, channel_scale, global_scale, bias, topk_weights, sorted_ids,            \
+        expert_ids, num_post_padded, out, N, n_out, K, lda, ldc, n_pad, k_tiles, groups, top_k,  \
+        numel, num_ids, num_experts, a_scales                                                    \
+  }
+
+// The C entry point of a rendered MoE WnA16 translation unit.
+#define HUMMING_MOE_WNA16_ENTRY(NAME, T, FMT, TILE, EPI, ACT)                                     \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS)                                     \
+      NAME(HUMMING_MOE_WNA16_PARAMS(T, EPI)) {                                                    \
     using Kern = humming::MoeWna16Kernel<T, FMT, TILE, EPI, ACT>;                                 \
-    Kern::run(typename Kern::Args{x, w, scales, zeros, channel_scale, global_scale, bias,        \
-                                  topk_weights, sorted_ids, expert_ids, num_post_padded, out, N, \
-                                  n_out, K, lda, ldc, n_pad, k_tiles, groups, top_k, numel,      \
-                                  num_ids, num_experts});                                        \
+    Kern::run(HUMMING_MOE_WNA16_ARGS(Kern));                                                      \
   }

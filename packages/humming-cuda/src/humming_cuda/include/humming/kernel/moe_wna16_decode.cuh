@@ -12,9 +12,11 @@
 // (DecodeStageCopies with `rows`). The weight copies take no evict-first hint: ptxas 13.0
 // miscompiled them with it in the two-warp-column tile (an LDGSTS naming unwritten uniform
 // registers, CUDA_ERROR_ILLEGAL_INSTRUCTION on the H200; tests/sass_audit.py), and an expert's
-// weights may serve its next alignment block from L2. The accumulators are out^T: accumulator i of a lane holds
-// weight column 16P + 8(i % 4 / 2) + g of the warp's 64 (P = i % 16 / 4, g = lane / 4) for token
-// 8(i / 16) + 2(lane % 4) + i % 2 of the block. With a GLU the layout puts a 64-column tile's 32
+// weights may serve its next alignment block from L2.
+//
+// The accumulators are out^T: accumulator i of a lane holds weight column 16P + 8(i % 4 / 2) + g
+// of the warp's 64 (P = i % 16 / 4, g = lane / 4) for token 8(i / 16) + 2(lane % 4) + i % 2 of
+// the block. With a GLU the layout puts a 64-column tile's 32
 // gate columns before their 32 up columns, so gate (P = 0, 1) and up (P + 2, accumulator i + 8)
 // of one output column sit in the same lane.
 #pragma once
@@ -45,15 +47,17 @@ struct MoeWna16DecodeKernel {
       const int id = ids[8 * (i / 16) + 2 * t + i % 2];
       if (id < 0) continue;
       const float w = a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
+      const float s = moe_row_scale<Act>(a, id);
       typename Epi::Out* row = a.out + static_cast<long long>(id) * a.ldc;
       const int n = tile0 + col;
       if constexpr (Act::kGlu) {
-        const float r = Act::combine(epi.apply(acc[i], n, global),
-                                     epi.apply(acc[i + 8], n + 32, global));
+        const float r = Act::combine(epi.apply(moe_row_scaled<Act>(acc[i], s), n, global),
+                                     epi.apply(moe_row_scaled<Act>(acc[i + 8], s), n + 32, global));
         const int c = tile0 / 2 + col;
         if (c < a.n_out) row[c] = convert_out<typename Epi::Out>(r * w);
       } else if (n < a.N && n < a.n_out) {
-        row[n] = convert_out<typename Epi::Out>(Act::apply(epi.apply(acc[i], n, global)) * w);
+        const float v = epi.apply(moe_row_scaled<Act>(acc[i], s), n, global);
+        row[n] = convert_out<typename Epi::Out>(Act::apply(v) * w);
       }
     }
   }
@@ -102,16 +106,8 @@ struct MoeWna16DecodeKernel {
 // same host binding, humming_cuda.kernels.moe_wna16.bind). Registers are capped for two CTAs per
 // SM, as for the dense decode kernel.
 #define HUMMING_MOE_WNA16_DECODE_ENTRY(NAME, T, FMT, TILE, EPI, ACT, TOKENS)                      \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 2) NAME(                            \
-      const T* x, const humming::u32* w, const T* scales, const T* zeros,                        \
-      const float* channel_scale, const float* global_scale, const float* bias,                  \
-      const float* topk_weights, const int* sorted_ids, const int* expert_ids,                   \
-      const int* num_post_padded, typename EPI::Out* out, int N, int n_out, int K, int lda,      \
-      int ldc, int n_pad, int k_tiles, int groups, int top_k, int numel, int num_ids,            \
-      int num_experts) {                                                                         \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 2)                                  \
+      NAME(HUMMING_MOE_WNA16_PARAMS(T, EPI)) {                                                    \
     using Kern = humming::MoeWna16DecodeKernel<T, FMT, TILE, EPI, ACT, TOKENS>;                   \
-    Kern::run(typename Kern::Args{x, w, scales, zeros, channel_scale, global_scale, bias,        \
-                                  topk_weights, sorted_ids, expert_ids, num_post_padded, out, N, \
-                                  n_out, K, lda, ldc, n_pad, k_tiles, groups, top_k, numel,      \
-                                  num_ids, num_experts});                                        \
+    Kern::run(HUMMING_MOE_WNA16_ARGS(Kern));                                                      \
   }

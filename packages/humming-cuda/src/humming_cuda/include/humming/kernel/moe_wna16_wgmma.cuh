@@ -65,6 +65,7 @@ struct MoeWna16WgmmaKernel {
     OutT* out;
     int N, n_out, K, lda, ldc, n_pad, k_tiles, groups, group_shift, top_k, numel, num_ids,
         num_experts;
+    const float* a_scales;  // [M] per-token activation scales (Act::kRowScale only)
   };
 
   // The dense kernel's arguments on expert e's slice of every weight tensor.
@@ -130,8 +131,9 @@ struct MoeWna16WgmmaKernel {
   // The producer warpgroup: every thread gathers its share of x per step and arrives on the
   // stage's full barrier when its copies land; thread 0 also issues the weights' bulk copies
   // (Dense::produce without x).
-  HM_DEVICE static void produce_all(const Args& a, const DenseArgs& d, const typename Dense::Smem& sm,
-                                    unsigned char* ring, const int* src_rows, int iters, int n0) {
+  HM_DEVICE static void produce_all(const Args& a, const DenseArgs& d,
+                                    const typename Dense::Smem& sm, unsigned char* ring,
+                                    const int* src_rows, int iters, int n0) {
     const int pt = threadIdx.x - CONSUMER_THREADS;
     int rows[ROWS_PER_THREAD];
     u32 real = 0;
@@ -182,6 +184,7 @@ struct MoeWna16WgmmaKernel {
       const int id = ids[r];
       if (id < 0) continue;
       const float w = a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
+      const float s = moe_row_scale<Act>(a, id);
       OutT* row = a.out + static_cast<long long>(id) * a.ldc;
       float f[8];
       int c0;
@@ -190,8 +193,10 @@ struct MoeWna16WgmmaKernel {
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const int gl = 64 * t + i0 + e;  // gate column in the tile; its up column is gl + 32
-          const float g = epi.apply(tile[Dense::out_index(r, gl)], n0 + gl, global);
-          const float u = epi.apply(tile[Dense::out_index(r, gl + 32)], n0 + gl + 32, global);
+          const float g =
+              epi.apply(moe_row_scaled<Act>(tile[Dense::out_index(r, gl)], s), n0 + gl, global);
+          const float u = epi.apply(moe_row_scaled<Act>(tile[Dense::out_index(r, gl + 32)], s),
+                                    n0 + gl + 32, global);
           f[e] = Act::combine(g, u) * w;
         }
         c0 = n0 / 2 + 32 * t + i0;
@@ -199,8 +204,8 @@ struct MoeWna16WgmmaKernel {
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const int n = n0 + 8 * q + e;
-          f[e] = n < a.N ? Act::apply(epi.apply(tile[Dense::out_index(r, 8 * q + e)], n, global)) * w
-                         : 0.f;
+          const float v = moe_row_scaled<Act>(tile[Dense::out_index(r, 8 * q + e)], s);
+          f[e] = n < a.N ? Act::apply(epi.apply(v, n, global)) * w : 0.f;
         }
         c0 = n0 + 8 * q;
       }
@@ -260,10 +265,10 @@ struct MoeWna16WgmmaKernel {
       const float* topk_weights, const int* sorted_ids, const int* expert_ids,                     \
       const int* num_post_padded, OUT* out, int N, int n_out, int K, int lda, int ldc, int n_pad,  \
       int k_tiles, int groups, int group_shift, int top_k, int numel, int num_ids,                 \
-      int num_experts) {                                                                           \
+      int num_experts, const float* a_scales) {                                                    \
     using Kern = humming::MoeWna16WgmmaKernel<FMT, TILE, ACT, OUT, BIAS, POLICY>;                   \
     Kern::run(typename Kern::Args{x, qweight, scales, zeros, channel_scale, global_scale, bias,    \
                                   topk_weights, sorted_ids, expert_ids, num_post_padded, out, N,   \
                                   n_out, K, lda, ldc, n_pad, k_tiles, groups, group_shift, top_k,  \
-                                  numel, num_ids, num_experts});                                   \
+                                  numel, num_ids, num_experts, a_scales});                         \
   }

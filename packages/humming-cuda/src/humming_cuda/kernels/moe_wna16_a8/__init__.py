@@ -1,0 +1,47 @@
+"""The MoE W4A8 family on the WnA16 MoE kernels: specs with 8-bit per-token activations and 4-bit
+weights with power-of-two scales (MXFP4, MXINT4 x e4m3 or int8) run as exact bf16 codes through
+moe_wna16 (its decode form at few rows per expert) or moe_wna16_wgmma, the token's scale applied
+to its rows before the epilogue (include/humming/kernel/moe_wna16.cuh, MoeRowScaled). Why: the
+mma.sync moe_w8a8 kernels run these layers at 0.13-0.41x the published humming-kernels' speed
+(benchmarks/notes/session13.md), while the WnA16 MoE kernels run MXFP4 with bf16 activations at
+0.59-1.17x.
+
+Compile-tested only: written in session 13, whose GPU time was spent; not yet run on hardware, so
+CudaDevice offers it only with HUMMING_UNVERIFIED_KERNELS=1 (its hardware check is
+tests/test_moe_wna16_a8_conformance.py).
+"""
+
+from __future__ import annotations
+
+from humming_core.device import DeviceCaps
+from humming_core.spec import QuantSpec
+
+from ..family import ModuleFamily
+from ..moe_wna16.layout import MoeWna16Layout, moe_layout
+from .bind import MoeWna16A8Kernel
+from .config import MoeWna16A8Config
+from .heuristics import candidates, codes_spec, supports
+from .render import render
+
+
+class MoeWna16A8Family(ModuleFamily):
+    """`KernelFamily` implementation (see humming_cuda.kernels.base)."""
+
+    hardware_verified = False
+    name = "moe_wna16_a8"
+    config_type = MoeWna16A8Config
+    kernel_type = MoeWna16A8Kernel
+    supports = staticmethod(supports)
+    candidates = staticmethod(candidates)
+    render = staticmethod(render)
+
+    def weight_layout(
+        self, spec: QuantSpec, config: MoeWna16A8Config, caps: DeviceCaps
+    ) -> MoeWna16Layout:
+        # the WnA16 MoE layout of the codes spec, whichever inner kernel a bucket runs
+        return moe_layout(codes_spec(spec))
+
+
+FAMILY = MoeWna16A8Family()
+
+__all__ = ["FAMILY", "MoeWna16A8Config", "MoeWna16A8Family", "MoeWna16A8Kernel"]

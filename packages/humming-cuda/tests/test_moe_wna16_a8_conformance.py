@@ -1,0 +1,78 @@
+"""moe_wna16_a8 conformance on the GPU against humming_core.numerics.moe (reference_moe_gemm and
+reference_fused_moe): MXFP4 x e4m3 and MXINT4 x int8 MoE layers through each inner kernel
+(moe_wna16's decode form at <= 8 rows per expert, its dense K loop above, moe_wna16_wgmma from 32
+rows per expert on sm_90a), uniform and skewed routing, SiLU and gpt-oss's clamped SwiGLU with
+biases, w2 router weights, experts dropped by an expert map. The family is unverified until this
+passes on an H200: the layers are built with HUMMING_UNVERIFIED_KERNELS=1.
+
+Bound: moe_w8a8's (moe_cases.w8a8_expert_bound: x quantized per token exactly as the reference
+does, then the W8A8 accumulator bound), which covers this family's exact products summed in fp32.
+Outputs are poisoned before the call and the rows after the output view must keep their bits.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from moe_cases import OAI, SILU, Case, check_a8_fused_moe, check_a8_moe_gemm
+
+from humming_core.spec import presets
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (torch.cuda)"),
+]
+MXINT4_I8 = presets.MXINT4.replace(
+    act={"dtype": "int8", "quant": "dynamic", "granularity": "token"},
+    epilogue={"out_dtype": "bf16"},
+)
+
+CASES = [  # (case, inner kernel on sm_90a)
+    (Case(8, 2, 1, 256, 256, presets.MXFP4_A8, SILU), "moe_wna16"),  # decode form
+    (Case(64, 8, 33, 512, 1040, presets.MXFP4_A8, SILU, skew=True), "moe_wna16"),  # K tail
+    (Case(32, 4, 40, 320, 512, presets.MXFP4_A8, OAI, bias=True), "moe_wna16"),
+    (Case(16, 4, 60, 256, 384, presets.MXFP4_A8, (), drop=True), "moe_wna16"),  # dense K loop
+    (Case(64, 4, 200, 384, 512, MXINT4_I8, SILU, skew=True), "moe_wna16"),
+    (Case(8, 2, 300, 256, 512, presets.MXFP4_A8, SILU), "moe_wna16_wgmma"),
+    (Case(16, 8, 600, 512, 1024, presets.MXFP4_A8, OAI, bias=True, drop=True), "moe_wna16_wgmma"),
+    (Case(8, 4, 400, 320, 272, MXINT4_I8, (), skew=True), "moe_wna16_wgmma"),  # K tail
+]
+
+
+@pytest.fixture(scope="module")
+def device():
+    from humming_cuda.device import CudaDevice
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+        yield CudaDevice()
+
+
+def _layer(device, cw, rows, inner=None):
+    from humming_core.ops import PreparedMoe, bucket_of
+
+    layer = PreparedMoe(cw, device=device, buckets=(bucket_of(rows),))
+    config = layer.configs[bucket_of(rows)]
+    assert config.family == "moe_wna16_a8", config
+    if inner is not None and device.caps().arch == "sm_90a":
+        assert config.inner.family == inner, config
+    return layer, config.block_m
+
+
+@pytest.mark.parametrize(
+    ("case", "inner"),
+    CASES,
+    ids=lambda c: (
+        f"{c.base.weight.dtype.name}-{c.base.act.dtype.name}-E{c.experts}k{c.top_k}M{c.m}"
+        if isinstance(c, Case)
+        else c
+    ),
+)
+@pytest.mark.parametrize("router_weights", [False, True])
+def test_moe_gemm_matches_reference(device, case, inner, router_weights):
+    check_a8_moe_gemm(lambda cw, rows: _layer(device, cw, rows, inner), case, router_weights)
+
+
+@pytest.mark.parametrize("index", [1, 6], ids=["decode-skew", "wgmma-oai-drop"])
+def test_fused_moe_matches_reference(device, index):
+    check_a8_fused_moe(lambda cw, rows: _layer(device, cw, rows), CASES[index][0])
