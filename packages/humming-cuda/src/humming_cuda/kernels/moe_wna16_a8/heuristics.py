@@ -21,8 +21,6 @@ from ..moe_wna16 import FAMILY as MOE_WNA16
 from ..moe_wna16_wgmma import FAMILY as MOE_WNA16_WGMMA
 from .config import MoeWna16A8Config
 
-CODES = ("int8", "e4m3")
-
 
 def codes_spec(spec: QuantSpec) -> QuantSpec:
     """`spec` with bf16 activations: what the WnA16 MoE kernels compute on the widened codes."""
@@ -33,16 +31,16 @@ def _spec_reason(spec: QuantSpec) -> str:
     act, weight = spec.act, spec.weight
     if spec.layout != "moe":
         return f"layout={spec.layout!r}: the moe_wna16_a8 family computes indexed MoE GEMMs"
-    if not act.is_quantized or act.dtype.name not in CODES:
+    if not act.is_quantized:
         return f"activations {act.dtype.name!r}: the moe_wna16_a8 family takes int8 or e4m3 codes"
+    reason = unsupported_reason(act)  # the quantizer's codes (int8, e4m3) and scales
+    if reason:
+        return reason
     if act.quant != "dynamic" or act.granularity != "token":
         return (
             f"activation scales {act.quant} / {act.granularity}: the moe_wna16_a8 family takes "
             "dynamic per-token scales (one per routed row's token)"
         )
-    reason = unsupported_reason(act)
-    if reason:
-        return reason
     if weight.dtype.name not in ("e2m1", "int4") or weight.scale.dtype.name != "e8m0":
         return (
             f"{weight.dtype.name} weights with {weight.scale.dtype.name} scales: the "
@@ -52,12 +50,11 @@ def _spec_reason(spec: QuantSpec) -> str:
     return ""
 
 
-def _inner(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps):
+def _inner(codes: QuantSpec, problem: GemmProblem, caps: DeviceCaps):
     """The WnA16 MoE family for the codes spec, as the device routes it: moe_wna16_wgmma where it
     runs and prefers the problem, else moe_wna16."""
-    twin = codes_spec(spec)
-    if MOE_WNA16_WGMMA.supports(twin, problem, caps) and MOE_WNA16_WGMMA.prefers(
-        twin, problem, caps
+    if MOE_WNA16_WGMMA.supports(codes, problem, caps) and MOE_WNA16_WGMMA.prefers(
+        codes, problem, caps
     ):
         return MOE_WNA16_WGMMA
     return MOE_WNA16
@@ -76,17 +73,16 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
             f"K={problem.k}: the activation quantizer writes rows in 16-byte chunks of 8-bit "
             "codes, so K must be a multiple of 16; pad K with zero weights"
         )
-    inner = MOE_WNA16.supports(codes_spec(spec), _codes_problem(problem), caps)
-    return inner if not inner else Support.yes()
+    return MOE_WNA16.supports(codes_spec(spec), _codes_problem(problem), caps)
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[MoeWna16A8Config]:
     """The inner family's configs for the codes spec, best first."""
     if not supports(spec, problem, caps):
         return []
-    codes = _codes_problem(problem)
-    family = _inner(spec, codes, caps)
+    codes, codes_problem = codes_spec(spec), _codes_problem(problem)
+    family = _inner(codes, codes_problem, caps)
     return [
         MoeWna16A8Config(arch=caps.arch, inner=c)
-        for c in family.candidates(codes_spec(spec), codes, caps)
+        for c in family.candidates(codes, codes_problem, caps)
     ]

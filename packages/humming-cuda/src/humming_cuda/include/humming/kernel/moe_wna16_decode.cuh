@@ -16,9 +16,9 @@
 //
 // The accumulators are out^T: accumulator i of a lane holds weight column 16P + 8(i % 4 / 2) + g
 // of the warp's 64 (P = i % 16 / 4, g = lane / 4) for token 8(i / 16) + 2(lane % 4) + i % 2 of
-// the block. With a GLU the layout puts a 64-column tile's 32
-// gate columns before their 32 up columns, so gate (P = 0, 1) and up (P + 2, accumulator i + 8)
-// of one output column sit in the same lane.
+// the block. With a GLU the layout puts a 64-column tile's 32 gate columns before their 32 up
+// columns, so gate (P = 0, 1) and up (P + 2, accumulator i + 8) of one output column sit in the
+// same lane.
 #pragma once
 #include "humming/kernel/moe_wna16.cuh"
 #include "humming/kernel/wna16_decode.cuh"

@@ -15,13 +15,12 @@
 //   rows are zeroed in every stage once, before the loop, and never copied; K past the end is
 //   copied from a zero page (a whole step at most), so every copy is a cp.async. (Copying every
 //   padding chunk from the zero page made the layer 1.2-3.4x slower: all SMs hammered one L2
-//   line.) Each producer thread
-//   ends a step with cp.async.mbarrier.arrive.noinc on the stage's full barrier: its arrival comes
-//   when its copies land, and the thread goes on to the next stage without waiting. A full
-//   barrier takes the 128 producer threads' arrivals plus thread 0's expect-tx arrival for the
-//   weights' bulk copies. cp.async writes through the generic proxy and wgmma reads through the
-//   async proxy: the consumers fence the proxies after each full-barrier wait (consume's
-//   GATHERED_X). An earlier form waited on cp.async groups two steps behind and arrived itself;
+//   line.) Each producer thread ends a step with cp.async.mbarrier.arrive.noinc on the stage's
+//   full barrier: its arrival comes when its copies land, and the thread goes on to the next
+//   stage without waiting. A full barrier takes the 128 producer threads' arrivals plus thread
+//   0's expect-tx arrival for the weights' bulk copies. cp.async writes through the generic proxy
+//   and wgmma reads through the async proxy: the consumers fence the proxies after each
+//   full-barrier wait (consume's GATHERED_X). An earlier form waited on cp.async groups two steps behind and arrived itself;
 //   tying each arrival to the producer's progress left the consumers waiting on full barriers
 //   for 30% of their stall samples at M = 8192 (notes/session13.md).
 // - weights, scales, zero points, channel / global scales and bias are expert e's slices of the
