@@ -1,7 +1,8 @@
 """The GPU activation quantizers are bit-identical to humming_core.numerics.act.quantize_act:
 same codes and same fp32 scales, for int8 and e4m3, per token, per group of 128 and static per
 tensor, from fp16 and bf16 input, including all-zero rows and groups, a partial last group, values
-that clip (static) and exact rounding ties."""
+that clip (static) and exact rounding ties; the wide form (codes written as their bf16 values, for
+moe_wna16_a8) gives the same values."""
 
 from __future__ import annotations
 
@@ -28,13 +29,13 @@ def _act(code, quant, gran):
     )
 
 
-def _quantizer(act):
+def _quantizer(act, wide=False):
     from humming_cuda import loader
     from humming_cuda.compiler import compile_source
     from humming_cuda.device import CudaDevice
     from humming_cuda.kernels.act_quant import ActQuantFormat, ActQuantizer, render_source
 
-    fmt = ActQuantFormat.from_spec(act)
+    fmt = ActQuantFormat.from_spec(act, wide=wide)
     source = render_source(fmt, CudaDevice().caps().arch)
     return ActQuantizer.from_module(fmt, loader.load(compile_source(source)), source.meta["base"])
 
@@ -52,13 +53,14 @@ def _inputs(m: int, k: int, dtype: torch.dtype, code: str) -> torch.Tensor:
     return x.to(dtype)
 
 
+@pytest.mark.parametrize("wide", [False, True], ids=["codes", "wide"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize(("code", "quant", "gran"), ACTS)
-def test_bit_identical_to_reference(code, quant, gran, dtype):
+def test_bit_identical_to_reference(code, quant, gran, dtype, wide):
     from humming_core.numerics.act import quantize_act
 
     act = _act(code, quant, gran)
-    quantize = _quantizer(act)
+    quantize = _quantizer(act, wide)
     for m, k in ((9, 272), (33, 1024), (300, 4096)):
         x = _inputs(m, k, dtype, code)
         static = (x.float().abs().amax() / 300.0).reshape(1) if quant == "static" else None
@@ -66,6 +68,8 @@ def test_bit_identical_to_reference(code, quant, gran, dtype):
         q, s = quantize(x.cuda(), None if static is None else static.cuda())
         torch.cuda.synchronize()
         assert q.shape == (m, k) and s.shape == (scales.shape[1], m)
+        narrow = torch.int8 if code == "int8" else torch.float8_e4m3fn
+        assert q.dtype == (torch.bfloat16 if wide else narrow)
         # scales come back [G, M]; a static scale is written for every row
         expected = scales.t().expand(s.shape[0], m).contiguous()
         assert torch.equal(s.cpu().view(torch.int32), expected.view(torch.int32))

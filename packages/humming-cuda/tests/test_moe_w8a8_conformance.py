@@ -41,8 +41,15 @@ CASES = [
 @pytest.fixture(scope="module")
 def device():
     from humming_cuda.device import CudaDevice
+    from humming_cuda.kernels import family_named
 
-    return CudaDevice()
+    class MoeW8a8Device(CudaDevice):
+        """Runs every layer on moe_w8a8 (the device routes MX 4-bit weights to moe_wna16_a8)."""
+
+        def candidates(self, spec, problem):
+            return family_named("moe_w8a8").candidates(spec, problem, self.caps())
+
+    return MoeW8a8Device()
 
 
 def _layer(device, cw, rows):

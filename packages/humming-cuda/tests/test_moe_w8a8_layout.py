@@ -40,9 +40,12 @@ def moe_spec(base=presets.MXFP4_A8, **epilogue):
 def test_family_is_verified_and_offered_by_default(monkeypatch):
     assert FAMILY.hardware_verified is True and FAMILY in FAMILIES
     assert family_named("moe_w8a8") is FAMILY
-    spec = moe_spec(glu="silu_mul")
     monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
-    assert CudaDevice.for_arch("sm_90a").candidates(spec, PROBLEM)[0].family == "moe_w8a8"
+    device = CudaDevice.for_arch("sm_90a")
+    # W4A8 with int4 weights and fp16 group scales is moe_w8a8's; MX weights go to moe_wna16_a8
+    spec = moe_spec(presets.W4A8_FP8, glu="silu_mul")
+    assert device.candidates(spec, PROBLEM)[0].family == "moe_w8a8"
+    assert device.candidates(moe_spec(glu="silu_mul"), PROBLEM)[0].family == "moe_wna16_a8"
 
 
 @pytest.mark.parametrize(("rows", "block"), [(1, 16), (256, 32), (4096, 64)])

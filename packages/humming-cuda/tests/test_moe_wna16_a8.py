@@ -1,6 +1,7 @@
 """moe_wna16_a8 (CPU): which specs it takes and why not others, its configs (the inner WnA16 MoE
 kernel per M), the rendered module (quantizer entries, row-scaled policy, distinct names), the
-shared weight layout, and that the device offers it only with HUMMING_UNVERIFIED_KERNELS=1."""
+shared weight layout, and that the device routes MX 4-bit x 8-bit MoE layers to it ahead of
+moe_w8a8 (verified on the H200 in session 14)."""
 
 from __future__ import annotations
 
@@ -28,11 +29,11 @@ def problem(rows: int) -> GemmProblem:
     return GemmProblem(n=1536, k=2048, m=rows, num_experts=128)
 
 
-def test_registered_before_moe_w8a8_and_unverified():
+def test_registered_before_moe_w8a8_and_verified():
     names = [f.name for f in FAMILIES]
     assert family_named("moe_wna16_a8") is FAMILY
     assert names.index("moe_wna16_a8") < names.index("moe_w8a8")
-    assert FAMILY.hardware_verified is False
+    assert FAMILY.hardware_verified is True
 
 
 @pytest.mark.parametrize(
@@ -85,7 +86,8 @@ def test_render_carries_the_quantizer_and_a_row_scaled_policy(rows):
     cfg = FAMILY.candidates(MXFP4_A8, problem(rows), SM90)[0]
     source = FAMILY.render(MXFP4_A8, cfg, SM90)
     assert source.code.startswith('#include "humming/kernel/act_quant.cuh"\n')
-    assert f"HUMMING_ACT_QUANT_ENTRY({source.name}_quant_bf16" in source.code
+    # the wide quantizer: codes written as their bf16 values, the inner kernel's x
+    assert f"HUMMING_ACT_QUANT_WIDE_ENTRY({source.name}_quant_bf16" in source.code
     assert "humming::MoeRowScaled<humming::MoeGlu<2>>" in source.code
     assert source.meta["family"] == "moe_wna16_a8"
     # the same kernel without the row scale (the bf16 spec's) has another name
@@ -109,9 +111,8 @@ def test_layout_is_the_wnA16_moe_layout_of_the_codes_spec():
         assert mine == inner
 
 
-def test_device_offers_it_only_when_unverified_kernels_are_allowed(monkeypatch):
+def test_device_routes_mx_a8_layers_to_it_before_moe_w8a8(monkeypatch):
     device = CudaDevice.for_arch("sm_90a")
     monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
-    assert device.candidates(MXFP4_A8, problem(8))[0].family == "moe_w8a8"
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
-    assert device.candidates(MXFP4_A8, problem(8))[0].family == "moe_wna16_a8"
+    for rows in (8, 2048, 65536):
+        assert device.candidates(MXFP4_A8, problem(rows))[0].family == "moe_wna16_a8"

@@ -2,8 +2,8 @@
 reference_fused_moe): MXFP4 x e4m3 and MXINT4 x int8 MoE layers through each inner kernel
 (moe_wna16's decode form at <= 8 rows per expert, its dense K loop above, moe_wna16_wgmma from 32
 rows per expert on sm_90a), uniform and skewed routing, SiLU and gpt-oss's clamped SwiGLU with
-biases, w2 router weights, experts dropped by an expert map. The family is unverified until this
-passes on an H200: the layers are built with HUMMING_UNVERIFIED_KERNELS=1.
+biases, w2 router weights, experts dropped by an expert map (the family's hardware check: it passed
+on the H200 in session 14).
 
 Bound: moe_w8a8's (moe_cases.w8a8_expert_bound: x quantized per token exactly as the reference
 does, then the W8A8 accumulator bound), which covers this family's exact products summed in fp32.
@@ -43,9 +43,7 @@ CASES = [  # (case, inner kernel on sm_90a)
 def device():
     from humming_cuda.device import CudaDevice
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
-        yield CudaDevice()
+    return CudaDevice()
 
 
 def _layer(device, cw, rows, inner=None):

@@ -242,3 +242,47 @@ def test_fragments_carry_the_dequantized_weights(fmt):
                 if kk + j < k:
                     got = torch.tensor(vals[j] * scale, dtype=torch.float64).float()
                     assert got == ref[col, kk + j], (col, kk + j)
+
+
+def test_fp16_form_recognises_exactly_int4s_table():
+    """mma/fp8_as_f16.cuh takes the fp16 k32 step for int4 weights by matching their e4m3 table
+    words: those must be nibble_table's, and no other weight type's table may match."""
+    import re
+
+    from humming_cuda.headers import humming_include_root
+
+    header = (humming_include_root() / "humming" / "mma" / "fp8_as_f16.cuh").read_text()
+    body = header[header.index("constexpr bool is_int4_e4m3_table") :]
+    words = tuple(int(w, 16) for w in re.findall(r"t\d == (0x[0-9a-f]+)u", body)[:4])
+    assert words == table_words(nibble_table("int4", "e4m3", False))
+    assert table_words(nibble_table("e2m1", "e4m3", False)) != words
+
+
+def _int4_pairs(word: int) -> list[tuple[float, float]]:
+    """fp8_as_f16.cuh's int4_pairs on the host: the magic-number fp16 conversion, bit for bit."""
+    import numpy as np
+
+    def half2(bits: int) -> np.ndarray:
+        return np.array([bits & 0xFFFF, bits >> 16], dtype=np.uint16).view(np.float16)
+
+    magic, w8 = 0x64006400, word >> 8
+    out = []
+    for j, raw in enumerate(
+        ((word & 0x000F000F), (word & 0x00F000F0), (w8 & 0x000F000F), (w8 & 0x00F000F0))
+    ):
+        v = half2(raw | magic)
+        if j % 2 == 0:
+            r = v - np.float16(1032.0)
+        else:  # the fma rounds once: exact here, as every value is a small integer
+            r = (v.astype(np.float32) * np.float32(1 / 16) + np.float32(-72.0)).astype(np.float16)
+        out.append((float(r[0]), float(r[1])))
+    return out
+
+
+def test_int4_fp16_pairs_are_the_codes_values_in_the_mma_order():
+    """Pair j of a layout word holds (nibble j, nibble j + 4) as exact fp16 values (code - 8): the
+    K elements 4t + j and 16 + 4t + j that the activations are paired with."""
+    gen = torch.Generator().manual_seed(5)
+    for word in torch.randint(0, 1 << 32, (256,), generator=gen, dtype=torch.int64).tolist():
+        nibbles = [(word >> (4 * i)) & 0xF for i in range(8)]
+        assert _int4_pairs(word) == [(nibbles[j] - 8.0, nibbles[j + 4] - 8.0) for j in range(4)]

@@ -69,8 +69,10 @@ def test_act_quantizers_compile(arch):
             ActSpec(dtype=code, quant="static", granularity="tensor"),
             ActSpec(dtype=code, quant="dynamic", granularity="group", group_size=128),
         ):
-            artifact = compile_source(render_source(ActQuantFormat.from_spec(act), arch))
-            assert set(artifact.meta["functions"]) == {
-                artifact.meta["source"]["base"] + "_quant_fp16",
-                artifact.meta["source"]["base"] + "_quant_bf16",
-            }
+            for wide in (False, True):  # wide: moe_wna16_a8's bf16 code values
+                fmt = ActQuantFormat.from_spec(act, wide=wide)
+                artifact = compile_source(render_source(fmt, arch))
+                assert set(artifact.meta["functions"]) == {
+                    artifact.meta["source"]["base"] + "_quant_fp16",
+                    artifact.meta["source"]["base"] + "_quant_bf16",
+                }

@@ -55,19 +55,27 @@ def unsupported_reason(act: ActSpec) -> str:
 
 @dataclass(frozen=True)
 class ActQuantFormat:
-    """Template arguments of one quantizer: code type, scale mode, group size (0 unless group)."""
+    """Template arguments of one quantizer: code type, scale mode, group size (0 unless group);
+    `wide`: write each code's value as bf16 instead of the 8-bit code (exact), for the WnA16
+    kernels that run 8-bit activations."""
 
     code: str
     mode: str
     group: int
+    wide: bool = False
 
     @classmethod
-    def from_spec(cls, act: ActSpec) -> ActQuantFormat:
+    def from_spec(cls, act: ActSpec, wide: bool = False) -> ActQuantFormat:
         reason = unsupported_reason(act) if act.is_quantized else "activations are not quantized"
         if reason:
             raise ValueError(f"no activation quantizer for this spec: {reason}")
         mode = "static" if act.quant == "static" else act.granularity
-        return cls(act.dtype.name, mode, act.group_size or 0)
+        return cls(act.dtype.name, mode, act.group_size or 0, wide)
+
+    @property
+    def q_dtype(self) -> torch.dtype:
+        """The dtype of the quantizer's output q."""
+        return torch.bfloat16 if self.wide else CODE_DTYPES[self.code]
 
     def scale_rows(self, k: int) -> int:
         """G of the [G, M] scale tensor for K columns."""
@@ -81,8 +89,9 @@ class ActQuantFormat:
         """C++ text instantiating one entry per 16-bit input type."""
         lines = []
         for dt, symbol in self.entry_names(base).items():
+            macro = "HUMMING_ACT_QUANT_WIDE_ENTRY" if self.wide else "HUMMING_ACT_QUANT_ENTRY"
             lines.append(
-                f"HUMMING_ACT_QUANT_ENTRY({symbol}, {INPUTS[dt][0]}, {CODES[self.code]}, "
+                f"{macro}({symbol}, {INPUTS[dt][0]}, {CODES[self.code]}, "
                 f"{MODES[self.mode]}, {max(self.group, 8)})\n"
             )
         return "".join(lines)
@@ -141,7 +150,7 @@ def signature(fmt: ActQuantFormat, input_dtype: torch.dtype, name: str) -> Signa
     return Signature(
         TensorArg("x", input_dtype, ("M", "K"), layout="rows"),
         TensorArg("static_scale", torch.float32, (1,), optional=fmt.mode != "static", align=4),
-        TensorArg("q", CODE_DTYPES[fmt.code], ("M", "K")),
+        TensorArg("q", fmt.q_dtype, ("M", "K")),
         TensorArg("scales", torch.float32, ("G", "M"), align=4),
         ScalarArg("M", "int32", dim="M"),
         ScalarArg("K", "int32", dim="K"),
@@ -151,7 +160,8 @@ def signature(fmt: ActQuantFormat, input_dtype: torch.dtype, name: str) -> Signa
 
 
 class ActQuantizer:
-    """`quantizer(x, static_scale=None) -> (q [M, K], scales [G, M] fp32)` on x's stream.
+    """`quantizer(x, static_scale=None) -> (q [M, K], scales [G, M] fp32)` on x's stream (q:
+    the codes, or their bf16 values for a wide format).
 
     `functions` maps the input dtype name (fp16, bf16) to its loaded entry."""
 
@@ -189,7 +199,7 @@ class ActQuantizer:
             raise ValueError(
                 f"K={k}: 8-bit activation rows are written in 16-byte chunks, K % 16 == 0"
             )
-        q = torch.empty((m, k), dtype=CODE_DTYPES[self.fmt.code], device=x.device)
+        q = torch.empty((m, k), dtype=self.fmt.q_dtype, device=x.device)
         scales = torch.empty((self.fmt.scale_rows(k), m), dtype=torch.float32, device=x.device)
         values = {"x": x, "static_scale": static_scale, "q": q, "scales": scales}
         _, params = sig.bind(values, {"LDA": x.stride(0) if m else k}, fn.device_index)

@@ -6,9 +6,9 @@ mma.sync moe_w8a8 kernels run these layers at 0.13-0.41x the published humming-k
 (benchmarks/notes/session13.md), while the WnA16 MoE kernels run MXFP4 with bf16 activations at
 0.59-1.17x.
 
-Compile-tested only: written in session 13, whose GPU time was spent; not yet run on hardware, so
-CudaDevice offers it only with HUMMING_UNVERIFIED_KERNELS=1 (its hardware check is
-tests/test_moe_wna16_a8_conformance.py).
+Verified on the H200 on 2026-11-30 (session 14): tests/test_moe_wna16_a8_conformance.py passes (18
+cases: both inner kernels, int8 and e4m3 codes, GLU epilogues, router weights, expert maps) and
+compute-sanitizer racecheck is clean on scripts/sanitize_moe.py's two MXFP4_A8 cases.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .render import render
 class MoeWna16A8Family(ModuleFamily):
     """`KernelFamily` implementation (see humming_cuda.kernels.base)."""
 
-    hardware_verified = False
+    hardware_verified = True
     name = "moe_wna16_a8"
     config_type = MoeWna16A8Config
     kernel_type = MoeWna16A8Kernel

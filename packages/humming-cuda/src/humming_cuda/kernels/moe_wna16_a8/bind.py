@@ -1,5 +1,5 @@
-"""Bind a loaded MoE W4A8 module: quantize x per token with its own entries, widen the codes to
-bf16, then the inner WnA16 MoE kernel's call with the per-token scales."""
+"""Bind a loaded MoE W4A8 module: quantize x per token with its own entries (the codes written as
+their bf16 values), then the inner WnA16 MoE kernel's call with the per-token scales."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import torch
 
 from humming_core.spec import QuantSpec
 
-from ..act_quant import ActQuantFormat, ActQuantizer
+from ..act_quant import ActQuantizer
 from ..moe_wna16.bind import MoeWna16Kernel
 from ..moe_wna16_wgmma.bind import MoeWna16WgmmaKernel
 from .config import MoeWna16A8Config
-from .heuristics import codes_spec
+from .heuristics import codes_spec, quant_format
 
 INNER_KERNELS = {"moe_wna16": MoeWna16Kernel, "moe_wna16_wgmma": MoeWna16WgmmaKernel}
 
@@ -30,14 +30,11 @@ class MoeWna16A8Kernel:
         self.config = config
         self.name = function.symbol
         self.inner = INNER_KERNELS[config.inner.family](function, codes_spec(spec), config.inner)
-        self.quantizer = ActQuantizer.from_module(
-            ActQuantFormat.from_spec(spec.act), function, function.symbol
-        )
+        self.quantizer = ActQuantizer.from_module(quant_format(spec), function, function.symbol)
 
     def __call__(self, **values: Any) -> None:
         x = values.pop("x")
         if not isinstance(x, torch.Tensor) or x.dim() != 2:
             raise ValueError(f"{self.name}: argument 'x': expected a 2-D tensor [M, K]")
-        codes, scales = self.quantizer(x, None)
-        # exact: every int8 and e4m3 value is a bf16 value; scales are [1, M]
-        self.inner(x=codes.to(torch.bfloat16), a_scales=scales.view(-1), **values)
+        codes, scales = self.quantizer(x, None)  # codes: bf16 values; scales: [1, M]
+        self.inner(x=codes, a_scales=scales.view(-1), **values)

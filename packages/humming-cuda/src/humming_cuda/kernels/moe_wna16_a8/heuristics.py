@@ -16,7 +16,7 @@ from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 from humming_core.spec.quant import ActSpec
 
-from ..act_quant import unsupported_reason
+from ..act_quant import ActQuantFormat, unsupported_reason
 from ..moe_wna16 import FAMILY as MOE_WNA16
 from ..moe_wna16_wgmma import FAMILY as MOE_WNA16_WGMMA
 from .config import MoeWna16A8Config
@@ -25,6 +25,11 @@ from .config import MoeWna16A8Config
 def codes_spec(spec: QuantSpec) -> QuantSpec:
     """`spec` with bf16 activations: what the WnA16 MoE kernels compute on the widened codes."""
     return spec.model_copy(update={"act": ActSpec(dtype="bf16")})
+
+
+def quant_format(spec: QuantSpec) -> ActQuantFormat:
+    """The module's quantizer: per-token codes written as their bf16 values (one pass)."""
+    return ActQuantFormat.from_spec(spec.act, wide=True)
 
 
 def _spec_reason(spec: QuantSpec) -> str:

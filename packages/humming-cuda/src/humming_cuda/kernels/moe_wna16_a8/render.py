@@ -6,19 +6,18 @@ from __future__ import annotations
 from humming_core.device import DeviceCaps, KernelSource
 from humming_core.spec import QuantSpec
 
-from ..act_quant import ActQuantFormat
 from ..family import check_config_arch
 from ..moe_wna16.render import render as render_moe_wna16
 from ..moe_wna16_wgmma.render import render as render_moe_wna16_wgmma
 from .config import MoeWna16A8Config
-from .heuristics import codes_spec
+from .heuristics import codes_spec, quant_format
 
 INNER_RENDERS = {"moe_wna16": render_moe_wna16, "moe_wna16_wgmma": render_moe_wna16_wgmma}
 
 
 def render(spec: QuantSpec, config: MoeWna16A8Config, caps: DeviceCaps) -> KernelSource:
     check_config_arch(config, caps)
-    quant = ActQuantFormat.from_spec(spec.act)
+    quant = quant_format(spec)
     inner = INNER_RENDERS[config.inner.family](
         codes_spec(spec), config.inner, caps, row_scale=repr(quant)
     )

@@ -1,6 +1,9 @@
 // Activation quantization: 16-bit x [M, K] -> 8-bit codes q [M, K] (row-major, ld K) and fp32 scales
 // [G, M] (G = 1 per token / static per tensor, G = ceil(K / GROUP) per group), the layout the W8A8
 // GEMM reads: the scales of one K group for a CTA's consecutive rows are contiguous.
+// WIDE: q holds each code's value as bf16 instead (exact: every int8 and e4m3 value is a bf16
+// value), the input of the WnA16 kernels that run 8-bit activations (moe_wna16_a8); one pass
+// instead of quantizing and then widening the codes in a second kernel.
 //
 // Bit-identical to humming_core.numerics.act.quantize_act: scale = amax / code max and value =
 // x / scale, both correctly rounded fp32 divisions (__fdiv_rn, not a reciprocal multiply), then the
@@ -41,7 +44,46 @@ HM_DEVICE uint2 encode8(const float (&f)[8], float scale) {
   return make_uint2(C::encode4(v[0], v[1], v[2], v[3]), C::encode4(v[4], v[5], v[6], v[7]));
 }
 
-template <typename T, int CODE, int MODE, int GROUP>
+// Eight codes (8 bytes, as encode8 packs them) -> their values as eight bf16 (16 bytes), exactly.
+template <int CODE>
+HM_DEVICE uint4 widen8(uint2 codes) {
+  const u32 w[2] = {codes.x, codes.y};
+  u32 out[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const u32 pair = (w[i / 2] >> (16 * (i % 2))) & 0xFFFFu;
+    float lo, hi;
+    if constexpr (CODE == kCode8Int8) {
+      lo = static_cast<float>(static_cast<signed char>(pair & 0xFFu));
+      hi = static_cast<float>(static_cast<signed char>(pair >> 8));
+    } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+      u32 h2;  // cvt puts the low byte's value in the low half
+      asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(static_cast<unsigned short>(pair)));
+      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h2));
+      lo = f.x, hi = f.y;
+#else
+      __trap();
+      lo = hi = 0.f;
+#endif
+    }
+    const __nv_bfloat162 b = __floats2bfloat162_rn(lo, hi);
+    out[i] = *reinterpret_cast<const u32*>(&b);
+  }
+  return make_uint4(out[0], out[1], out[2], out[3]);
+}
+
+// Q: u8 (codes) or nv_bfloat16 (their values, WIDE).
+template <int CODE, typename Q>
+HM_DEVICE void store8(Q* q, uint2 codes) {
+  if constexpr (sizeof(Q) == 1) {
+    *reinterpret_cast<uint2*>(q) = codes;
+  } else {
+    *reinterpret_cast<uint4*>(q) = widen8<CODE>(codes);
+  }
+}
+
+template <typename T, int CODE, int MODE, int GROUP, typename Q = u8>
 struct ActQuant {
   static constexpr int THREADS = kActQuantThreads;
   static constexpr int kLanes = GROUP / 8;  // lanes sharing one group (8 values per lane)
@@ -61,11 +103,11 @@ struct ActQuant {
   }
 
   // One CTA per row: amax over the row (dynamic) or the given scale (static), then encode.
-  HM_DEVICE static void rows(const T* x, const float* static_scale, u8* q, float* scales, int M,
+  HM_DEVICE static void rows(const T* x, const float* static_scale, Q* q, float* scales, int M,
                              int K, int lda) {
     const int m = blockIdx.x;
     const T* row = x + static_cast<long long>(m) * lda;
-    u8* qrow = q + static_cast<long long>(m) * K;
+    Q* qrow = q + static_cast<long long>(m) * K;
     const int chunks = K / 8;
     float scale;
     if constexpr (MODE == kActQuantStatic) {
@@ -83,12 +125,12 @@ struct ActQuant {
     for (int c = threadIdx.x; c < chunks; c += THREADS) {
       float f[8];
       unpack8<T>(*reinterpret_cast<const uint4*>(row + c * 8), f);
-      *reinterpret_cast<uint2*>(qrow + c * 8) = encode8<CODE>(f, scale);
+      store8<CODE>(qrow + c * 8, encode8<CODE>(f, scale));
     }
   }
 
   // kLanes lanes per (row, group); a partial last group reads only up to K (zeros change no amax).
-  HM_DEVICE static void groups(const T* x, u8* q, float* scales, int M, int K, int lda) {
+  HM_DEVICE static void groups(const T* x, Q* q, float* scales, int M, int K, int lda) {
     const int groups_k = ceil_div(K, GROUP);
     const int gid = (blockIdx.x * THREADS + threadIdx.x) / kLanes;
     const int lane = threadIdx.x % kLanes;
@@ -103,10 +145,10 @@ struct ActQuant {
     const float scale = __fdiv_rn(amax, Code8Traits<CODE>::kMax);
     if (!valid) return;
     if (lane == 0) scales[static_cast<long long>(g) * M + m] = scale;
-    *reinterpret_cast<uint2*>(q + static_cast<long long>(m) * K + k) = encode8<CODE>(f, scale);
+    store8<CODE>(q + static_cast<long long>(m) * K + k, encode8<CODE>(f, scale));
   }
 
-  HM_DEVICE static void run(const T* x, const float* static_scale, u8* q, float* scales, int M,
+  HM_DEVICE static void run(const T* x, const float* static_scale, Q* q, float* scales, int M,
                             int K, int lda) {
     if constexpr (MODE == kActQuantGroup) {
       groups(x, q, scales, M, K, lda);
@@ -125,4 +167,13 @@ struct ActQuant {
       NAME(const T* x, const float* static_scale, humming::u8* q, float* scales, int M, int K,  \
            int lda) {                                                                            \
     humming::ActQuant<T, CODE, MODE, GROUP>::run(x, static_scale, q, scales, M, K, lda);         \
+  }
+
+// The WIDE form: q [M, K] bf16 (the codes' values).
+#define HUMMING_ACT_QUANT_WIDE_ENTRY(NAME, T, CODE, MODE, GROUP)                                 \
+  extern "C" __global__ void __launch_bounds__(humming::kActQuantThreads)                       \
+      NAME(const T* x, const float* static_scale, nv_bfloat16* q, float* scales, int M, int K,  \
+           int lda) {                                                                            \
+    humming::ActQuant<T, CODE, MODE, GROUP, nv_bfloat16>::run(x, static_scale, q, scales, M, K, \
+                                                             lda);                              \
   }

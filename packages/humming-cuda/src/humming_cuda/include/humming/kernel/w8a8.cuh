@@ -30,6 +30,7 @@
 #include "humming/epilogue/epilogue.cuh"
 #include "humming/memory/byte_tile_loader.cuh"
 #include "humming/memory/cp_async_pipeline.cuh"
+#include "humming/mma/fp8_as_f16.cuh"
 #include "humming/mma/mma_n16.cuh"
 #include "humming/mma/mma_sync8.cuh"
 #include "humming/ptx/cp_async.cuh"
@@ -45,8 +46,11 @@ enum W8a8WeightScale : int {
 };
 
 // 8-bit weight codes, stored as they are multiplied.
+// F16: whether the sm_90 kernels take the fp16 form of the k32 step (mma/fp8_as_f16.cuh). Not for
+// 8-bit e4m3 weights: converted by e4m3_pairs they ran 0.87-0.91x the speed of ptxas's fp8 MMA
+// lowering (H200, benchmarks/notes/session14.md).
 struct W8Bytes {
-  static constexpr bool NIBBLES = false, ZERO = false;
+  static constexpr bool NIBBLES = false, ZERO = false, F16 = false;
   template <int ROWS, int THREADS>
   using Loader = ByteTileLoader<ROWS, THREADS>;
 };
@@ -57,6 +61,7 @@ template <bool ZERO_, u32 T0, u32 T1, u32 T2, u32 T3>
 struct W4Nibbles {
   static constexpr bool NIBBLES = true, ZERO = ZERO_;
   using Lut = NibbleLut<T0, T1, T2, T3>;
+  static constexpr bool F16 = is_int4_e4m3_table(T0, T1, T2, T3);  // see W8a8Kernel::kF16Mma
   template <int ROWS, int THREADS>
   using Loader = NibbleTileLoader<ROWS, THREADS>;
 };
@@ -88,6 +93,11 @@ struct W8a8Tile {
   static constexpr bool SPLIT_K = SPLIT_K_;
   static constexpr int BM = 16 * M_FRAGS * WARPS_M, BN = 8 * N_FRAGS * WARPS_N, BK = 128;
   static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+  // CTAs per SM the registers are capped for: four of the decode tile (one 16-row tile of tokens,
+  // 128 threads; W4A8 took 150 registers and three CTAs otherwise, four ran 1.09-1.33x faster at
+  // decode on the H200, benchmarks/notes/session14.md), one of the others (the 128-thread int8
+  // prefill tile spills under the cap) and on the PPU (not measured there).
+  static constexpr int MIN_BLOCKS = !HM_PPU_LAYOUT && BM == 16 && THREADS <= 128 ? 4 : 1;
   static_assert(N_FRAGS % 2 == 0, "B fragments are loaded two n8 blocks per ldmatrix.x4");
   static_assert(STAGES >= 2, "the pipeline overwrites the previous stage's buffer: STAGES >= 2");
 };
@@ -101,7 +111,17 @@ struct W8a8Kernel {
   static_assert(!Fmt::W_BLOCK || 128 % BN == 0, "a CTA's columns must lie in one 128-row weight block");
   using W = typename Fmt::W;
   using Mma = Mma16832<Fmt::CODE>;
+  // E4M3 x int4 on sm_90: two fp16 MMAs per k32 step (mma/fp8_as_f16.cuh says why). E2M1
+  // weights stay on the fp8 MMA: their table expansion plus the fp16 conversion ran 1.4x slower
+  // than ptxas's lowering (H200, benchmarks/notes/session14.md).
+  static constexpr bool kF16Mma = HM_FP8_MMA_AS_F16 && !HM_PPU_LAYOUT &&
+                                  Fmt::CODE == kCode8E4m3 && W::F16;
   using Acc = typename Mma::Acc;
+  // Weight group scales are loaded when their K segment starts, so that their latency hides
+  // behind its MMAs: loaded at the promotion they stalled the W4A8 decode kernel on every stage
+  // (21% of its warp-stall samples on the H200). Block and activation-group scales are loaded at
+  // the promotion: loaded early, FP8_BLOCK128 at decode ran 0.93x (benchmarks/notes/session14.md).
+  static constexpr bool kEarlyScales = Fmt::W_GROUPED;
   using ALoader = ByteTileLoader<BM, THREADS>;
   using BLoader = typename W::template Loader<BN, THREADS>;
   static constexpr int kStage = ALoader::kBytes + BLoader::kBytes;
@@ -197,15 +217,33 @@ struct W8a8Kernel {
         nib[nf] = *reinterpret_cast<const uint4*>(b_s + BLoader::offset(row, lane % 4));
       }
     }
+    float ws[NF][2];  // kEarlyScales: the weight scales of the K segment being summed
 #pragma unroll
     for (int ks = 0; ks < BK / 32; ++ks) {
+      if constexpr (kEarlyScales) {
+        const int k0 = it * BK + ks * 32;
+        if (ks % KS_PER_PROMOTE == 0 && k0 < a.K) column_scales(ws, a, k0, n0, wn, lane);
+      }
       u32 af[MF][4], bf[NF][2];
 #pragma unroll
       for (int mf = 0; mf < MF; ++mf) {
         const int row = (wm * MF + mf) * 16 + (lane & 15);
         ldmatrix_x4(af[mf], a_s + ALoader::offset(row, ks * 2 + (lane >> 4)));
       }
-      if constexpr (W::NIBBLES) {
+      if constexpr (kF16Mma) {
+        u32 ah[MF][8];
+#pragma unroll
+        for (int mf = 0; mf < MF; ++mf) e4m3_a_halves(af[mf], ah[mf]);
+#pragma unroll
+        for (int nf = 0; nf < NF; ++nf) {
+          u32 p[4];
+          int4_pairs(reinterpret_cast<const u32*>(&nib[nf])[ks], p);
+#pragma unroll
+          for (int mf = 0; mf < MF; ++mf) {
+            mma_k32_as_f16(*reinterpret_cast<float(*)[4]>(&acc[(mf * NF + nf) * 4]), ah[mf], p);
+          }
+        }
+      } else if constexpr (W::NIBBLES) {
         if constexpr (W::ZERO) {
           if (ks % KS_PER_PROMOTE == 0) load_zeros(zero, a, it * BK + ks * 32, n0, wn, lane);
         }
@@ -231,18 +269,21 @@ struct W8a8Kernel {
         }
       }
 #else
+      if constexpr (!kF16Mma) {
 #pragma unroll
-      for (int mf = 0; mf < MF; ++mf) {
+        for (int mf = 0; mf < MF; ++mf) {
 #pragma unroll
-        for (int nf = 0; nf < NF; ++nf) {
-          Mma::run(*reinterpret_cast<Acc(*)[4]>(&acc[(mf * NF + nf) * 4]), af[mf], bf[nf][0],
-                   bf[nf][1]);
+          for (int nf = 0; nf < NF; ++nf) {
+            Mma::run(*reinterpret_cast<Acc(*)[4]>(&acc[(mf * NF + nf) * 4]), af[mf], bf[nf][0],
+                     bf[nf][1]);
+          }
         }
       }
 #endif
       if constexpr (Fmt::PROMOTE) {
         if ((ks + 1) % KS_PER_PROMOTE == 0) {
-          promote(total, acc, a, it * BK + (ks + 1) * 32 - Fmt::PROMOTE_K, m0, n0, wm, wn, lane);
+          const int k0 = it * BK + (ks + 1) * 32 - Fmt::PROMOTE_K;
+          promote(total, acc, ws, a, k0, m0, n0, wm, wn, lane);
         }
       }
     }
@@ -275,11 +316,17 @@ struct W8a8Kernel {
 
   // total += acc * (group scale of the row) * (group / block scale of the column); acc = 0. The
   // segment at k0 covers K offsets [k0, k0 + PROMOTE_K); past K it holds no group and sums zeros.
-  HM_DEVICE static void promote(float (&total)[TOTAL], Acc (&acc)[ACC], const Args& a, int k0,
-                                int m0, int n0, int wm, int wn, int lane) {
+  // `early`: the column scales compute_stage loaded when the segment started (kEarlyScales).
+  HM_DEVICE static void promote(float (&total)[TOTAL], Acc (&acc)[ACC], const float (&early)[NF][2],
+                                const Args& a, int k0, int m0, int n0, int wm, int wn, int lane) {
     const bool live = k0 < a.K;
     float ws[NF][2];
-    if (live) column_scales(ws, a, k0, n0, wn, lane);
+    if constexpr (kEarlyScales) {
+#pragma unroll
+      for (int nf = 0; nf < NF; ++nf) ws[nf][0] = early[nf][0], ws[nf][1] = early[nf][1];
+    } else {
+      if (live) column_scales(ws, a, k0, n0, wn, lane);
+    }
 #pragma unroll
     for (int mf = 0; mf < MF; ++mf) {
 #pragma unroll
@@ -388,7 +435,7 @@ struct W8a8Kernel {
 // The C entry point every rendered W8A8 translation unit instantiates (parameters in the order of
 // humming_cuda.kernels.w8a8.bind.signature).
 #define HUMMING_W8A8_ENTRY(NAME, FMT, TILE, OUT, BIAS)                                          \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                          \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, TILE::MIN_BLOCKS) NAME(           \
       const char* a, const float* a_scales, const char* w, const float* w_scales,              \
       const unsigned char* zeros, const float* bias, OUT* out, int M, int N, int K, int ldc,   \
       int ws_ld, float* workspace, int* counters, int iters_per_split) {                        \
