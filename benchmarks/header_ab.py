@@ -20,23 +20,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from points import Point, rotated_us, save
+from points import Point, headers_from, rotated_us, save
 
-from humming_cuda import compiler
 from humming_cuda.bench.baselines import cublas_fp16
 from humming_cuda.bench.timing import copies_for, graph_time_us
 from humming_cuda.device import CudaDevice
 
 
 def _compile_against(device: CudaDevice, source, include_root: Path | None):
-    """Compile `source` with `include_root` in place of the package's headers (None: the package's)."""
-    original = compiler.humming_include_root
-    if include_root is not None:
-        compiler.humming_include_root = lambda: include_root
-    try:
+    """Compile and load `source` with `include_root` in place of the package's headers."""
+    with headers_from(include_root):
         return device.load(device.compile(source))
-    finally:
-        compiler.humming_include_root = original
 
 
 def ab(device: CudaDevice, text: str, b_root: Path) -> dict:

@@ -5,12 +5,16 @@ output), timing over rotated weight copies as `humming bench` does, and the scri
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from humming_core.device import DeviceCaps, GemmProblem
 from humming_core.spec import QuantSpec, preset
+from humming_cuda import compiler
 from humming_cuda.bench.dense import _random_canonical
 from humming_cuda.bench.timing import copies_for, graph_time_us
 
@@ -83,3 +87,16 @@ def save(path: str | None, rows: list[dict], **meta) -> None:
     if path:
         with open(path, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), **meta, "rows": rows}, f, indent=1)
+
+
+@contextmanager
+def headers_from(include_root: Path | None) -> Iterator[None]:
+    """Compile against `include_root` (another version's include/ directory) instead of the
+    package's headers inside the block; None: the package's."""
+    original = compiler.humming_include_root
+    if include_root is not None:
+        compiler.humming_include_root = lambda: include_root
+    try:
+        yield
+    finally:
+        compiler.humming_include_root = original

@@ -1,4 +1,4 @@
-// E4M3 x 4-bit-weight k32 MMA steps as two fp16 m16n8k16 MMAs (sm_90 W4A8).
+// E4M3 x int4 k32 MMA steps as two fp16 m16n8k16 MMAs (sm_90 W4A8).
 //
 // Why: sm_90 has no fp8 mma.sync in hardware. ptxas lowers each m16n8k32 e4m3 MMA to operand
 // conversions, two fp16 MMAs into fresh accumulators and four fp32 adds, and converts the
@@ -6,8 +6,9 @@
 // instruction-bound at 370 warp instructions per KB of weights, 20% of DRAM bandwidth
 // (benchmarks/notes/session14.md). Here the activation fragment is converted once per k32 step
 // and reused by every weight block, int4 weights become fp16 with two instructions per pair, and
-// the MMAs accumulate in place. Exact as the e4m3 MMA: every e4m3 and 4-bit weight value is an
-// fp16 value and their products are exact in the fp32 accumulators.
+// the MMAs accumulate in place. Exact as the e4m3 MMA: every e4m3 and int4 value is an fp16
+// value and their products are exact in the fp32 accumulators. (E2M1 and 8-bit weights measured
+// slower in this form: W8a8Kernel::kF16Mma.)
 //
 // Pairing: word w of the W4A8 layout holds K elements 4t + j (nibble j) and 16 + 4t + j (nibble
 // j + 4) of its column; fp16 pair j is (nibble j, nibble j + 4), which the int4 magic-number

@@ -1,0 +1,100 @@
+"""What a point's kernel costs in registers, spills and instructions, without a GPU (issue 6/7/8
+tuning: check a header change here before spending device time on it).
+
+    python3 benchmarks/kernel_resources.py W4A8_FP8:57344x8192:1 [--arch sm_90a] \\
+        [--b .ab/packages/humming-cuda/src/humming_cuda/include] [--ops 12] [--set stages=3]
+
+For each point SPEC:NxK:M: the config the device would choose on `--arch` (with `--set` changes),
+rendered once and compiled by NVRTC against this tree's headers (A) and, with `--b`, against
+another version's include/ directory (B). Prints each entry's registers, spill stores / loads,
+stack and the SASS opcode counts of the whole cubin (static counts: an unrolled main loop
+dominates them, but they are not executed counts; ncu_stalls.py gives those on the GPU). The
+opcode counts need nvdisasm (the nvidia-cuda-nvdisasm wheel, or a CUDA toolkit on PATH).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from points import Point, headers_from, with_fields
+
+from humming_cuda.compiler import compile_source
+from humming_cuda.device import CudaDevice
+
+
+def nvdisasm() -> str | None:
+    """nvdisasm from PATH or from the nvidia wheels next to cuda-bindings, if any."""
+    found = shutil.which("nvdisasm")
+    if found:
+        return found
+    try:
+        import nvidia
+    except ImportError:
+        return None
+    for root in map(Path, nvidia.__path__):
+        for candidate in sorted(root.glob("cu*/bin/nvdisasm")):
+            return str(candidate)
+    return None
+
+
+def opcodes(cubin: bytes, tool: str) -> collections.Counter:
+    """Static SASS opcode counts of a cubin (predicates and modifiers dropped)."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        text = subprocess.run([tool, "-c", f.name], capture_output=True, text=True, check=True)
+    counts: collections.Counter = collections.Counter()
+    for line in text.stdout.splitlines():
+        if not line.strip().startswith("/*") or "*/" not in line:
+            continue
+        words = line.split("*/", 1)[1].strip().lstrip("{").split()
+        if words:
+            op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+            counts[op.split(".")[0].rstrip(";")] += 1
+    return counts
+
+
+def report(label: str, artifact, tool: str | None, ops: int) -> None:
+    for name, res in artifact.meta["functions"].items():
+        keys = ("registers", "spill_stores", "spill_loads", "stack_bytes")
+        print(f"  {label} {name}: " + "  ".join(f"{k} {res.get(k)}" for k in keys))
+    if tool:
+        counts = opcodes(artifact.binary, tool)
+        top = "  ".join(f"{op} {n}" for op, n in counts.most_common(ops))
+        print(f"  {label} {sum(counts.values())} instructions: {top}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("points", nargs="+", help="SPEC:NxK:M")
+    parser.add_argument("--arch", default="sm_90a")
+    parser.add_argument("--b", type=Path, help="another version's include/ root")
+    parser.add_argument("--set", action="append", default=[], help="config field=int value")
+    parser.add_argument("--ops", type=int, default=12, help="opcodes to list")
+    args = parser.parse_args()
+    if args.b is not None and not (args.b / "humming").is_dir():
+        raise SystemExit(f"--b {args.b} has no humming/ headers: pass the include/ directory")
+    device = CudaDevice.for_arch(args.arch)
+    update = {f: int(v) for f, v in (s.split("=") for s in args.set)}
+    tool = nvdisasm()
+    for text in args.points:
+        point = Point.parse(text)
+        config = device.candidates(point.spec, point.problem)[0]
+        if update:
+            config = with_fields(config, update)
+        source = device.render(point.spec, config)
+        fields = config.model_dump(exclude={"arch", "family"})
+        print(f"{text} on {args.arch}: {config.family} {fields}")
+        report("A", compile_source(source), tool, args.ops)
+        if args.b is not None:
+            with headers_from(args.b.resolve()):
+                report("B", compile_source(source), tool, args.ops)
+
+
+if __name__ == "__main__":
+    main()
