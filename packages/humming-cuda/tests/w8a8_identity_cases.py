@@ -4,9 +4,11 @@ The w8a8 family's PPU dialects (humming_ppu) are rendered through the same heade
 kernels, whose cuda suites passed on the H200. The default dialect's output must stay
 byte-identical: fixtures/w8a8_nvidia_sha256.json holds the hashes of the NVIDIA kernels last
 verified on the H200 (taken before the dialect existed, retaken after the split-K change of session
-5 passed there, and after session 14's sm_90 int4 x fp8 fp16 step, decode-tile register cap and
-early group-scale loads passed there; every source changed then too, as the quantizer format's
-name key gained its `wide` field); test_w8a8_nvidia_identity.py compares against them.
+5 passed there, and after session 14's sm_90 int4 x fp8 fp16 step, decode-tile register cap,
+early group-scale loads and stride-based stage copies passed there; every source changed then too,
+as the quantizer format's name key gained its `wide` field. The copies' committed form was not
+itself re-run at every case: benchmarks/notes/session14.md lists which cubins match the measured
+ones); test_w8a8_nvidia_identity.py compares against them.
 
 Regenerate (only for a deliberate NVIDIA kernel change that has been re-verified on hardware):
     uv run python packages/humming-cuda/tests/w8a8_identity_cases.py

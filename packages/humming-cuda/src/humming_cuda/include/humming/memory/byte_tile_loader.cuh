@@ -26,18 +26,25 @@ struct ByteTileLoader {
   template <bool STREAM>
   HM_DEVICE static void load(char* smem, const char* src, int r0, int k0, int rows, int K, int ld,
                              int tid, u64 policy) {
+    static_assert(THREADS % kChunksPerRow == 0, "a thread keeps its chunk column");
     const int chunks = min(kChunks, (rows - r0) * kChunksPerRow);
+    // thread tid copies chunk tid % 8 of rows tid / 8 + i * (THREADS / 8): one address and one K
+    // check, then a fixed stride (as NibbleTileLoader, whose per-chunk address products were most
+    // of the W4A8 decode kernel's copy instructions)
+    const int row0 = tid / kChunksPerRow, chunk = tid % kChunksPerRow;
+    const int k = k0 + chunk * 16;
+    const bool pred = k < K;
+    const char* g = src + static_cast<long long>(r0 + row0) * ld + k;
 #pragma unroll
-    for (int c = tid; c < kChunks; c += THREADS) {
-      if (c >= chunks) break;
-      const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;
-      const int k = k0 + chunk * 16;
-      const bool pred = k < K;
-      const char* g = pred ? src + static_cast<long long>(r0 + row) * ld + k : src;
+    for (int i = 0; i * THREADS < kChunks; ++i) {
+      if (tid + i * THREADS >= chunks) break;
+      constexpr int kRowStep = THREADS / kChunksPerRow;
+      const int row = row0 + i * kRowStep;
+      const char* gi = pred ? g + static_cast<long long>(i * kRowStep) * ld : src;
       if constexpr (STREAM) {
-        cp_async16_byte_weight(smem + offset(row, chunk), g, pred, policy);
+        cp_async16_byte_weight(smem + offset(row, chunk), gi, pred, policy);
       } else {
-        cp_async16(smem + offset(row, chunk), g, pred);
+        cp_async16(smem + offset(row, chunk), gi, pred);
       }
     }
   }
@@ -60,13 +67,20 @@ struct NibbleTileLoader {
   // in elements, `ld` the row pitch in bytes; `policy` as ByteTileLoader's.
   HM_DEVICE static void load(char* smem, const char* src, int r0, int k0, int rows, int ld, int tid,
                              u64 policy) {
+    static_assert(THREADS % kChunksPerRow == 0, "a thread keeps its chunk column");
     const int chunks = min(kChunks, (rows - r0) * kChunksPerRow);
+    // thread tid copies chunk tid % 4 of rows tid / 4 + i * (THREADS / 4): one address, then a
+    // fixed stride (the per-chunk row * ld products were most of the W4A8 decode kernel's copy
+    // instructions: benchmarks/kernel_resources.py, 11% fewer in the whole kernel)
+    const int row0 = tid / kChunksPerRow, chunk = tid % kChunksPerRow;
+    const char* g = src + static_cast<long long>(r0 + row0) * ld + k0 / 2 + chunk * 16;
 #pragma unroll
-    for (int c = tid; c < kChunks; c += THREADS) {
-      if (c >= chunks) break;
-      const int row = c / kChunksPerRow, chunk = c % kChunksPerRow;
-      const char* g = src + static_cast<long long>(r0 + row) * ld + k0 / 2 + chunk * 16;
-      cp_async16_byte_weight(smem + offset(row, chunk), g, true, policy);
+    for (int i = 0; i * THREADS < kChunks; ++i) {
+      if (tid + i * THREADS >= chunks) break;
+      constexpr int kRowStep = THREADS / kChunksPerRow;
+      const int row = row0 + i * kRowStep;
+      const char* gi = g + static_cast<long long>(i * kRowStep) * ld;
+      cp_async16_byte_weight(smem + offset(row, chunk), gi, true, policy);
     }
   }
 };
