@@ -58,7 +58,8 @@ from .w4a4 import FAMILY as _W4A4  # noqa: E402
 FAMILIES.append(_W4A4)
 
 # Before moe_w8a8: MoE layers with 8-bit per-token activations and MX 4-bit weights run as exact
-# bf16 codes on the WnA16 MoE kernels (unverified: offered only with HUMMING_UNVERIFIED_KERNELS=1).
+# bf16 codes on the WnA16 MoE kernels (1.7-2.6x moe_w8a8's speed on them across two runs,
+# benchmarks/notes/session14.md).
 from .moe_wna16_a8 import FAMILY as _MOE_WNA16_A8  # noqa: E402
 
 FAMILIES.append(_MOE_WNA16_A8)

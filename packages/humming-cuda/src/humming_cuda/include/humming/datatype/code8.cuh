@@ -46,4 +46,17 @@ struct Code8Traits<kCode8E4m3> {
   }
 };
 
+// Two e4m3 codes (bits [0, 16) of v) -> an fp16 pair, the low byte's value in the low half (exact:
+// every e4m3 value is an fp16 value). Needs sm_89+.
+HM_DEVICE u32 e4m3x2_to_f16x2(u32 v) {
+  u32 r;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(static_cast<unsigned short>(v)));
+#else
+  __trap();
+  r = 0;
+#endif
+  return r;
+}
+
 }  // namespace humming

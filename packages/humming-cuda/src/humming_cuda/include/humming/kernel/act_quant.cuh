@@ -57,15 +57,9 @@ HM_DEVICE uint4 widen8(uint2 codes) {
       lo = static_cast<float>(static_cast<signed char>(pair & 0xFFu));
       hi = static_cast<float>(static_cast<signed char>(pair >> 8));
     } else {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-      u32 h2;  // cvt puts the low byte's value in the low half
-      asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(static_cast<unsigned short>(pair)));
+      const u32 h2 = e4m3x2_to_f16x2(pair);
       const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h2));
       lo = f.x, hi = f.y;
-#else
-      __trap();
-      lo = hi = 0.f;
-#endif
     }
     const __nv_bfloat162 b = __floats2bfloat162_rn(lo, hi);
     out[i] = *reinterpret_cast<const u32*>(&b);

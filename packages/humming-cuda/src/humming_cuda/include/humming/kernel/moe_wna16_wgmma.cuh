@@ -20,9 +20,9 @@
 //   stage without waiting. A full barrier takes the 128 producer threads' arrivals plus thread
 //   0's expect-tx arrival for the weights' bulk copies. cp.async writes through the generic proxy
 //   and wgmma reads through the async proxy: the consumers fence the proxies after each
-//   full-barrier wait (consume's GATHERED_X). An earlier form waited on cp.async groups two steps behind and arrived itself;
-//   tying each arrival to the producer's progress left the consumers waiting on full barriers
-//   for 30% of their stall samples at M = 8192 (notes/session13.md).
+//   full-barrier wait (consume's GATHERED_X). An earlier form waited on cp.async groups two steps
+//   behind and arrived itself; tying each arrival to the producer's progress left the consumers
+//   waiting on full barriers for 30% of their stall samples at M = 8192 (notes/session13.md).
 // - weights, scales, zero points, channel / global scales and bias are expert e's slices of the
 //   [E, ...] tensors (the moe_wna16 layout: the dense wna16 layout per expert, GLU columns
 //   reordered so every 64-column layout tile holds 32 gate columns then their 32 up columns).

@@ -19,6 +19,7 @@
 #pragma once
 #include <cuda_fp16.h>
 #include "humming/arith/common.cuh"
+#include "humming/datatype/code8.cuh"
 #include "humming/datatype/nibble8.cuh"
 #include "humming/mma/mma_sync.cuh"
 
@@ -30,18 +31,6 @@
 #endif
 
 namespace humming {
-
-// Two e4m3 codes (bits [0, 16) of v) -> an fp16 pair, the low byte's value in the low half.
-HM_DEVICE u32 e4m3x2_to_f16x2(u32 v) {
-  u32 r;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(r) : "h"(static_cast<unsigned short>(v)));
-#else
-  __trap();
-  r = 0;
-#endif
-  return r;
-}
 
 // Registers lo, hi of four e4m3 codes each (K elements e and 16 + e of byte e) -> fp16 pairs
 // p[j] = (lo byte j, hi byte j).
