@@ -10,7 +10,8 @@ MX scales and bf16, and the sm_90a wgmma kernels (wna16_wgmma on grids large eno
 in both forms and the register form's narrow small-M tiles with split-K, w8a8_wgmma with its
 activation quantizer, w4a8_wgmma); the M <= 8 WnA16 cases run the wna16_decode kernels (split-K
 included at M=1), M = 9-16 with 4-bit codes wna16's, every larger M wna16_wgmma (its register
-form's 16-128-row tiles with split-K where the grid is small).
+form's 16-128-row tiles with split-K where the grid is small, two CTAs per SM for 16 and 32 rows
+where they finish first).
 Each result is checked against the reference so a silent corruption also fails.
 """
 
@@ -41,6 +42,7 @@ CASES = [  # (preset, act dtype, M, N, K)
     ("W4A16_G128", "bf16", 40, 1000, 2048),  # its 64-row tile, an N tail, K split 4 ways
     ("W4A16_G128", "bf16", 130, 1000, 3000),  # three 64-row tiles (an M tail), K split 5 ways
     ("W4A16_G128", "fp16", 130, 8192, 4096),  # two 128-row tiles (an M tail), K split 2 ways
+    ("W4A16_G128", "fp16", 20, 36864, 1024),  # its 32-row tile at two CTAs per SM (144 tiles)
 ]
 
 

@@ -57,6 +57,19 @@ def kernels(device):
     return {(c.id, c.seed): b for c, b in zip(CASES, built, strict=True)}
 
 
+TWO_BLOCKS = [c for c in CASES if c.m > 8]
+
+
+@pytest.fixture(scope="module")
+def three_ctas_kernels(device):
+    """The two-block cases with registers capped for three CTAs per SM (the heuristic's choice
+    on grids longer than a wave of two, which the matrix's small N does not reach)."""
+    from humming_cuda.kernels.wna16_decode import FAMILY
+
+    built = build_kernels(device, FAMILY, [(c, 0) for c in TWO_BLOCKS], {"ctas_per_sm": 3})
+    return {(c.id, c.seed): b for c, b in zip(TWO_BLOCKS, built, strict=True)}
+
+
 def test_the_matrix_reaches_every_kind_of_weight():
     kinds = {c.spec.weight.dtype.kind for c in CASES}
     assert kinds == {"int", "uint", "float"}, kinds
@@ -67,6 +80,13 @@ def test_the_matrix_reaches_every_kind_of_weight():
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.id}-s{c.seed}" for c in CASES])
 def test_matches_reference(case: Case, device, kernels):
     config, kernel = kernels[(case.id, case.seed)]
+    check_wna16_case(case, device, config, kernel)
+
+
+@pytest.mark.parametrize("case", TWO_BLOCKS, ids=[f"{c.id}-s{c.seed}" for c in TWO_BLOCKS])
+def test_three_ctas_per_sm_match_reference(case: Case, device, three_ctas_kernels):
+    config, kernel = three_ctas_kernels[(case.id, case.seed)]
+    assert config.tokens == 16 and config.ctas_per_sm == 3
     check_wna16_case(case, device, config, kernel)
 
 

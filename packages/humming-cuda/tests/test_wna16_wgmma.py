@@ -268,7 +268,9 @@ def test_register_form_where_its_waves_finish_first(n, k, m, registers):
 
 # wgmma_config_sweep on the H200 (2026-11-30, benchmarks/notes/session11_mid_m.md, after the
 # split reduction's batched loads): the fastest (rs_block_m, split_k) of {64, 128} x {1, 2, 4, 6,
-# 8} at M >= 96, or of the narrow tile's splits {1, 2, 4, 8, 16} below, and its time in us
+# 8} at M >= 96, or of the narrow tile's splits {1, 2, 4, 8, 16} below, and its time in us; one
+# CTA per SM unless a last field says 2 (session 15, notes/session15.md: rs_ctas_per_sm 1 / 2 x
+# splits 1, 2, 4, 8 at M = 16 and 32)
 MID_M_SWEEP = [
     ("W4A16_G128", 4096, 14336, 128, 128, 8),  # 42.2; wna16 65.1 (earlier run)
     ("W4A16_G128", 8192, 28672, 128, 128, 4),  # 111.8; wna16 211.0 (earlier run)
@@ -280,21 +282,27 @@ MID_M_SWEEP = [
     ("W4A16_G128", 4096, 14336, 96, 128, 8),  # 42.4; wna16 64.1 (earlier run)
     ("W4A16_G128", 4096, 14336, 512, 128, 2),  # 108.7
     ("W4A16_G128", 57344, 8192, 128, 128, 1),  # 231.4
-    ("W4A16_G128", 8192, 28672, 32, 32, 4),  # 78.6
+    ("W4A16_G128", 8192, 28672, 32, 32, 8, 2),  # 56.4; one CTA per SM, split 4: 72.7
+    ("W4A16_G128", 57344, 8192, 32, 32, 1, 2),  # 111.6; one CTA per SM: 153.9
+    ("W4A16_G128", 4096, 14336, 32, 32, 8),  # 24.0; two CTAs per SM, split 8: 24.6
     ("W4A16_G128", 4096, 14336, 16, 16, 8),  # 19.3
-    ("W8A16", 8192, 28672, 16, 16, 4),  # 62.2
+    ("W8A16", 8192, 28672, 16, 16, 8, 2),  # 63.5; one CTA per SM, split 4: 66.4
+    ("W8A16", 57344, 8192, 16, 16, 1, 2),  # 113.8; one CTA per SM: 134.0
 ]
 
 
-@pytest.mark.parametrize("spec, n, k, m, block_m, split", MID_M_SWEEP)
-def test_cost_model_picks_the_fastest_measured_tile_and_split(spec, n, k, m, block_m, split):
-    """The register form with the sweep's fastest token tile and K split (M >= 17: routed here
-    rather than to wna16's split-K mma.sync kernels)."""
+@pytest.mark.parametrize(
+    "spec, n, k, m, block_m, split, ctas", [(*row, 1)[:7] for row in MID_M_SWEEP]
+)
+def test_cost_model_picks_the_fastest_measured_tile_and_split(spec, n, k, m, block_m, split, ctas):
+    """The register form with the sweep's fastest token tile, K split and CTAs per SM (M >= 17:
+    routed here rather than to wna16's split-K mma.sync kernels)."""
     problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
     cfg = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
     if m >= 17:
         assert CudaDevice.for_arch("sm_90a").candidates(presets.preset(spec), problem)[0] == cfg
     assert cfg.weights_in_registers and (cfg.rs_block_m, cfg.split_k) == (block_m, split)
+    assert cfg.rs_ctas_per_sm == ctas
 
 
 @pytest.mark.parametrize(
@@ -315,8 +323,9 @@ def test_small_m_takes_the_narrowest_register_tile_in_its_range(m, taken4, taken
     cfg = configs[0]
     assert cfg.weights_in_registers and cfg.block_m == block_m and cfg.block_n == 256
     if block_m < 128:
-        assert cfg.stages == 8
-        assert all(c.smem_bytes <= SM90.smem_per_block for c in configs)
+        # one CTA per SM: the deepest ring; two (these 224-tile grids): the deepest both fit
+        assert cfg.stages == (8 if cfg.rs_ctas_per_sm == 1 else 4)
+        assert all(c.fits_smem(SM90) for c in configs)
 
 
 @pytest.mark.parametrize(
@@ -325,7 +334,7 @@ def test_small_m_takes_the_narrowest_register_tile_in_its_range(m, taken4, taken
         # 224 tiles: 2 waves of whole-K CTAs; the H200 measured 172.8 us, against 184.9 / 177.6 /
         # 204.2 split 2 / 4 / 8 (session 10)
         (57344, 8192, 1),
-        (8192, 28672, 4),  # 32 tiles x 4 = 128 CTAs, one wave
+        (8192, 28672, 8),  # 32 tiles x 8 = 256 CTAs, one wave of two per SM
         (4096, 14336, 8),  # 16 tiles x 8
         (6144, 4096, 5),  # 24 tiles x 5 = 120; 6 would leave 10 steps per split, 2 waves
         (1024, 512, 1),  # 8 steps: no split leaves 8 per split
@@ -336,6 +345,25 @@ def test_split_k_fills_the_sms_under_the_cost_model(n, k, split):
     assert cfg.split_k == split
     steps = -(-k // 64)
     assert split == 1 or steps // split >= 8
+
+
+def test_two_ctas_per_sm_only_for_narrow_register_tiles_with_a_producer():
+    narrow = {"arch": "sm_90a", "stages": 4, "weights_in_registers": True, "rs_block_m": 32}
+    two = WgmmaWna16Config(**narrow, rs_ctas_per_sm=2)
+    assert (
+        "WgmmaWna16RsTile<4, 8, true, 4, 32, 2>"
+        in FAMILY.render(presets.W4A16_G128, two, SM90).code
+    )
+    # one CTA per SM renders the verified source (the template's default)
+    one = FAMILY.render(presets.W4A16_G128, WgmmaWna16Config(**narrow), SM90).code
+    assert "WgmmaWna16RsTile<4, 8, true, 4, 32>" in one
+    for bad in (
+        {"rs_block_m": 64},
+        {"rs_producer": False},
+        {"weights_in_registers": False, "rs_block_m": 128},
+    ):
+        with pytest.raises(ValueError, match="rs_ctas_per_sm=2"):
+            WgmmaWna16Config(**{**narrow, "rs_ctas_per_sm": 2, **bad})
 
 
 def test_split_k_and_narrow_tiles_belong_to_the_register_form():

@@ -25,6 +25,7 @@ from humming_core.ops.layer import M_BUCKETS
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
 from humming_cuda.kernels.wna16_wgmma import FAMILY, WgmmaWna16Config
+from humming_cuda.kernels.wna16_wgmma.config import RS_MAX_BLOCK_M_2CTAS
 from humming_cuda.kernels.wna16_wgmma.heuristics import STAGE_CHOICES
 
 N, K = 4096, 4096
@@ -92,11 +93,14 @@ RS_PTX_NEEDS = (
 )
 
 
+TWO_CTAS = {"rs_ctas_per_sm": 2, "stages": 4}  # a ring that fits two CTAs' shared memory
+
+
 def _register_a_units() -> Units:
     """The register-A form (weights_in_registers) of every integer and float format, both ring
     depths, with group scales, and per-channel scales with an fp32 output; the narrow small-M
     tiles (16 token rows for every format and both scale kinds, 32 and 64 for the first two
-    formats) as the heuristic picks them."""
+    formats) as the heuristic picks them, and those of 16 and 32 rows split for two CTAs per SM."""
     units = Units(FAMILY, "sm_90a")
     formats = INTEGER_FORMATS + FLOAT_FORMATS
     for i, fmt in enumerate(formats):
@@ -109,7 +113,11 @@ def _register_a_units() -> Units:
                 thread0 = {"rs_producer": False, "rs_frag_buffers": 2}
                 units.add(spec, cfg.model_copy(update={"weights_in_registers": True, **thread0}))
             for m in (16, 32, 64) if i < 2 and group == 128 else (16,):
-                units.add_first(spec, GemmProblem(N, K, m=m, act_dtype=act))
+                problem = GemmProblem(N, K, m=m, act_dtype=act)
+                units.add_first(spec, problem)
+                if m <= RS_MAX_BLOCK_M_2CTAS:
+                    first = FAMILY.candidates(spec, problem, units.caps)[0]
+                    units.add(spec, WgmmaWna16Config(**{**first.model_dump(), **TWO_CTAS}))
     return units
 
 
@@ -118,14 +126,17 @@ def test_register_a_form_compiles_without_spills_or_serialized_wgmma(monkeypatch
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
     units = _register_a_units()
     assert len(units) >= 2 * len(INTEGER_FORMATS)
-    narrow = 0
+    narrow = two_ctas = 0
     for spec, cfg, artifact in units.compile(workers=4):
         assert cfg.threads == (384 if cfg.rs_producer else 256)
         narrow += cfg.rs_block_m < 128
-        assert_fits_registers(artifact, cfg.threads, f"{spec.weight} {spec.act} {cfg}")
+        two_ctas += cfg.rs_ctas_per_sm == 2
+        where = f"{spec.weight} {spec.act} {cfg}"
+        assert_fits_registers(artifact, cfg.threads * cfg.rs_ctas_per_sm, where)
         early = accumulator_reads_in_flight(disassemble(artifact.binary))
-        assert not early, f"{spec.weight} {spec.act} {cfg}: {early[:2]}"
+        assert not early, f"{where}: {early[:2]}"
     assert narrow >= len(INTEGER_FORMATS + FLOAT_FORMATS)
+    assert two_ctas >= len(INTEGER_FORMATS + FLOAT_FORMATS)
     widths = set()
     for text in dumped_ptx(tmp_path, units, RS_PTX_NEEDS):
         act = "bf16" if ".bf16.bf16" in text else "f16"

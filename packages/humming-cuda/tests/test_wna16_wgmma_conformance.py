@@ -24,6 +24,7 @@ from wna16_cases import Case, random_weight
 from wna16_wgmma_cases import (
     MID_M_SHAPES,
     SHAPES,
+    TWO_CTAS_SHAPES,
     float_cases,
     matrix_cases,
     small_m_cases,
@@ -145,6 +146,7 @@ def test_weights_in_registers_matches_reference(case: Case, device, register_a_k
 
 SMALL_M = small_m_cases()
 MID_M = small_m_cases(first_seed=3100, shapes=MID_M_SHAPES)
+TWO_CTAS = small_m_cases(first_seed=3200, shapes=TWO_CTAS_SHAPES)
 
 
 def _split_kernels(device, cases, fields) -> dict:
@@ -172,6 +174,12 @@ def mid_m_kernels(device):
     return _split_kernels(device, MID_M, ("split_k", "rs_block_m", "stages"))
 
 
+@pytest.fixture(scope="module")
+def two_ctas_kernels(device):
+    """TWO_CTAS's cases: the heuristic's narrow tile, registers split for two CTAs per SM."""
+    return _split_kernels(device, TWO_CTAS, ("split_k", "rs_ctas_per_sm", "stages"))
+
+
 @pytest.mark.parametrize(
     "case", [c for c, _ in SMALL_M], ids=[f"{c.id}-split{s}" for c, (s,) in SMALL_M]
 )
@@ -193,6 +201,17 @@ def test_mid_m_split_k_matches_reference(case: Case, device, mid_m_kernels):
     picks them from M = 65."""
     config, kernel = mid_m_kernels[(case.id, case.seed)]
     assert config.weights_in_registers and config.smem_bytes <= device.caps().smem_per_block
+    _check(case, device, config, kernel)
+
+
+@pytest.mark.parametrize(
+    "case", [c for c, _ in TWO_CTAS], ids=[f"{c.id}-split{s}" for c, (s, _, _) in TWO_CTAS]
+)
+def test_two_ctas_per_sm_match_reference(case: Case, device, two_ctas_kernels):
+    """The narrow tiles with 104 registers per consumer thread and 24 for the producer
+    (setmaxnreg), so that two CTAs share an SM: every format, K tails, splits."""
+    config, kernel = two_ctas_kernels[(case.id, case.seed)]
+    assert config.rs_ctas_per_sm == 2 and config.rs_block_m <= 32
     _check(case, device, config, kernel)
 
 

@@ -114,6 +114,17 @@ MID_M_SHAPES = (
 )
 
 
+# Narrow tiles with the registers split for two CTAs per SM (rs_ctas_per_sm = 2): (M, N, K,
+# split_k, rs_ctas_per_sm, stages), M <= 32 (the tiles whose accumulators fit 104 registers).
+TWO_CTAS_SHAPES = (
+    (1, 256, 4096, 3, 2, 4),
+    (16, 200, 1040, 1, 2, 4),
+    (17, 64, 136, 2, 2, 4),
+    (32, 520, 2056, 5, 2, 4),
+    (25, 1000, 8192, 1, 2, 4),
+)
+
+
 def small_m_cases(first_seed: int = 3000, shapes=SMALL_M_SHAPES) -> list[tuple[Case, tuple]]:
     """(case, launch fields) of `shapes` (M, N, K, fields...) over the own formats and the float
     ones, rotating groups and dtypes as wgmma_cases does."""

@@ -27,6 +27,9 @@ FEATURES = ("wgmma", "tma", "mbarrier")
 # The 128B swizzle atom alignment the smem tiles need, slack for aligning dynamic smem to it.
 ALIGN_SLACK = 1024
 TMA_STRIDE_BYTES = 16  # TMA global row strides must be multiples of 16 bytes
+# Shared memory the hardware reserves per resident CTA (sm_80 on): an SM holds smem_per_block plus
+# one reservation (H100 / H200: 227 + 1 KB), and every further resident CTA needs its own.
+CTA_SMEM_RESERVED = 1024
 
 
 class WgmmaTileConfig(KernelConfig):
@@ -56,6 +59,16 @@ class WgmmaTileConfig(KernelConfig):
     def barrier_bytes(self) -> int:
         """A full and an empty mbarrier (8 bytes each) per stage of the ring."""
         return 16 * self.stages
+
+    @property
+    def ctas_per_sm(self) -> int:
+        """CTAs the kernel is built to keep resident per SM (its shared memory must fit them)."""
+        return 1
+
+    def fits_smem(self, caps: DeviceCaps) -> bool:
+        """Whether ctas_per_sm CTAs of this config fit one SM's shared memory."""
+        per_sm = caps.smem_per_block + CTA_SMEM_RESERVED
+        return self.ctas_per_sm * (self.smem_bytes + CTA_SMEM_RESERVED) <= per_sm
 
 
 def arch_reason(caps: DeviceCaps, family: str, form: str, operand: str, fallback: str) -> str:
@@ -114,8 +127,9 @@ def fitting_configs(
     group_m: int = 8,
 ) -> list[C]:
     """One config per ring depth in `stage_choices` (best first) that fits the arch's shared
-    memory, visiting tiles in groups of `group_m` M tiles; none when `supports` refuses."""
+    memory (fits_smem), visiting tiles in groups of `group_m` M tiles; none when `supports`
+    refuses."""
     if not supports(spec, problem, caps):
         return []
     configs = [config_type(arch=caps.arch, stages=s, group_m=group_m) for s in stage_choices]
-    return [c for c in configs if c.smem_bytes <= caps.smem_per_block]
+    return [c for c in configs if c.fits_smem(caps)]

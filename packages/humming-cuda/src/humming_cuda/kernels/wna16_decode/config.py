@@ -16,11 +16,19 @@ class Wna16DecodeConfig(Wna16Config):
 
     family: Literal["wna16_decode"] = "wna16_decode"  # type: ignore[assignment]
     tokens: Literal[8, 16] = 8
+    # CTAs per SM the registers are capped for (__launch_bounds__): 3 only for the two-block tile
+    # of 128 threads (<= 168 registers, no spills; 256 threads at 3 would leave 85).
+    ctas_per_sm: Literal[2, 3] = 2
 
     @model_validator(mode="after")
     def _one_token_tile(self) -> Wna16DecodeConfig:
         if self.m_frags != 1:
             raise ValueError(
                 f"m_frags={self.m_frags}: the decode kernel takes one 16-row tile of tokens"
+            )
+        if self.ctas_per_sm == 3 and (self.tokens != 16 or self.threads != 128):
+            raise ValueError(
+                f"ctas_per_sm=3 needs tokens=16 on 128 threads; got tokens={self.tokens}, "
+                f"{self.threads} threads"
             )
         return self

@@ -76,4 +76,27 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         # along N (128 threads, 255 registers at two CTAs per SM).
         fields.update(tokens=16, warps_n=1)
     config = Wna16DecodeConfig(**fields)
-    return [config.model_copy(update={"split_k": pick_split_k(problem, config, caps)})]
+    split = pick_split_k(problem, config, caps)
+    return [
+        config.model_copy(
+            update={
+                "split_k": split,
+                "ctas_per_sm": ctas_per_sm(spec, problem, config, split, caps),
+            }
+        )
+    ]
+
+
+def ctas_per_sm(
+    spec: QuantSpec, problem: GemmProblem, cfg: Wna16DecodeConfig, split: int, caps: DeviceCaps
+) -> int:
+    """3 for the two-block tile when its grid is longer than a wave of two CTAs per SM and its
+    groups are the ones `prefers` gives it (smaller groups spill at 168 registers), else 2.
+    H200, same run (notes/session15.md), W4A16 g128 M=16, registers capped for 3 against 2:
+    57344x8192 (1792 CTAs) 94.4 vs 109.5 us, M=12 94.6 vs 109.7, AWQ 100.9 vs 105.3; the one-wave
+    grids of 8192x28672 / 4096x14336 / 6144x4096 (256, 256, 192 CTAs) 0.97-0.98x."""
+    group = spec.weight.scale.group_size
+    if cfg.tokens != 16 or (group is not None and group < MIN_GROUP_TWO_BLOCKS):
+        return 2
+    ctas = -(-problem.n // cfg.block_n) * split
+    return 3 if ctas > 2 * (caps.sm_count or wna16.DEFAULT_SMS) else 2

@@ -5,14 +5,14 @@ wgmma B tile (include/humming/kernel/wna16_wgmma.cuh).
 Specs: every integer spec of the wna16 family (int1-8 symmetric, uint1-8 with or without integer
 or float zero points; group, channel or tensor scales of any dtype the wna16 layout takes; global
 scale; fp16 / bf16 / fp32 output, bias). M >= 17 (>= 9 for 8-bit codes): a cost model
-(heuristics.best_plan) picks the register-A form's token tile (16 / 32 / 64 / 128 rows) and K
-split, or the shared-memory form; smaller M is the mma.sync families'.
+(heuristics.best_plan) picks the register-A form's token tile (16 / 32 / 64 / 128 rows), K split
+and CTAs per SM, or the shared-memory form; smaller M is the mma.sync families'.
 Weights use the wna16 layout (humming_cuda.kernels.wna16.layout) with the same identity, so a
 layer that switches family per M bucket packs its weights once.
 
 Verified on an H200 (tests/test_wna16_wgmma_conformance.py, 2026-11-29), integer codes and the
 float codes of wna16's float dequantizer (MXFP4, E4M3, NVFP4, E5M2) alike; the narrow tiles and
-split-K on 2026-11-30. CudaDevice picks it over wna16 from heuristics.min_m on (`prefers`).
+split-K on 2026-11-30, two CTAs per SM on 2026-11-30 (session 15). CudaDevice picks it over wna16 from heuristics.min_m on (`prefers`).
 """
 
 from __future__ import annotations

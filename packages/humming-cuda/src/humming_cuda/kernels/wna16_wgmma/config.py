@@ -27,6 +27,7 @@ RS_BLOCK_N = 256  # weight columns of the register-A form's tile
 # CTA per SM.
 RS_WEIGHT_STAGE_BYTES = 16 * 32 * 8 * 4 + 2 * 4 * RS_BLOCK_N * 2
 RS_BLOCK_MS = (16, 32, 64, 128)  # wgmma N of the register form's token side
+RS_MAX_BLOCK_M_2CTAS = 32  # the widest token tile whose accumulators fit two CTAs per SM
 # dequantized weight tiles: one read by wgmma, the next being written, and the previous one, which
 # the still-running wgmma of the step before may read
 B_BUFFERS = 3
@@ -51,6 +52,9 @@ class WgmmaWna16Config(WgmmaTileConfig):
     # across CTAs (reduced in a workspace, humming/epilogue/split_tile.cuh).
     rs_block_m: Literal[16, 32, 64, 128] = 128
     split_k: int = Field(1, ge=1, le=16)
+    # CTAs per SM the register form's registers are split for (WgmmaWna16RsTile::CTAS): 2 halves
+    # each consumer's registers (104) for twice the warps per scheduler; narrow tiles only.
+    rs_ctas_per_sm: Literal[1, 2] = 1
 
     @model_validator(mode="after")
     def _register_form_options(self) -> WgmmaWna16Config:
@@ -59,6 +63,17 @@ class WgmmaWna16Config(WgmmaTileConfig):
                 f"rs_block_m={self.rs_block_m}, split_k={self.split_k}: only the register-A form "
                 "(weights_in_registers=True) has narrow tiles or split-K; the shared-memory form "
                 f"takes rs_block_m={BLOCK_M}, split_k=1"
+            )
+        if self.rs_ctas_per_sm == 2 and not (
+            self.weights_in_registers
+            and self.rs_producer
+            and self.rs_block_m <= RS_MAX_BLOCK_M_2CTAS
+        ):
+            raise ValueError(
+                "rs_ctas_per_sm=2 needs the register-A form with its producer warpgroup and "
+                f"rs_block_m <= {RS_MAX_BLOCK_M_2CTAS} (104 registers per consumer thread); got "
+                f"weights_in_registers={self.weights_in_registers}, "
+                f"rs_producer={self.rs_producer}, rs_block_m={self.rs_block_m}"
             )
         return self
 
@@ -69,6 +84,10 @@ class WgmmaWna16Config(WgmmaTileConfig):
     @property
     def block_n(self) -> int:
         return RS_BLOCK_N if self.weights_in_registers else BLOCK_N
+
+    @property
+    def ctas_per_sm(self) -> int:
+        return self.rs_ctas_per_sm
 
     @property
     def threads(self) -> int:

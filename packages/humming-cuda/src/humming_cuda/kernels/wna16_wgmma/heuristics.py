@@ -1,8 +1,9 @@
 """Which specs and problems the WnA16-wgmma family runs (sm_90a), and its configs.
 
 From M = 17 on (9 for 8-bit codes) every M is this family's: a cost model in K steps (below)
-picks the register-A form's token tile (16 / 32 / 64 / 128 rows) and its K split, or the
-shared-memory form where its waves of 128 x 128 tiles finish first. Smaller M goes to the mma.sync
+picks the register-A form's token tile (16 / 32 / 64 / 128 rows), its K split and, for tiles of up
+to 32 rows, one or two CTAs per SM, or the shared-memory form where its waves of 128 x 128 tiles
+finish first. Smaller M goes to the mma.sync
 families (wna16_decode, wna16). An unknown M is refused with a reason.
 """
 
@@ -16,7 +17,7 @@ from humming_core.spec import QuantSpec
 from ..wgmma_tile import BLOCK_M, BLOCK_N, arch_reason, fitting_configs, problem_reason
 from ..wna16.heuristics import DEFAULT_SMS
 from ..wna16.heuristics import _spec_reason as wna16_spec_reason
-from .config import BLOCK_K, RS_BLOCK_MS, RS_BLOCK_N, WgmmaWna16Config
+from .config import BLOCK_K, RS_BLOCK_MS, RS_BLOCK_N, RS_MAX_BLOCK_M_2CTAS, WgmmaWna16Config
 
 WGMMA_FORM = "wgmma.m64nNk16"
 STAGE_CHOICES = (4, 6)  # 4 x tiles cover the dequantization's lag; 6 as the deeper alternative
@@ -50,6 +51,11 @@ SMALL_M_STAGE_CHOICES = (8, 6, 4)  # deep rings for the narrow tiles: at small M
 # 2026-11-30: W4A16 g128 4096x14336 M=512 199 vs 150 us, 8192x28672 M=256 404 vs 297; W8A16
 # 4096x14336 M=512 182 vs 154), and won where its waves did (57344x8192 M=256 474 vs 611 us,
 # M=2048 3621 vs 4781; 8192x28672 M=512 400 vs 591; W8A16 8192x28672 M=1024 723 vs 1194).
+# Two CTAs per SM (the 16- and 32-row tiles, rs_ctas_per_sm = 2): a wave holds twice the CTAs and
+# each runs PAIR_COST times as long as alone. H200, same run (2026-11-30, W4A16 g128 M=32,
+# benchmarks/notes/session15.md): 57344x8192 unsplit (224 CTAs) 111.6 us against 153.9 at one CTA
+# per SM (1.45 = 111.6 / (153.9 / 2)); 8192x28672 split 8 56.4 against split 4's 72.7 (1.37).
+PAIR_COST = 1.45
 RS_STEP_COST = {16: 1.0, 32: 1.0, 64: 1.0, 128: 1.6}
 SMEM_STEP_COST = RS_STEP_COST[128] / 1.4
 FIXED_STEPS = 12
@@ -96,11 +102,13 @@ class Plan:
     registers: bool
     block_m: int = BLOCK_M
     split_k: int = 1
+    ctas_per_sm: int = 1
 
 
 def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
-    """The register form's (token tile, K split) choices: the narrowest tile that holds M up to
-    64 rows, else 64- or 128-row tiles; every split leaving MIN_STEPS_PER_SPLIT steps or more."""
+    """The register form's (token tile, K split, CTAs per SM) choices: the narrowest tile that
+    holds M up to 64 rows, else 64- or 128-row tiles; every split leaving MIN_STEPS_PER_SPLIT
+    steps or more; two CTAs per SM for tiles of up to RS_MAX_BLOCK_M_2CTAS rows."""
     m = problem.m or 1
     steps = -(-problem.k // BLOCK_K)
     n_tiles = -(-problem.n // RS_BLOCK_N)
@@ -115,6 +123,9 @@ def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
             if split > 1:
                 cta += split * block_m * SPLIT_ROW_STEPS
             plans.append(Plan(_waves(tiles * split, sms) * cta, True, block_m, split))
+            if block_m <= RS_MAX_BLOCK_M_2CTAS:
+                cost = _waves(tiles * split, 2 * sms) * cta * PAIR_COST
+                plans.append(Plan(cost, True, block_m, split, 2))
     return plans
 
 
@@ -145,7 +156,11 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
 
     def form(**fields) -> WgmmaWna16Config:
         return WgmmaWna16Config(
-            weights_in_registers=True, rs_block_m=plan.block_m, split_k=plan.split_k, **fields
+            weights_in_registers=True,
+            rs_block_m=plan.block_m,
+            split_k=plan.split_k,
+            rs_ctas_per_sm=plan.ctas_per_sm,
+            **fields,
         )
 
     stages = SMALL_M_STAGE_CHOICES if plan.block_m < BLOCK_M else STAGE_CHOICES

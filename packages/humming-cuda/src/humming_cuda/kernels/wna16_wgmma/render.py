@@ -25,9 +25,11 @@ def template_arguments(fmt: KernelFormat, cfg: WgmmaWna16Config) -> tuple[str, s
     )
     if cfg.weights_in_registers:
         producer = str(bool(cfg.rs_producer)).lower()
+        # one CTA per SM is the template's default: those sources stay the verified ones
+        ctas = f", {cfg.rs_ctas_per_sm}" if cfg.rs_ctas_per_sm != 1 else ""
         return weight, (
             f"humming::WgmmaWna16RsTile<{cfg.stages}, {cfg.group_m}, {producer}, "
-            f"{cfg.rs_frag_buffers}, {cfg.rs_block_m}>"
+            f"{cfg.rs_frag_buffers}, {cfg.rs_block_m}{ctas}>"
         )
     return weight, f"humming::WgmmaWna16Tile<{cfg.stages}, {cfg.group_m}>"
 

@@ -80,6 +80,39 @@ struct Dequant {
     }
   }
 
+  // 4-bit integer codes read where they lie (fp16 activations): a word holds four code pairs, pair
+  // f at bits 4f and 16 + 4f. Field 0 (bits 0-3 of each half) OR-ed under the magic number gives
+  // magic + q; field 1 (bits 4-7), left in place, gives magic + 16q, which one exact hfma2 by 1/16
+  // brings back. Fields 2 and 3 are fields 0 and 1 of w >> 8: one shift per word instead of one per
+  // pair. bf16's 7 mantissa bits cannot hold 16q under its magic number.
+  static constexpr bool kInPlaceNibbles =
+      BITS == 4 && KIND != kWeightFloat && ZERO != kZeroFloat && Tr::kMagicBits >= 8;
+
+  static constexpr u32 kMagic2 = Tr::kMagic * 0x00010001u;
+
+  // magic2: kMagic2, best as a pinned_constant (arith/common.cuh) made once outside the loop.
+  template <int FIELD>
+  HM_DEVICE static u32 apply_in_place(u32 w, const GroupParams<T>& g, u32 magic2) {
+    static_assert(kInPlaceNibbles && (FIELD == 0 || FIELD == 1), "fields 0 / 1 of 4-bit integers");
+    constexpr u32 kMask = FIELD == 0 ? 0x000F000Fu : 0x00F000F0u;
+    constexpr float kMagic = float(Tr::kMagicValue);
+    const T2 v = from_u32<T2>((w & kMask) | magic2);
+    T2 q;
+    if constexpr (ZERO == kZeroInt) {
+      // g.zero is magic + offset + z (prepare): field 1 first becomes magic + q, exactly
+      const T2 m = FIELD == 0 ? v
+                              : __hfma2(v, Tr::from_floats(0.0625f, 0.0625f),
+                                        Tr::from_floats(kMagic - kMagic / 16, kMagic - kMagic / 16));
+      q = __hsub2(m, g.zero);
+    } else if constexpr (FIELD == 0) {
+      q = __hsub2(v, Tr::from_floats(kMagic + kOffset, kMagic + kOffset));
+    } else {
+      constexpr float kAdd = -(kMagic / 16 + kOffset);
+      q = __hfma2(v, Tr::from_floats(0.0625f, 0.0625f), Tr::from_floats(kAdd, kAdd));
+    }
+    return SCALED ? as_u32(__hmul2(q, g.scale)) : as_u32(q);
+  }
+
   HM_DEVICE static u32 apply(u32 codes, const GroupParams<T>& g) {
     T2 v;
     if constexpr (KIND == kWeightFloat) {

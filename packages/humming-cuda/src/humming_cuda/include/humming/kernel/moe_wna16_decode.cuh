@@ -83,6 +83,7 @@ struct MoeWna16DecodeKernel {
     for (int i = 0; i < ACC; ++i) total[i] = part[i] = 0.f;
     GroupParams<T> gp[8];
     float sc[8];
+    const u32 magic2 = pinned_constant(Dec::Exact::kMagic2, a.k_tiles);
     cp_async_pipeline<Tile::STAGES>(
         0, iters,
         [&](int buf, int it) {
@@ -92,7 +93,9 @@ struct MoeWna16DecodeKernel {
             Moe::load_stage(d, smem, src_rows, buf, it, n0, tid);
           }
         },
-        [&](int buf, int) { Dec::compute_stage(total, part, gp, sc, smem, buf, wn, wk, lane); });
+        [&](int buf, int) {
+          Dec::compute_stage(total, part, gp, sc, smem, buf, wn, wk, lane, magic2);
+        });
     __syncthreads();
     reduce_warps_k<ACC, Tile::WARPS_N, Tile::WARPS_K>(total, reinterpret_cast<float*>(smem), wn,
                                                         wk, lane);

@@ -234,10 +234,11 @@ struct W8a8Kernel {
         u32 ah[MF][8];
 #pragma unroll
         for (int mf = 0; mf < MF; ++mf) e4m3_a_halves(af[mf], ah[mf]);
+        const u32 magic2 = pinned_constant(Int4::kMagic2, a.K);
 #pragma unroll
         for (int nf = 0; nf < NF; ++nf) {
           u32 p[4];
-          int4_pairs(reinterpret_cast<const u32*>(&nib[nf])[ks], p);
+          int4_pairs(reinterpret_cast<const u32*>(&nib[nf])[ks], p, magic2);
 #pragma unroll
           for (int mf = 0; mf < MF; ++mf) {
             mma_k32_as_f16(*reinterpret_cast<float(*)[4]>(&acc[(mf * NF + nf) * 4]), ah[mf], p);

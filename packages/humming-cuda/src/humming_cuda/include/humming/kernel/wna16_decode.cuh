@@ -14,9 +14,9 @@
 // - Weights enter the MMA as their exact codes (q - offset - zero, or the float code's value): the
 //   in-loop group scale multiplies each fp32 partial sum once per group and stage instead of every
 //   weight pair (accumulator rows are weight columns, so each has one scale).
-// - fp16 activations with 4-bit integer codes and no zero points read fields 1 and 3 of a packed
-//   word in place (1024 + 16q after the magic OR) and fix them with one exact hfma2, so a word of
-//   four pairs costs one shift instead of three.
+// - fp16 activations with 4-bit integer codes (without or with integer zero points) read fields 1
+//   and 3 of a packed word in place (Dequant::apply_in_place), so a word of four pairs costs one
+//   shift instead of three.
 // Float zero points (w * s - z) are not linear in the scale this way; that form stays with wna16.
 #pragma once
 #include "humming/kernel/wna16.cuh"
@@ -137,28 +137,19 @@ struct Wna16DecodeKernel {
   static constexpr int ACC = 4 * 4 * TOKEN_BLOCKS;
   static constexpr bool SCALED = Fmt::GROUP > 0;
   static constexpr int KS = Tile::K_STEPS;
-  // 16q + 1024 must fit the magic number's mantissa: fp16 (10 bits), not bf16 (7).
-  static constexpr bool kNibbleFast = Fmt::BITS == 4 && Fmt::KIND != kWeightFloat &&
-                                      Fmt::ZERO == kZeroNone && Tr::kMagicBits >= 8;
+  // 4-bit integer codes are read where they lie (Dequant::apply_in_place): one shift per word.
+  static constexpr bool kInPlace = Exact::kInPlaceNibbles;
 
   // Pair PAIR of the lane's words as exact 16-bit weights (code - offset - zero, or the code's
   // value). The 4-bit layout holds pair i in word i / 4 at bits 4(i % 4) and 16 + 4(i % 4).
+  // magic2: Exact::kMagic2 as a pinned_constant (the in-place form's operand).
   template <int PAIR>
-  HM_DEVICE static u32 weight_pair(const u32 (&words)[Fmt::BITS], const GroupParams<T>& gp) {
-    if constexpr (kNibbleFast) {
-      using T2 = typename Tr::T2;
+  HM_DEVICE static u32 weight_pair(const u32 (&words)[Fmt::BITS], const GroupParams<T>& gp,
+                                   u32 magic2) {
+    if constexpr (kInPlace) {
       constexpr int kField = PAIR % 4;
-      constexpr u32 kMagic2 = Tr::kMagic * 0x00010001u;
       const u32 w = kField >= 2 ? words[PAIR / 4] >> 8 : words[PAIR / 4];
-      if constexpr (kField % 2 == 0) {
-        constexpr float kSub = Tr::kMagicValue + Exact::kOffset;  // (1024 + q) - (1024 + offset)
-        const T2 v = from_u32<T2>((w & 0x000F000Fu) | kMagic2);
-        return as_u32(__hsub2(v, Tr::from_floats(kSub, kSub)));
-      } else {
-        constexpr float kAdd = -(Tr::kMagicValue / 16 + Exact::kOffset);  // (1024 + 16q) / 16 - ...
-        const T2 v = from_u32<T2>((w & 0x00F000F0u) | kMagic2);
-        return as_u32(__hfma2(v, Tr::from_floats(0.0625f, 0.0625f), Tr::from_floats(kAdd, kAdd)));
-      }
+      return Exact::template apply_in_place<kField % 2>(w, gp, magic2);
     } else {
       return Exact::apply(code_pair<Fmt::BITS, PAIR>(words), gp);
     }
@@ -186,23 +177,24 @@ struct Wna16DecodeKernel {
 
   template <int P>
   HM_DEVICE static void mma_rows(float (&acc)[ACC], const u32 (&xf)[4],
-                                 const u32 (&words)[Fmt::BITS], const GroupParams<T> (&gp)[8]) {
-    const u32 a[4] = {weight_pair<4 * P>(words, gp[2 * P]),
-                      weight_pair<4 * P + 2>(words, gp[2 * P + 1]),
-                      weight_pair<4 * P + 1>(words, gp[2 * P]),
-                      weight_pair<4 * P + 3>(words, gp[2 * P + 1])};
+                                 const u32 (&words)[Fmt::BITS], const GroupParams<T> (&gp)[8],
+                                 u32 magic2) {
+    const u32 a[4] = {weight_pair<4 * P>(words, gp[2 * P], magic2),
+                      weight_pair<4 * P + 2>(words, gp[2 * P + 1], magic2),
+                      weight_pair<4 * P + 1>(words, gp[2 * P], magic2),
+                      weight_pair<4 * P + 3>(words, gp[2 * P + 1], magic2)};
     float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[P * 4]);
     Mma16816<T>::run(d, a, xf[0], xf[2]);  // tokens 0-7: k 0-7 and k 8-15
     if constexpr (TOKEN_BLOCKS == 2) {
       float(&d8)[4] = *reinterpret_cast<float(*)[4]>(&acc[16 + P * 4]);
       Mma16816<T>::run(d8, a, xf[1], xf[3]);  // tokens 8-15
     }
-    if constexpr (P + 1 < 4) mma_rows<P + 1>(acc, xf, words, gp);
+    if constexpr (P + 1 < 4) mma_rows<P + 1>(acc, xf, words, gp, magic2);
   }
 
   HM_DEVICE static void compute_stage(float (&total)[ACC], float (&part)[ACC],
                                       GroupParams<T> (&gp)[8], float (&sc)[8], char* smem,
-                                      int buf, int wn, int wk, int lane) {
+                                      int buf, int wn, int wk, int lane, u32 magic2) {
     const T* a_s = Base::stage_a(smem, buf);
     const u32* b_s = Base::stage_b(smem, buf);
 #pragma unroll
@@ -223,9 +215,9 @@ struct Wna16DecodeKernel {
       u32 xf[4];
       ldmatrix_x4(xf, a_s + Base::ALoader::offset(lane & 15, ss * 2 + (lane >> 4)));
       if constexpr (SCALED) {
-        mma_rows<0>(part, xf, words, gp);
+        mma_rows<0>(part, xf, words, gp, magic2);
       } else {
-        mma_rows<0>(total, xf, words, gp);
+        mma_rows<0>(total, xf, words, gp, magic2);
       }
     }
     if constexpr (SCALED) flush(total, part, sc);
@@ -262,10 +254,11 @@ struct Wna16DecodeKernel {
     for (int i = 0; i < ACC; ++i) total[i] = part[i] = 0.f;
     GroupParams<T> gp[8];
     float sc[8];
+    const u32 magic2 = pinned_constant(Exact::kMagic2, a.k_tiles);
     cp_async_pipeline<Tile::STAGES>(
         it0, it1,
         [&](int buf, int it) { copies.load(a, smem, buf, it, n0, tid, policy); },
-        [&](int buf, int) { compute_stage(total, part, gp, sc, smem, buf, wn, wk, lane); });
+        [&](int buf, int) { compute_stage(total, part, gp, sc, smem, buf, wn, wk, lane, magic2); });
     __syncthreads();
     reduce_warps_k<ACC, Tile::WARPS_N, Tile::WARPS_K>(total, reinterpret_cast<float*>(smem), wn,
                                                         wk, lane);
@@ -284,10 +277,11 @@ struct Wna16DecodeKernel {
 }  // namespace humming
 
 // The C entry point of a rendered decode unit: HUMMING_WNA16_ENTRY's parameters (the same host
-// binding, humming_cuda.kernels.wna16.bind). Two CTAs per SM are what the decode tile is sized for
-// (its split-K fills about two per SM), so registers are capped for them.
-#define HUMMING_WNA16_DECODE_ENTRY(NAME, T, FMT, TILE, EPI, TOKENS)                               \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 2)                                  \
+// binding, humming_cuda.kernels.wna16.bind). Registers are capped for CTAS CTAs per SM: 2, what the
+// decode tile is sized for (its split-K fills about two per SM), or 3 for the 128-thread two-block
+// tile on grids longer than a wave of two (wna16_decode.heuristics).
+#define HUMMING_WNA16_DECODE_ENTRY(NAME, T, FMT, TILE, EPI, TOKENS, CTAS)                         \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, CTAS)                               \
       NAME(HUMMING_WNA16_PARAMS(T, EPI)) {                                                        \
     using Kern = humming::Wna16DecodeKernel<T, FMT, TILE, EPI, TOKENS>;                           \
     Kern::run(HUMMING_WNA16_ARGS(Kern));                                                          \

@@ -49,12 +49,22 @@ namespace humming {
 // group retired; 4: one per slice of a step, rewritten a whole step later).
 // BM: activation rows per tile, wgmma's N (16, 32 or 64 for small M: the narrow forms of
 // humming/mma/wgmma_narrow.cuh; 128 otherwise).
-template <int STAGES_, int GROUP_M_, bool PRODUCER_ = false, int FRAG_BUFS_ = 2, int BM_ = 128>
+// CTAS: CTAs resident per SM the registers are split for. 2 (narrow tiles with a producer) gives
+// each scheduler four consumer warps instead of two to hide the dequantization's latencies: the
+// launch reserves 80 registers per thread (65536 / (2 x 384), in steps of 8), of which the
+// producer keeps 24 and each consumer gets 104.
+template <int STAGES_, int GROUP_M_, bool PRODUCER_ = false, int FRAG_BUFS_ = 2, int BM_ = 128,
+          int CTAS_ = 1>
 struct WgmmaWna16RsTile {
   static constexpr int BM = BM_, BN = 256, BK = 64, STAGES = STAGES_, GROUP_M = GROUP_M_;
   static_assert(BM == 16 || BM == 32 || BM == 64 || BM == 128, "wgmma N of the token side");
   static constexpr int CONSUMERS = 2;
   static constexpr bool PRODUCER = PRODUCER_;
+  static constexpr int CTAS = CTAS_;
+  static_assert(CTAS == 1 || (CTAS == 2 && PRODUCER && BM <= 32),
+                "two CTAs per SM: narrow tiles (<= 32 rows of accumulators) with a producer");
+  static constexpr int PRODUCER_REGS = CTAS == 1 ? 40 : 24;
+  static constexpr int CONSUMER_REGS = CTAS == 1 ? 232 : 104;
   static constexpr int FRAG_BUFS = FRAG_BUFS_;
   static_assert(FRAG_BUFS == 2 || FRAG_BUFS == 4, "buffers cycle within a step's 4 slices");
   static constexpr int THREADS = 128 * (CONSUMERS + (PRODUCER ? 1 : 0));
@@ -246,16 +256,26 @@ struct Wna16WgmmaRsKernel {
   // The two A fragments of one K slice from the lane's code words at `words`: fragment i,
   // register r: rows lane/4 (+8 for r = 1, 3) are the warpgroup's pairs j = 2i (2i + 1), K low
   // (r = 0, 1) or high (r = 2, 3) half: pair q = 4i + 2 (r % 2) + r / 2.
+  // magic2: Dq::kMagic2 as a pinned_constant (the in-place 4-bit form's operand).
   HM_DEVICE static void dequant(const u32* words, int v, const GroupParams<ActT> (&gp)[2][2],
-                                u32 (&frag)[2][4]) {
+                                u32 (&frag)[2][4], u32 magic2) {
     HalfLaneWords<BITS> hw;
     hw.load(words, v);
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
+      if constexpr (Dq::kInPlaceNibbles) {
+        // word i holds pairs 4i .. 4i + 3 at fields 0 .. 3 (HalfLaneWords<4>)
+        const u32 hi = hw.w[i] >> 8;
+        frag[i][0] = Dq::template apply_in_place<0>(hw.w[i], gp[i][0], magic2);
+        frag[i][2] = Dq::template apply_in_place<1>(hw.w[i], gp[i][0], magic2);
+        frag[i][1] = Dq::template apply_in_place<0>(hi, gp[i][1], magic2);
+        frag[i][3] = Dq::template apply_in_place<1>(hi, gp[i][1], magic2);
+      } else {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        frag[i][h] = Dq::apply(hw.pair(4 * i + 2 * h), gp[i][h]);
-        frag[i][h + 2] = Dq::apply(hw.pair(4 * i + 2 * h + 1), gp[i][h]);
+        for (int h = 0; h < 2; ++h) {
+          frag[i][h] = Dq::apply(hw.pair(4 * i + 2 * h), gp[i][h]);
+          frag[i][h + 2] = Dq::apply(hw.pair(4 * i + 2 * h + 1), gp[i][h]);
+        }
       }
     }
   }
@@ -283,6 +303,7 @@ struct Wna16WgmmaRsKernel {
     // groups of 64 or more: a step's 4 slices share one scale row (BK = 64 = 2^6)
     const bool one_row = !Fmt::IN_LOOP || a.group_shift >= 6;
     constexpr int BUFS = Tile::FRAG_BUFS;
+    const u32 magic2 = pinned_constant(Dq::kMagic2, a.k_tiles);
     u32 frag[BUFS][2][4] = {};
     GroupParams<ActT> gp[2][2];
     // iters >= 1 (K >= 1): a loop that may run zero times makes ptxas join the initial zero
@@ -303,7 +324,8 @@ struct Wna16WgmmaRsKernel {
         if (!one_row) {
           group_params(stage, group_off, ((kt * 16) >> a.group_shift) - first_row(a, it), gp);
         }
-        dequant(reinterpret_cast<const u32*>(stage + words_off + kk * TILE_BYTES), v, gp, frag[b]);
+        dequant(reinterpret_cast<const u32*>(stage + words_off + kk * TILE_BYTES), v, gp, frag[b],
+                magic2);
         wgmma_fence();
         mma(acc[0], frag[b][0], desc_advance(dx, 32 * kk));
         mma(acc[1], frag[b][1], desc_advance(dx, 32 * kk));
@@ -413,7 +435,7 @@ struct Wna16WgmmaRsKernel {
     if constexpr (Tile::PRODUCER) {
       if (threadIdx.x >= 128 * Tile::CONSUMERS) {
         // The consumers synchronise on their own named barrier: the producer may exit.
-        setmaxnreg_dec<40>();
+        setmaxnreg_dec<Tile::PRODUCER_REGS>();
         if (threadIdx.x == 128 * Tile::CONSUMERS) {
           tma_prefetch_descriptor(&tx);
           for (int j = 0; j < iters; ++j) {
@@ -423,7 +445,7 @@ struct Wna16WgmmaRsKernel {
         }
         return;
       }
-      setmaxnreg_inc<232>();
+      setmaxnreg_inc<Tile::CONSUMER_REGS>();
     } else if (threadIdx.x == 0) {
       tma_prefetch_descriptor(&tx);
       for (int j = 0; j < min(STAGES, iters); ++j) produce(&tx, a, sm, j, it0 + j, m0, n0);
@@ -443,7 +465,7 @@ struct Wna16WgmmaRsKernel {
 // The entry every rendered register-A-form translation unit instantiates: the shared-memory form's
 // parameters, then split-K's workspace, counters and K steps per split (Split).
 #define HUMMING_WNA16_WGMMA_RS_ENTRY(NAME, FMT, TILE, ACT, OUT, BIAS)                           \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                          \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, TILE::CTAS) NAME(                  \
       HM_WNA16_WGMMA_PARAMS(ACT, OUT), float* workspace, int* counters, int iters_per_split) {   \
     using Kern = humming::Wna16WgmmaRsKernel<FMT, TILE, ACT, OUT, BIAS>;                        \
     Kern::run(tmap_x, HM_WNA16_WGMMA_ARGS(Kern),                                                \

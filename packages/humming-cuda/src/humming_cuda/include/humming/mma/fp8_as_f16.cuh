@@ -20,6 +20,7 @@
 #include <cuda_fp16.h>
 #include "humming/arith/common.cuh"
 #include "humming/datatype/code8.cuh"
+#include "humming/datatype/dequant.cuh"
 #include "humming/datatype/nibble8.cuh"
 #include "humming/mma/mma_sync.cuh"
 
@@ -43,21 +44,18 @@ HM_DEVICE void e4m3_pairs(u32 lo, u32 hi, u32 (&p)[4]) {
 }
 
 // Offset-binary int4 codes (value = code - 8) of one layout word -> fp16 pairs p[j] = (nibble j,
-// nibble j + 4): OR-ing a nibble under the fp16 1024 (0x6400) gives 1024 + q exactly; a nibble left
-// in bits 4-7 gives 1024 + 16q, scaled by 1/16 in the same fma that removes the offset.
-HM_DEVICE void int4_pairs(u32 w, u32 (&p)[4]) {
-  constexpr u32 kMagic = 0x64006400u;
-  const __half2 sub = __float2half2_rn(1024.f + 8.f);
-  const __half2 sixteenth = __float2half2_rn(1.f / 16.f), add = __float2half2_rn(-(64.f + 8.f));
+// nibble j + 4), read in place by the WnA16 dequantizer (Dequant::apply_in_place: 1024 + q under
+// the magic number, or 1024 + 16q fixed by one exact hfma2). magic2: Int4::kMagic2 as a
+// pinned_constant.
+using Int4 = Dequant<half, kWeightInt, 4, 0, 0, kZeroNone, false>;
+
+HM_DEVICE void int4_pairs(u32 w, u32 (&p)[4], u32 magic2) {
+  const GroupParams<half> none{};
   const u32 w8 = w >> 8;
-  const u32 raw[4] = {(w & 0x000F000Fu) | kMagic, (w & 0x00F000F0u) | kMagic,
-                      (w8 & 0x000F000Fu) | kMagic, (w8 & 0x00F000F0u) | kMagic};
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const __half2 v = *reinterpret_cast<const __half2*>(&raw[j]);
-    const __half2 r = j % 2 == 0 ? __hsub2(v, sub) : __hfma2(v, sixteenth, add);
-    p[j] = *reinterpret_cast<const u32*>(&r);
-  }
+  p[0] = Int4::apply_in_place<0>(w, none, magic2);
+  p[1] = Int4::apply_in_place<1>(w, none, magic2);
+  p[2] = Int4::apply_in_place<0>(w8, none, magic2);
+  p[3] = Int4::apply_in_place<1>(w8, none, magic2);
 }
 
 // Whether a W4A8 nibble table T0..T3 is int4's (humming_cuda.kernels.w8a8.nibbles.nibble_table(
