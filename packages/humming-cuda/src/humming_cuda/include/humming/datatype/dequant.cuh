@@ -113,6 +113,36 @@ struct Dequant {
     return SCALED ? as_u32(__hmul2(q, g.scale)) : as_u32(q);
   }
 
+  // 3-bit integer codes read where they lie (fp16 activations): the layout keeps a 2-bit plane
+  // (field J of a word: bits 2J, 2J + 1 of each half) and a 1-bit plane (bit B), code = q0 + 4 q1
+  // (humming/memory/bitplanes.cuh). The 1-bit word is shifted so that bit B lands at 2J + 2, one
+  // LOP3 takes bits 2J, 2J + 1 from w0 and the rest from it, a second masks the three bits under
+  // the magic number: magic + 4^J q, brought back by one exact hfma2 by 4^-J (J <= 3: the field
+  // ends at bit 8 of fp16's 10-bit mantissa). Callers pass w0 >> 8 for fields 4-7 of a word.
+  static constexpr bool kInPlaceTriples =
+      BITS == 3 && KIND != kWeightFloat && ZERO != kZeroFloat && Tr::kMagicBits >= 9;
+
+  template <int J, int B>
+  HM_DEVICE static u32 apply_in_place3(u32 w0, u32 w1, const GroupParams<T>& g, u32 magic2) {
+    static_assert(kInPlaceTriples && J >= 0 && J < 4 && B >= 0 && B < 16, "3-bit fields");
+    constexpr int kShift = 2 * J + 2 - B;  // w1's shift left (negative: right)
+    constexpr u32 kPair = 0x00030003u << (2 * J), kField = 0x00070007u << (2 * J);
+    const u32 w1s = kShift >= 0 ? w1 << kShift : w1 >> -kShift;
+    const u32 t = (w0 & kPair) | (w1s & ~kPair);
+    const T2 v = from_u32<T2>((t & kField) | magic2);  // magic + 4^J q
+    constexpr float kMagic = float(Tr::kMagicValue), kDown = 1.f / float(1 << (2 * J));
+    T2 q;
+    if constexpr (ZERO == kZeroInt) {
+      // first magic + q exactly, then minus the group's magic + offset + z (prepare)
+      const float add = kMagic - kMagic * kDown;
+      q = __hsub2(__hfma2(v, Tr::from_floats(kDown, kDown), Tr::from_floats(add, add)), g.zero);
+    } else {
+      const float add = -(kMagic * kDown + kOffset);
+      q = __hfma2(v, Tr::from_floats(kDown, kDown), Tr::from_floats(add, add));
+    }
+    return SCALED ? as_u32(__hmul2(q, g.scale)) : as_u32(q);
+  }
+
   HM_DEVICE static u32 apply(u32 codes, const GroupParams<T>& g) {
     T2 v;
     if constexpr (KIND == kWeightFloat) {

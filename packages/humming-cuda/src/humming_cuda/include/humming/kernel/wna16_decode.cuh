@@ -16,7 +16,7 @@
 //   weight pair (accumulator rows are weight columns, so each has one scale).
 // - fp16 activations with 4-bit integer codes (without or with integer zero points) read fields 1
 //   and 3 of a packed word in place (Dequant::apply_in_place), so a word of four pairs costs one
-//   shift instead of three.
+//   shift instead of three; 3-bit codes join their two bit planes in place (apply_in_place3).
 // Float zero points (w * s - z) are not linear in the scale this way; that form stays with wna16.
 #pragma once
 #include "humming/kernel/wna16.cuh"
@@ -150,6 +150,11 @@ struct Wna16DecodeKernel {
       constexpr int kField = PAIR % 4;
       const u32 w = kField >= 2 ? words[PAIR / 4] >> 8 : words[PAIR / 4];
       return Exact::template apply_in_place<kField % 2>(w, gp, magic2);
+    } else if constexpr (Exact::kInPlaceTriples) {
+      // 2-bit plane: pair i in word i / 8 at field i % 8; 1-bit plane: word 2, bit i
+      const u32 w0 = PAIR % 8 >= 4 ? words[PAIR / 8] >> 8 : words[PAIR / 8];
+      const u32 w1 = PAIR >= 8 ? words[2] >> 8 : words[2];
+      return Exact::template apply_in_place3<PAIR % 4, PAIR % 8>(w0, w1, gp, magic2);
     } else {
       return Exact::apply(code_pair<Fmt::BITS, PAIR>(words), gp);
     }

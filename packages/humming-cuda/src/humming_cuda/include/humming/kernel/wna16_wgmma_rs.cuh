@@ -253,6 +253,19 @@ struct Wna16WgmmaRsKernel {
     return j % 2 == 0 ? pair.x : pair.y;
   }
 
+  // Fragment I of a slice from 3-bit codes (Dq::apply_in_place3): HalfLaneWords<3> holds pair q
+  // of the 2-bit plane at field q of w[0] (fields 4-7: w[0] >> 8) and of the 1-bit plane at bit q
+  // of w[1]; pair 4I + r goes to register r's slot as in dequant below.
+  template <int I>
+  HM_DEVICE static void triples(const HalfLaneWords<BITS>& hw, const GroupParams<ActT> (&gp)[2][2],
+                                u32 (&frag)[2][4], u32 magic2) {
+    const u32 w0 = I == 1 ? hw.w[0] >> 8 : hw.w[0];
+    frag[I][0] = Dq::template apply_in_place3<0, 4 * I>(w0, hw.w[1], gp[I][0], magic2);
+    frag[I][2] = Dq::template apply_in_place3<1, 4 * I + 1>(w0, hw.w[1], gp[I][0], magic2);
+    frag[I][1] = Dq::template apply_in_place3<2, 4 * I + 2>(w0, hw.w[1], gp[I][1], magic2);
+    frag[I][3] = Dq::template apply_in_place3<3, 4 * I + 3>(w0, hw.w[1], gp[I][1], magic2);
+  }
+
   // The two A fragments of one K slice from the lane's code words at `words`: fragment i,
   // register r: rows lane/4 (+8 for r = 1, 3) are the warpgroup's pairs j = 2i (2i + 1), K low
   // (r = 0, 1) or high (r = 2, 3) half: pair q = 4i + 2 (r % 2) + r / 2.
@@ -270,6 +283,12 @@ struct Wna16WgmmaRsKernel {
         frag[i][2] = Dq::template apply_in_place<1>(hw.w[i], gp[i][0], magic2);
         frag[i][1] = Dq::template apply_in_place<0>(hi, gp[i][1], magic2);
         frag[i][3] = Dq::template apply_in_place<1>(hi, gp[i][1], magic2);
+      } else if constexpr (Dq::kInPlaceTriples) {
+        if (i == 0) {
+          triples<0>(hw, gp, frag, magic2);
+        } else {
+          triples<1>(hw, gp, frag, magic2);
+        }
       } else {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
