@@ -2,14 +2,17 @@
 tuning: check a header change here before spending device time on it).
 
     python3 benchmarks/kernel_resources.py W4A8_FP8:57344x8192:1 [--arch sm_90a] \\
-        [--b .ab/packages/humming-cuda/src/humming_cuda/include] [--ops 12] [--set stages=3]
+        [--b .ab/packages/humming-cuda/src/humming_cuda/include] [--ops 12] [--set stages=3] \\
+        [--sass DIR]
 
 For each point SPEC:NxK:M: the config the device would choose on `--arch` (with `--set` changes),
 rendered once and compiled by NVRTC against this tree's headers (A) and, with `--b`, against
 another version's include/ directory (B). Prints each entry's registers, spill stores / loads,
 stack and the SASS opcode counts of the whole cubin (static counts: an unrolled main loop
 dominates them, but they are not executed counts; ncu_stalls.py gives those on the GPU). The
-opcode counts need nvdisasm (the nvidia-cuda-nvdisasm wheel, or a CUDA toolkit on PATH).
+opcode counts need nvdisasm (the nvidia-cuda-nvdisasm wheel, or a CUDA toolkit on PATH);
+`--sass DIR` also writes each variant's disassembly there (`<kernel>.<A|B>.sass`), to read a main
+loop instruction by instruction.
 """
 
 from __future__ import annotations
@@ -42,14 +45,20 @@ def nvdisasm() -> str | None:
     return None
 
 
-def opcodes(cubin: bytes, tool: str) -> collections.Counter:
-    """Static SASS opcode counts of a cubin (predicates and modifiers dropped)."""
+def disassemble(cubin: bytes, tool: str) -> str:
+    """nvdisasm's listing of a cubin's code sections."""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        text = subprocess.run([tool, "-c", f.name], capture_output=True, text=True, check=True)
+        return subprocess.run(
+            [tool, "-c", f.name], capture_output=True, text=True, check=True
+        ).stdout
+
+
+def opcodes(sass: str) -> collections.Counter:
+    """Static SASS opcode counts of a listing (predicates and modifiers dropped)."""
     counts: collections.Counter = collections.Counter()
-    for line in text.stdout.splitlines():
+    for line in sass.splitlines():
         if not line.strip().startswith("/*") or "*/" not in line:
             continue
         words = line.split("*/", 1)[1].strip().lstrip("{").split()
@@ -59,12 +68,16 @@ def opcodes(cubin: bytes, tool: str) -> collections.Counter:
     return counts
 
 
-def report(label: str, artifact, tool: str | None, ops: int) -> None:
+def report(label: str, artifact, tool: str | None, ops: int, sass_dir: Path | None) -> None:
     for name, res in artifact.meta["functions"].items():
         keys = ("registers", "spill_stores", "spill_loads", "stack_bytes")
         print(f"  {label} {name}: " + "  ".join(f"{k} {res.get(k)}" for k in keys))
     if tool:
-        counts = opcodes(artifact.binary, tool)
+        sass = disassemble(artifact.binary, tool)
+        if sass_dir is not None:
+            sass_dir.mkdir(parents=True, exist_ok=True)
+            (sass_dir / f"{artifact.name}.{label}.sass").write_text(sass)
+        counts = opcodes(sass)
         top = "  ".join(f"{op} {n}" for op, n in counts.most_common(ops))
         print(f"  {label} {sum(counts.values())} instructions: {top}")
 
@@ -76,6 +89,7 @@ def main() -> None:
     parser.add_argument("--b", type=Path, help="another version's include/ root")
     parser.add_argument("--set", action="append", default=[], help="config field=int value")
     parser.add_argument("--ops", type=int, default=12, help="opcodes to list")
+    parser.add_argument("--sass", type=Path, help="write each variant's disassembly here")
     args = parser.parse_args()
     if args.b is not None and not (args.b / "humming").is_dir():
         raise SystemExit(f"--b {args.b} has no humming/ headers: pass the include/ directory")
@@ -90,10 +104,10 @@ def main() -> None:
         source = device.render(point.spec, config)
         fields = config.model_dump(exclude={"arch", "family"})
         print(f"{text} on {args.arch}: {config.family} {fields}")
-        report("A", compile_source(source), tool, args.ops)
+        report("A", compile_source(source), tool, args.ops, args.sass)
         if args.b is not None:
             with headers_from(args.b.resolve()):
-                report("B", compile_source(source), tool, args.ops)
+                report("B", compile_source(source), tool, args.ops, args.sass)
 
 
 if __name__ == "__main__":
