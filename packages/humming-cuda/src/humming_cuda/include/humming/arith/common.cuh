@@ -19,7 +19,7 @@ struct Max {
 // `value` in a register ptxas cannot fold: `nonnegative` is a kernel argument the host keeps
 // >= 0, so its sign bit is 0 and the result is `value`. Why: in hot loops ptxas rematerialises
 // 32-bit constants with an IMAD.MOV before nearly every use instead of keeping them in registers,
-// and a LOP3 takes only one immediate, so the 4-bit dequantizers' (w & mask) | magic cost one
+// and a LOP3 takes only one immediate, so the in-place dequantizers' (w & mask) | magic cost one
 // extra instruction per weight pair (SASS of the wna16_decode and register-A wgmma kernels).
 HM_DEVICE u32 pinned_constant(u32 value, int nonnegative) {
   return value | (static_cast<u32>(nonnegative) >> 31);

@@ -142,7 +142,7 @@ struct Wna16DecodeKernel {
 
   // Pair PAIR of the lane's words as exact 16-bit weights (code - offset - zero, or the code's
   // value). The 4-bit layout holds pair i in word i / 4 at bits 4(i % 4) and 16 + 4(i % 4).
-  // magic2: Exact::kMagic2 as a pinned_constant (the in-place form's operand).
+  // magic2: Exact::kMagic2 as a pinned_constant (the in-place forms' operand).
   template <int PAIR>
   HM_DEVICE static u32 weight_pair(const u32 (&words)[Fmt::BITS], const GroupParams<T>& gp,
                                    u32 magic2) {

@@ -269,7 +269,7 @@ struct Wna16WgmmaRsKernel {
   // The two A fragments of one K slice from the lane's code words at `words`: fragment i,
   // register r: rows lane/4 (+8 for r = 1, 3) are the warpgroup's pairs j = 2i (2i + 1), K low
   // (r = 0, 1) or high (r = 2, 3) half: pair q = 4i + 2 (r % 2) + r / 2.
-  // magic2: Dq::kMagic2 as a pinned_constant (the in-place 4-bit form's operand).
+  // magic2: Dq::kMagic2 as a pinned_constant (the in-place 3- and 4-bit forms' operand).
   HM_DEVICE static void dequant(const u32* words, int v, const GroupParams<ActT> (&gp)[2][2],
                                 u32 (&frag)[2][4], u32 magic2) {
     HalfLaneWords<BITS> hw;
