@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
-import shutil
-import subprocess
-import tempfile
+import sys
 from pathlib import Path
 
 from points import Point, headers_from, with_fields
@@ -29,30 +27,17 @@ from points import Point, headers_from, with_fields
 from humming_cuda.compiler import compile_source
 from humming_cuda.device import CudaDevice
 
+# nvdisasm lookup and disassembly are the SASS audit's (packages/humming-cuda/tests/sass_audit.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages" / "humming-cuda" / "tests"))
+from sass_audit import disassemble, nvdisasm
 
-def nvdisasm() -> str | None:
-    """nvdisasm from PATH or from the nvidia wheels next to cuda-bindings, if any."""
-    found = shutil.which("nvdisasm")
-    if found:
-        return found
+
+def have_nvdisasm() -> bool:
     try:
-        import nvidia
-    except ImportError:
-        return None
-    for root in map(Path, nvidia.__path__):
-        for candidate in sorted(root.glob("cu*/bin/nvdisasm")):
-            return str(candidate)
-    return None
-
-
-def disassemble(cubin: bytes, tool: str) -> str:
-    """nvdisasm's listing of a cubin's code sections."""
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        return subprocess.run(
-            [tool, "-c", f.name], capture_output=True, text=True, check=True
-        ).stdout
+        nvdisasm()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def opcodes(sass: str) -> collections.Counter:
@@ -68,12 +53,12 @@ def opcodes(sass: str) -> collections.Counter:
     return counts
 
 
-def report(label: str, artifact, tool: str | None, ops: int, sass_dir: Path | None) -> None:
+def report(label: str, artifact, with_sass: bool, ops: int, sass_dir: Path | None) -> None:
     for name, res in artifact.meta["functions"].items():
         keys = ("registers", "spill_stores", "spill_loads", "stack_bytes")
         print(f"  {label} {name}: " + "  ".join(f"{k} {res.get(k)}" for k in keys))
-    if tool:
-        sass = disassemble(artifact.binary, tool)
+    if with_sass:
+        sass = disassemble(artifact.binary)
         if sass_dir is not None:
             sass_dir.mkdir(parents=True, exist_ok=True)
             (sass_dir / f"{artifact.name}.{label}.sass").write_text(sass)
@@ -95,7 +80,7 @@ def main() -> None:
         raise SystemExit(f"--b {args.b} has no humming/ headers: pass the include/ directory")
     device = CudaDevice.for_arch(args.arch)
     update = {f: int(v) for f, v in (s.split("=") for s in args.set)}
-    tool = nvdisasm()
+    with_sass = have_nvdisasm()
     for text in args.points:
         point = Point.parse(text)
         config = device.candidates(point.spec, point.problem)[0]
@@ -104,10 +89,10 @@ def main() -> None:
         source = device.render(point.spec, config)
         fields = config.model_dump(exclude={"arch", "family"})
         print(f"{text} on {args.arch}: {config.family} {fields}")
-        report("A", compile_source(source), tool, args.ops, args.sass)
+        report("A", compile_source(source), with_sass, args.ops, args.sass)
         if args.b is not None:
             with headers_from(args.b.resolve()):
-                report("B", compile_source(source), tool, args.ops, args.sass)
+                report("B", compile_source(source), with_sass, args.ops, args.sass)
 
 
 if __name__ == "__main__":

@@ -46,9 +46,13 @@ def unwritten_uniform_operands(sass: str) -> list[str]:
 
 def nvdisasm() -> str:
     """The nvdisasm of the nvidia-cuda-nvdisasm wheel (a dev dependency), else one on PATH."""
-    import nvidia
+    try:
+        import nvidia
 
-    for root in nvidia.__path__:
+        roots = list(nvidia.__path__)
+    except ImportError:  # no nvidia wheels (a CUDA toolkit machine): PATH only
+        roots = []
+    for root in roots:
         for candidate in sorted(Path(root).glob("cu*/bin/nvdisasm")):
             if os.access(candidate, os.X_OK):
                 return str(candidate)
