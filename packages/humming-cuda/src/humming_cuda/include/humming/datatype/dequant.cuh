@@ -90,27 +90,34 @@ struct Dequant {
 
   static constexpr u32 kMagic2 = Tr::kMagic * 0x00010001u;
 
+  // The in-place forms' common end: v = magic + UP * q (UP a power of two, the field's place)
+  // -> (q - offset - zero) exactly, times the group's scale when SCALED. UP > 1 first takes
+  // one exact hfma2 by 1 / UP: straight to the result, or (integer zero points, whose magic +
+  // offset + z prepare keeps in g.zero) to magic + q.
+  template <int UP>
+  HM_DEVICE static u32 from_placed(T2 v, const GroupParams<T>& g) {
+    constexpr float kMagic = float(Tr::kMagicValue), kDown = 1.f / float(UP);
+    T2 q;
+    if constexpr (ZERO == kZeroInt) {
+      constexpr float kAdd = kMagic - kMagic * kDown;
+      const T2 m =
+          UP == 1 ? v : __hfma2(v, Tr::from_floats(kDown, kDown), Tr::from_floats(kAdd, kAdd));
+      q = __hsub2(m, g.zero);
+    } else if constexpr (UP == 1) {
+      q = __hsub2(v, Tr::from_floats(kMagic + kOffset, kMagic + kOffset));
+    } else {
+      constexpr float kAdd = -(kMagic * kDown + kOffset);
+      q = __hfma2(v, Tr::from_floats(kDown, kDown), Tr::from_floats(kAdd, kAdd));
+    }
+    return SCALED ? as_u32(__hmul2(q, g.scale)) : as_u32(q);
+  }
+
   // magic2: kMagic2, best as a pinned_constant (arith/common.cuh) made once outside the loop.
   template <int FIELD>
   HM_DEVICE static u32 apply_in_place(u32 w, const GroupParams<T>& g, u32 magic2) {
     static_assert(kInPlaceNibbles && (FIELD == 0 || FIELD == 1), "fields 0 / 1 of 4-bit integers");
     constexpr u32 kMask = FIELD == 0 ? 0x000F000Fu : 0x00F000F0u;
-    constexpr float kMagic = float(Tr::kMagicValue);
-    const T2 v = from_u32<T2>((w & kMask) | magic2);
-    T2 q;
-    if constexpr (ZERO == kZeroInt) {
-      // g.zero is magic + offset + z (prepare): field 1 first becomes magic + q, exactly
-      const T2 m = FIELD == 0 ? v
-                              : __hfma2(v, Tr::from_floats(0.0625f, 0.0625f),
-                                        Tr::from_floats(kMagic - kMagic / 16, kMagic - kMagic / 16));
-      q = __hsub2(m, g.zero);
-    } else if constexpr (FIELD == 0) {
-      q = __hsub2(v, Tr::from_floats(kMagic + kOffset, kMagic + kOffset));
-    } else {
-      constexpr float kAdd = -(kMagic / 16 + kOffset);
-      q = __hfma2(v, Tr::from_floats(0.0625f, 0.0625f), Tr::from_floats(kAdd, kAdd));
-    }
-    return SCALED ? as_u32(__hmul2(q, g.scale)) : as_u32(q);
+    return from_placed<FIELD == 0 ? 1 : 16>(from_u32<T2>((w & kMask) | magic2), g);
   }
 
   // 3-bit integer codes read where they lie (fp16 activations): the layout keeps a 2-bit plane
@@ -129,18 +136,7 @@ struct Dequant {
     constexpr u32 kPair = 0x00030003u << (2 * J), kField = 0x00070007u << (2 * J);
     const u32 w1s = kShift >= 0 ? w1 << kShift : w1 >> -kShift;
     const u32 t = (w0 & kPair) | (w1s & ~kPair);
-    const T2 v = from_u32<T2>((t & kField) | magic2);  // magic + 4^J q
-    constexpr float kMagic = float(Tr::kMagicValue), kDown = 1.f / float(1 << (2 * J));
-    T2 q;
-    if constexpr (ZERO == kZeroInt) {
-      // first magic + q exactly, then minus the group's magic + offset + z (prepare)
-      const float add = kMagic - kMagic * kDown;
-      q = __hsub2(__hfma2(v, Tr::from_floats(kDown, kDown), Tr::from_floats(add, add)), g.zero);
-    } else {
-      const float add = -(kMagic * kDown + kOffset);
-      q = __hfma2(v, Tr::from_floats(kDown, kDown), Tr::from_floats(add, add));
-    }
-    return SCALED ? as_u32(__hmul2(q, g.scale)) : as_u32(q);
+    return from_placed<1 << (2 * J)>(from_u32<T2>((t & kField) | magic2), g);  // magic + 4^J q
   }
 
   HM_DEVICE static u32 apply(u32 codes, const GroupParams<T>& g) {

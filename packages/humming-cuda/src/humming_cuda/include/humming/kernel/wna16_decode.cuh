@@ -137,16 +137,13 @@ struct Wna16DecodeKernel {
   static constexpr int ACC = 4 * 4 * TOKEN_BLOCKS;
   static constexpr bool SCALED = Fmt::GROUP > 0;
   static constexpr int KS = Tile::K_STEPS;
-  // 4-bit integer codes are read where they lie (Dequant::apply_in_place): one shift per word.
-  static constexpr bool kInPlace = Exact::kInPlaceNibbles;
-
   // Pair PAIR of the lane's words as exact 16-bit weights (code - offset - zero, or the code's
   // value). The 4-bit layout holds pair i in word i / 4 at bits 4(i % 4) and 16 + 4(i % 4).
   // magic2: Exact::kMagic2 as a pinned_constant (the in-place forms' operand).
   template <int PAIR>
   HM_DEVICE static u32 weight_pair(const u32 (&words)[Fmt::BITS], const GroupParams<T>& gp,
                                    u32 magic2) {
-    if constexpr (kInPlace) {
+    if constexpr (Exact::kInPlaceNibbles) {
       constexpr int kField = PAIR % 4;
       const u32 w = kField >= 2 ? words[PAIR / 4] >> 8 : words[PAIR / 4];
       return Exact::template apply_in_place<kField % 2>(w, gp, magic2);

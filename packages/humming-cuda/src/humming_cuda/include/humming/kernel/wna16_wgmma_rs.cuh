@@ -253,6 +253,19 @@ struct Wna16WgmmaRsKernel {
     return j % 2 == 0 ? pair.x : pair.y;
   }
 
+  // Fragment I of a slice from 4-bit codes (Dq::apply_in_place): HalfLaneWords<4>'s word I holds
+  // pairs 4I .. 4I + 3 at fields 0 .. 3 (fields 2, 3: fields 0, 1 of w >> 8); pair 4I + r goes to
+  // register r's slot as in dequant below.
+  template <int I>
+  HM_DEVICE static void nibbles(const HalfLaneWords<BITS>& hw, const GroupParams<ActT> (&gp)[2][2],
+                                u32 (&frag)[2][4], u32 magic2) {
+    const u32 hi = hw.w[I] >> 8;
+    frag[I][0] = Dq::template apply_in_place<0>(hw.w[I], gp[I][0], magic2);
+    frag[I][2] = Dq::template apply_in_place<1>(hw.w[I], gp[I][0], magic2);
+    frag[I][1] = Dq::template apply_in_place<0>(hi, gp[I][1], magic2);
+    frag[I][3] = Dq::template apply_in_place<1>(hi, gp[I][1], magic2);
+  }
+
   // Fragment I of a slice from 3-bit codes (Dq::apply_in_place3): HalfLaneWords<3> holds pair q
   // of the 2-bit plane at field q of w[0] (fields 4-7: w[0] >> 8) and of the 1-bit plane at bit q
   // of w[1]; pair 4I + r goes to register r's slot as in dequant below.
@@ -274,22 +287,15 @@ struct Wna16WgmmaRsKernel {
                                 u32 (&frag)[2][4], u32 magic2) {
     HalfLaneWords<BITS> hw;
     hw.load(words, v);
+    if constexpr (Dq::kInPlaceNibbles) {
+      nibbles<0>(hw, gp, frag, magic2);
+      nibbles<1>(hw, gp, frag, magic2);
+    } else if constexpr (Dq::kInPlaceTriples) {
+      triples<0>(hw, gp, frag, magic2);
+      triples<1>(hw, gp, frag, magic2);
+    } else {
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      if constexpr (Dq::kInPlaceNibbles) {
-        // word i holds pairs 4i .. 4i + 3 at fields 0 .. 3 (HalfLaneWords<4>)
-        const u32 hi = hw.w[i] >> 8;
-        frag[i][0] = Dq::template apply_in_place<0>(hw.w[i], gp[i][0], magic2);
-        frag[i][2] = Dq::template apply_in_place<1>(hw.w[i], gp[i][0], magic2);
-        frag[i][1] = Dq::template apply_in_place<0>(hi, gp[i][1], magic2);
-        frag[i][3] = Dq::template apply_in_place<1>(hi, gp[i][1], magic2);
-      } else if constexpr (Dq::kInPlaceTriples) {
-        if (i == 0) {
-          triples<0>(hw, gp, frag, magic2);
-        } else {
-          triples<1>(hw, gp, frag, magic2);
-        }
-      } else {
+      for (int i = 0; i < 2; ++i) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           frag[i][h] = Dq::apply(hw.pair(4 * i + 2 * h), gp[i][h]);
