@@ -10,6 +10,8 @@ and against the headers under --b (B). Both run on the same rotated weight copie
 3x L2, as `humming bench` times), x and output, timed by CUDA-graph replay in A, B, A, B order;
 each variant's time is the lower of its two medians. cuBLAS fp16 (`x @ w.T`, over its own rotated
 fp16 weight copies, as `humming bench` times it) is the reference.
+`--b-set field=value` also changes B's config (a launch-time field, such as `pdl=false`, that
+leaves the rendered code alone: B's time then is the old headers launched the old way).
 Only header changes can be compared: rendering, weight layout, binding and the launch's shared
 memory size are this tree's, so B must need no more than A gets (next/session7's wna16 does not
 qualify: its staged epilogue changed the shared-memory size in Python too).
@@ -20,7 +22,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from points import Point, headers_from, rotated_us, save
+from points import Point, headers_from, rotated_us, save, with_fields
 
 from humming_cuda.bench.baselines import cublas_fp16
 from humming_cuda.bench.timing import copies_for, graph_time_us
@@ -33,7 +35,7 @@ def _compile_against(device: CudaDevice, source, include_root: Path | None):
         return device.load(device.compile(source))
 
 
-def ab(device: CudaDevice, text: str, b_root: Path) -> dict:
+def ab(device: CudaDevice, text: str, b_root: Path, b_set: dict) -> dict:
     point = Point.parse(text)
     spec, problem = point.spec, point.problem
     caps = device.caps()
@@ -41,7 +43,7 @@ def ab(device: CudaDevice, text: str, b_root: Path) -> dict:
     source = device.render(spec, config)
     kernels = {
         "A": _compile_against(device, source, None),
-        "B": _compile_against(device, source, b_root),
+        "B": _compile_against(device, device.render(spec, with_fields(config, b_set)), b_root),
     }
     cw, x, out = point.tensors()
     copies = point.copies(caps)
@@ -66,12 +68,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("points", nargs="+", help="SPEC:NxK:M")
     parser.add_argument("--b", required=True, type=Path, help="the other version's include/ root")
+    parser.add_argument(
+        "--b-set", action="append", default=[], help="field=value of B's config (launch-time)"
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     if not (args.b / "humming").is_dir():
         raise SystemExit(f"--b {args.b} has no humming/ headers: pass the include/ directory")
     device = CudaDevice()
-    save(args.out, [ab(device, p, args.b.resolve()) for p in args.points], b=str(args.b))
+    b_set = {}
+    for item in args.b_set:
+        field, _, value = item.partition("=")
+        b_set[field] = value
+    rows = [ab(device, p, args.b.resolve(), b_set) for p in args.points]
+    save(args.out, rows, b=str(args.b), b_set=b_set)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@
         W8A8_FP8:8192x28672:4096 W4A16_G128:57344x8192:1024 [--out sweep.json]
 
 For each point SPEC:NxK:M: the device's chosen config, then every combination of the `--set`
-values applied to it (fields of the config), each compiled and timed by CUDA-graph replay of 20
-calls on the same packed weights, x and output; cuBLAS fp16 (`x @ w.T`) in the same run as the
-reference ratio. The first combination that equals the chosen config is the baseline of the row.
+values applied to it (fields of the config), each compiled and timed by CUDA-graph replay over
+rotated packed weight copies (together over 3x L2, as `humming bench` times: a small layer's
+weights would otherwise stay in L2) with the same x and output; cuBLAS fp16 (`x @ w.T`, over its
+own rotated copies) in the same run as the reference ratio. The first combination that equals the chosen config is the baseline of the row.
 `--family NAME` sweeps that family's first candidate instead of the device's choice (a family the
 heuristic does not prefer at this point) and also times the device's choice (`routed_us`).
 """
@@ -16,22 +17,22 @@ from __future__ import annotations
 import argparse
 import itertools
 
-from points import Point, save, with_fields
+from points import Point, rotated_us, save, with_fields
 
 from humming_cuda.bench.baselines import cublas_fp16
-from humming_cuda.bench.timing import graph_time_us
+from humming_cuda.bench.timing import copies_for, graph_time_us
 from humming_cuda.device import CudaDevice
 from humming_cuda.kernels import family_named
 
 
-def _time(device: CudaDevice, spec, cfg, packed: dict, x, out) -> float:
-    """`cfg`'s kernel compiled and timed by CUDA-graph replay of 20 calls on `packed`."""
+def _time(device: CudaDevice, spec, cfg, packed: list[dict], x, out) -> float:
+    """`cfg`'s kernel compiled and timed by CUDA-graph replay, call i on copy i of `packed`."""
     kernel = device.load(device.compile(device.render(spec, cfg)))
-    return graph_time_us(lambda i: kernel(x=x, out=out, **packed), 20)
+    return rotated_us(kernel, packed, x, out)
 
 
-def _pack(device: CudaDevice, spec, cfg, cw) -> dict:
-    return device.weight_layout(spec, cfg).pack(cw, "cuda")
+def _pack(device: CudaDevice, spec, cfg, cw, copies: int) -> list[dict]:
+    return [device.weight_layout(spec, cfg).pack(cw, "cuda") for _ in range(copies)]
 
 
 def sweep(device: CudaDevice, text: str, grid: dict[str, list[int]], family: str | None) -> dict:
@@ -45,12 +46,21 @@ def sweep(device: CudaDevice, text: str, grid: dict[str, list[int]], family: str
         chosen = own[0]
     cw, x, out = point.tensors()
     row = {"point": text, "chosen": chosen.model_dump(mode="json"), "variants": []}
-    row["cublas_fp16_us"] = graph_time_us(cublas_fp16(x, point.n, 1), 20)
+    caps = device.caps()
+    copies = point.copies(caps)
+    fp16_copies = copies_for(2 * point.n * point.k, caps.l2_bytes or 50 << 20)
+    row["cublas_fp16_us"] = graph_time_us(
+        cublas_fp16(x, point.n, fp16_copies), max(2 * fp16_copies, 8)
+    )
     if chosen is not routed:
         row["routed"] = routed.model_dump(mode="json")
-        row["routed_us"] = _time(device, spec, routed, _pack(device, spec, routed, cw), x, out)
+        row["routed_us"] = _time(
+            device, spec, routed, _pack(device, spec, routed, cw, copies), x, out
+        )
         print(f"{text:32s} routed to {routed.family} {row['routed_us']:9.1f} us", flush=True)
-    packed = _pack(device, spec, chosen, cw)  # one layout for every variant of the chosen config
+    packed = _pack(
+        device, spec, chosen, cw, copies
+    )  # one layout for every variant of the chosen config
     for values in itertools.product(*grid.values()):
         cfg = with_fields(chosen, dict(zip(grid, values, strict=True)))
         us = _time(device, spec, cfg, packed, x, out)
@@ -63,6 +73,14 @@ def sweep(device: CudaDevice, text: str, grid: dict[str, list[int]], family: str
     return row
 
 
+def _value(text: str) -> int | str:
+    """An integer field value, or the text as given (booleans and names: pydantic parses it)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("points", nargs="+", help="SPEC:NxK:M")
@@ -70,7 +88,7 @@ def main() -> None:
     parser.add_argument("--family", help="sweep this family's first candidate")
     parser.add_argument("--out")
     args = parser.parse_args()
-    grid = {f: [int(v) for v in vs.split(",")] for f, vs in (s.split("=") for s in args.set)}
+    grid = {f: [_value(v) for v in vs.split(",")] for f, vs in (s.split("=") for s in args.set)}
     device = CudaDevice()
     save(args.out, [sweep(device, p, grid, args.family) for p in args.points])
 

@@ -88,7 +88,7 @@ def test_configs_take_wna16s_decode_tile(m):
     two = (m or 1) > 8
     assert cfg.tokens == (16 if two else 8)
     assert cfg.model_dump(
-        exclude={"family", "split_k", "tokens", "warps_n", "ctas_per_sm"}
+        exclude={"family", "split_k", "tokens", "warps_n", "ctas_per_sm", "pdl"}
     ) == base.model_dump(exclude={"family", "split_k", "warps_n"})
     assert cfg.warps_n == (1 if two else base.warps_n)
 
@@ -146,6 +146,29 @@ def test_three_ctas_per_sm_only_for_the_128_thread_two_block_tile():
     assert len(names) == 2
 
 
+@pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a"])
+def test_launched_with_pdl_where_the_arch_has_it(arch):
+    """sm_90+ launch the kernel with programmatic dependent launch (it waits with
+    griddepcontrol.wait before reading x); older arches cannot, and a config that asks is refused."""
+    caps = caps_for_arch(arch)
+    (cfg,) = FAMILY.candidates(presets.W4A16_G128, DECODE, caps)
+    assert cfg.pdl == (arch in ("sm_90a", "sm_100a", "sm_120a"))
+    if not cfg.pdl:
+        with pytest.raises(ValueError, match="no programmatic dependent launch"):
+            Wna16DecodeConfig(arch=arch, pdl=True)
+
+
+def test_humming_pdl_0_launches_without_the_attribute(monkeypatch):
+    from humming_cuda.launch import Launcher
+
+    monkeypatch.setenv("HUMMING_PDL", "1")
+    with_pdl = Launcher(object(), [], pdl=True)
+    assert with_pdl.pdl and len(with_pdl._attrs) == 1
+    monkeypatch.setenv("HUMMING_PDL", "0")
+    plain = Launcher(object(), [], pdl=True)
+    assert not plain.pdl and plain._attrs == []
+
+
 def test_render_names_the_decode_entry():
     cfg = FAMILY.candidates(presets.W4A16_G128, DECODE, SM90)[0]
     source = FAMILY.render(presets.W4A16_G128, cfg, SM90)
@@ -154,7 +177,7 @@ def test_render_names_the_decode_entry():
     # its own name: wna16's kernel for the same config is another unit
     plain = WNA16.render(
         presets.W4A16_G128,
-        WNA16.config_type(**cfg.model_dump(exclude={"family", "tokens", "ctas_per_sm"})),
+        WNA16.config_type(**cfg.model_dump(exclude={"family", "tokens", "ctas_per_sm", "pdl"})),
         SM90,
     )
     assert plain.name != source.name

@@ -92,6 +92,12 @@ VARIABLES: tuple[EnvVar, ...] = (
         "compile CUDA kernels with -lineinfo: source lines in sanitizer/ncu reports, 2x larger cubins",
     ),
     EnvVar(
+        "HUMMING_PDL",
+        _bool,
+        True,
+        "launch the kernels built for it with programmatic dependent launch (sm_90+); 0: plain launches",
+    ),
+    EnvVar(
         "HUMMING_UNVERIFIED_KERNELS",
         _bool,
         False,

@@ -4,7 +4,8 @@ A launch does no host synchronisation and no allocation (parameters go through a
 preallocated ctypes block that the driver copies at launch), so it is safe inside CUDA-graph capture:
 under capture torch's current stream is the capturing stream and the launch becomes a graph node.
 Cluster dims and programmatic dependent launch (PDL: the kernel may start while the previous one
-in the stream finishes, and waits with griddepcontrol.wait) are launch attributes.
+in the stream finishes, and waits with griddepcontrol.wait) are launch attributes; HUMMING_PDL=0
+drops the latter.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 
 import torch
 from cuda.bindings import driver
+
+from humming_core.env import ENV
 
 from .args import Signature
 from .loader import CudaDriverError, LoadedFunction, make_current
@@ -112,8 +115,8 @@ class Launcher:
         self.function = function
         self.ctypes = tuple(ctypes_list)
         self.cluster = cluster
-        self.pdl = pdl
-        self._attrs = _launch_attributes(cluster, pdl)
+        self.pdl = pdl and ENV.HUMMING_PDL
+        self._attrs = _launch_attributes(cluster, self.pdl)
         self._local = threading.local()
 
     def __call__(

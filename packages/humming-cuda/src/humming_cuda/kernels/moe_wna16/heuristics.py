@@ -109,7 +109,7 @@ def decode_config(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Mo
     if not decode.supports(plain, dense, caps):
         return None
     fields = decode.candidates(plain, dense, caps)[0].model_dump(
-        exclude={"family", "split_k", "tokens", "ctas_per_sm"}
+        exclude={"family", "split_k", "tokens", "ctas_per_sm", "pdl"}
     )
     blocks = min(rows, problem.num_experts)
     if fields["warps_n"] > 1 and blocks * -(-problem.n // 128) < 2 * (caps.sm_count or DEFAULT_SMS):

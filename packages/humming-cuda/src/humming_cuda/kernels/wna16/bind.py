@@ -70,13 +70,15 @@ class Wna16Kernel:
 
     max_m = 1 << 31  # rows of x one launch computes (the decode kernel's tile takes fewer)
 
-    def __init__(self, function: Any, spec: QuantSpec, config: Wna16Config) -> None:
+    def __init__(
+        self, function: Any, spec: QuantSpec, config: Wna16Config, pdl: bool = False
+    ) -> None:
         self.fmt = KernelFormat.from_spec(spec)
         self.config = config
         self.name = function.symbol
         self.function = function
         self.signature = signature(self.fmt, self.name)
-        self.launcher = Launcher(function, self.signature.ctypes)
+        self.launcher = Launcher(function, self.signature.ctypes, pdl=pdl)
         self.smem = self.fmt.smem_bytes(config)
         function.reserve_smem(self.smem)
 

@@ -17,5 +17,5 @@ class Wna16DecodeKernel(Wna16Kernel):
     W^T (+ bias)."""
 
     def __init__(self, function: Any, spec: QuantSpec, config: Wna16DecodeConfig) -> None:
-        super().__init__(function, spec, config)
+        super().__init__(function, spec, config, pdl=config.pdl)
         self.max_m = config.tokens

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import model_validator
 
+from ...caps import caps_for_arch
 from ..wna16.config import Wna16Config
 
 
@@ -19,6 +20,9 @@ class Wna16DecodeConfig(Wna16Config):
     # CTAs per SM the registers are capped for (__launch_bounds__): 3 only for the two-block tile
     # of 128 threads (<= 168 registers, no spills; 256 threads at 3 would leave 85).
     ctas_per_sm: Literal[2, 3] = 2
+    # Launched with programmatic dependent launch (sm_90+): the kernel issues its first stages'
+    # weight copies before waiting for the previous kernel in the stream.
+    pdl: bool = False
 
     @model_validator(mode="after")
     def _one_token_tile(self) -> Wna16DecodeConfig:
@@ -31,4 +35,6 @@ class Wna16DecodeConfig(Wna16Config):
                 f"ctas_per_sm=3 needs tokens=16 on 128 threads; got tokens={self.tokens}, "
                 f"{self.threads} threads"
             )
+        if self.pdl and not caps_for_arch(self.arch).has("pdl"):
+            raise ValueError(f"pdl=True: {self.arch} has no programmatic dependent launch (sm_90+)")
         return self

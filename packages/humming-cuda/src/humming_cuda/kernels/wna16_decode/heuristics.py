@@ -82,6 +82,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
             update={
                 "split_k": split,
                 "ctas_per_sm": ctas_per_sm(spec, problem, config, split, caps),
+                "pdl": caps.has("pdl"),
             }
         )
     ]

@@ -88,7 +88,8 @@ struct MoeWna16DecodeKernel {
         0, iters,
         [&](int buf, int it) {
           if ((it + 1) * Tile::BK <= a.K) {
-            copies.template load_whole<false>(d, smem, buf, it, n0, tid, 0);
+            copies.load_tokens(d, smem, buf, it);
+            copies.template load_weights<false>(d, smem, buf, it, n0, tid, 0);
           } else {
             Moe::load_stage(d, smem, src_rows, buf, it, n0, tid);
           }

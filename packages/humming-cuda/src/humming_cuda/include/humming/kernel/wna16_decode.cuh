@@ -17,6 +17,8 @@
 // - fp16 activations with 4-bit integer codes (without or with integer zero points) read fields 1
 //   and 3 of a packed word in place (Dequant::apply_in_place), so a word of four pairs costs one
 //   shift instead of three; 3-bit codes join their two bit planes in place (apply_in_place3).
+// - The kernel is launched with PDL on sm_90+ (ptx/pdl.cuh): its first stages' weight copies are
+//   issued before it waits for the previous kernel in the stream (cp_async_pipeline_pdl).
 // Float zero points (w * s - z) are not linear in the scale this way; that form stays with wna16.
 #pragma once
 #include "humming/kernel/wna16.cuh"
@@ -79,24 +81,42 @@ struct DecodeStageCopies {
     }
   }
 
-  HM_DEVICE void load(const typename Base::Args& a, char* smem, int buf, int it, int n0, int tid,
-                      u64 policy) const {
-    if (it * Tile::BK + Tile::BK > a.K) {
-      Base::load_stage(a, smem, buf, it, 0, n0, tid);
-      return;
-    }
-    load_whole(a, smem, buf, it, n0, tid, policy);
+  // Whether iteration `it`'s stage lies wholly inside K (the last, partial one takes wna16's
+  // checked loaders, which copy the tokens, weights and scales together).
+  HM_DEVICE static bool whole(const typename Base::Args& a, int it) {
+    return it * Tile::BK + Tile::BK <= a.K;
   }
 
-  // A stage wholly inside K (no K checks). HINT: the weight copies carry `policy` (evict-first).
-  template <bool HINT = true>
-  HM_DEVICE void load_whole(const typename Base::Args& a, char* smem, int buf, int it, int n0,
+  // A stage's copies in the PDL pipeline's two parts (memory/cp_async_pipeline.cuh): the weights,
+  // scales and zero points of a whole stage, which no earlier kernel writes, then the rest.
+  HM_DEVICE void load_early(const typename Base::Args& a, char* smem, int buf, int it, int n0,
                             int tid, u64 policy) const {
+    if (whole(a, it)) load_weights(a, smem, buf, it, n0, tid, policy);
+  }
+
+  HM_DEVICE void load_late(const typename Base::Args& a, char* smem, int buf, int it, int n0,
+                           int tid) const {
+    if (whole(a, it)) {
+      load_tokens(a, smem, buf, it);
+    } else {
+      Base::load_stage(a, smem, buf, it, 0, n0, tid);
+    }
+  }
+
+  // A whole stage's token rows.
+  HM_DEVICE void load_tokens(const typename Base::Args& a, char* smem, int buf, int it) const {
     const int k0 = it * Tile::BK;
 #pragma unroll
     for (int p = 0; p < kAPasses; ++p) {
       if (a_src[p] >= 0) cp_async16(Base::stage_a(smem, buf) + a_dst[p], a.x + a_src[p] + k0, true);
     }
+  }
+
+  // A whole stage's weights (HINT: with `policy`, evict-first), scales and zero points.
+  template <bool HINT = true>
+  HM_DEVICE void load_weights(const typename Base::Args& a, char* smem, int buf, int it, int n0,
+                              int tid, u64 policy) const {
+    const int k0 = it * Tile::BK;
     const u32* w = a.w + (static_cast<long long>(n0 / 64) * a.k_tiles + it * (Tile::BK / 16)) *
                              BL::kTileWords;
     u32* b_s = Base::stage_b(smem, buf);
@@ -257,9 +277,11 @@ struct Wna16DecodeKernel {
     GroupParams<T> gp[8];
     float sc[8];
     const u32 magic2 = pinned_constant(Exact::kMagic2, a.k_tiles);
-    cp_async_pipeline<Tile::STAGES>(
+    // PDL: the first stages' weight copies go out before the previous kernel has finished
+    cp_async_pipeline_pdl<Tile::STAGES>(
         it0, it1,
-        [&](int buf, int it) { copies.load(a, smem, buf, it, n0, tid, policy); },
+        [&](int buf, int it) { copies.load_early(a, smem, buf, it, n0, tid, policy); },
+        [&](int buf, int it) { copies.load_late(a, smem, buf, it, n0, tid); },
         [&](int buf, int) { compute_stage(total, part, gp, sc, smem, buf, wn, wk, lane, magic2); });
     __syncthreads();
     reduce_warps_k<ACC, Tile::WARPS_N, Tile::WARPS_K>(total, reinterpret_cast<float*>(smem), wn,

@@ -5,8 +5,24 @@
 #pragma once
 #include "humming/arith/common.cuh"
 #include "humming/ptx/cp_async.cuh"
+#include "humming/ptx/pdl.cuh"
 
 namespace humming {
+
+// Iterations it0 .. it1 - 1 after the prologue's first STAGES - 1 copies have been issued and
+// committed (one group each).
+template <int STAGES, class Load, class Compute>
+HM_DEVICE void cp_async_main_loop(int it0, int it1, Load&& load, Compute&& compute) {
+  for (int it = it0; it < it1; ++it) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    const int next = it + STAGES - 1;
+    if (next < it1) load((next - it0) % STAGES, next);
+    cp_async_commit();
+    compute((it - it0) % STAGES, it);
+  }
+  cp_async_wait<0>();
+}
 
 // Iterations it0 .. it1 - 1; load(buffer, it) issues iteration it's copies into ring buffer
 // `buffer`, compute(buffer, it) consumes them (buffer = (it - it0) % STAGES).
@@ -17,15 +33,37 @@ HM_DEVICE void cp_async_pipeline(int it0, int it1, Load&& load, Compute&& comput
     if (it0 + s < it1) load(s, it0 + s);
     cp_async_commit();
   }
-  for (int it = it0; it < it1; ++it) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();
-    const int next = it + STAGES - 1;
-    if (next < it1) load((next - it0) % STAGES, next);
-    cp_async_commit();
-    compute((it - it0) % STAGES, it);
+  cp_async_main_loop<STAGES>(it0, it1, load, compute);
+}
+
+// The same loop for a kernel launched with PDL (ptx/pdl.cuh), with each iteration's copies in two
+// parts: early(buffer, it) copies what no earlier kernel in the stream writes (weights, scales),
+// late(buffer, it) the rest (activations). The prologue issues the first iterations' early
+// copies, waits for the previous grid, lets the next one launch, then issues their late copies:
+// the weights' DRAM latency overlaps the previous kernel's tail. The prologue's copies form one
+// commit group (then empty ones, so the loop's wait counts hold). The caller must not touch
+// global memory a previous kernel may write or read before this call.
+template <int STAGES, class Early, class Late, class Compute>
+HM_DEVICE void cp_async_pipeline_pdl(int it0, int it1, Early&& early, Late&& late,
+                                     Compute&& compute) {
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (it0 + s < it1) early(s, it0 + s);
   }
-  cp_async_wait<0>();
+  wait_prior_grid();
+  allow_next_grid();
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (it0 + s < it1) late(s, it0 + s);
+    cp_async_commit();
+  }
+  cp_async_main_loop<STAGES>(
+      it0, it1,
+      [&](int buf, int it) {
+        early(buf, it);
+        late(buf, it);
+      },
+      compute);
 }
 
 }  // namespace humming
