@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from pdl_chain import check_pdl_chain
 from test_wna16_conformance import check_wna16_case
 from wgmma_conformance import build_kernels
 from wna16_cases import Case, conformance_cases
@@ -158,57 +159,5 @@ def test_two_token_blocks_route_here_and_replay_in_a_graph(device):
 
 @pytest.mark.parametrize("m", [4, 13])
 def test_pdl_chain_reads_each_input_after_its_producer(device, m):
-    """Six decode GEMMs in a chain, each launched with PDL (sm_90+) and reading the output of the
-    one before, into NaN-filled buffers: a kernel that read its x before griddepcontrol.wait would
-    see NaNs or half-written rows. The chain equals the same calls with a device sync between each
-    (the kernel is deterministic: split-K partials are added in split order), eagerly and replayed
-    from a CUDA graph."""
-    from humming_core.device import GemmProblem
-    from humming_core.numerics import quantize_weight
-    from humming_core.spec import presets
-
-    spec = presets.W4A16_G128
-    n = k = 4096
-    config = device.candidates(spec, GemmProblem(n=n, k=k, m=m, act_dtype="fp16"))[0]
+    config = check_pdl_chain(device, m)
     assert config.family == "wna16_decode"
-    assert config.pdl == device.caps().has("pdl"), config
-    kernel = device.load(device.compile(device.render(spec, config)))
-    layout = device.weight_layout(spec, config)
-    gen = torch.Generator().manual_seed(13)
-    calls = [
-        kernel.prepare(
-            **layout.pack(
-                quantize_weight((torch.randn(n, k, generator=gen) * 0.02).cuda(), spec), "cuda"
-            )
-        )
-        for _ in range(6)
-    ]
-    x = torch.randn(m, k, generator=gen).half().cuda()
-
-    def chain(sync: bool) -> list[torch.Tensor]:
-        outs = [torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda") for _ in calls]
-        h = x
-        for call, out in zip(calls, outs, strict=True):
-            call(h, out)
-            if sync:
-                torch.cuda.synchronize()
-            h = out
-        return outs
-
-    stepwise = chain(sync=True)
-    assert all(torch.isfinite(o).all() for o in stepwise)
-    for _ in range(3):
-        chained = chain(sync=False)
-        torch.cuda.synchronize()
-        for a, b in zip(chained, stepwise, strict=True):
-            assert torch.equal(a, b)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = chain(sync=False)
-    for _ in range(3):
-        for o in captured:
-            o.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        for a, b in zip(captured, stepwise, strict=True):
-            assert torch.equal(a, b)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from pdl_chain import check_pdl_chain
 from wgmma_conformance import (
     TORCH_DTYPES,
     build_kernels,
@@ -289,3 +290,11 @@ def test_user_api_switches_families_per_m_on_one_packed_copy(device):
         assert ((out.double() - ref.double()).abs() <= error_bound(x, cw, ref)).all(), f"M={m}"
         # the second call takes the prepared call's quick path (kernels/*/call.py)
         assert torch.equal(layer.run(x), out), f"M={m}"
+
+
+@pytest.mark.parametrize("m", [48, 200])
+def test_pdl_chain_reads_each_input_after_its_producer(device, m):
+    """The register-A form's producer issues codes and scales before griddepcontrol.wait and x
+    after it; the consumers wait before their epilogue (split-K workspace, output)."""
+    config = check_pdl_chain(device, m)
+    assert config.family == "wna16_wgmma" and config.weights_in_registers and config.pdl, config

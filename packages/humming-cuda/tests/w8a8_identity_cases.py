@@ -8,7 +8,9 @@ verified on the H200 (taken before the dialect existed, retaken after the split-
 early group-scale loads and stride-based stage copies passed there; every source changed then too,
 as the quantizer format's name key gained its `wide` field. The copies' committed form was not
 itself re-run at every case: benchmarks/notes/session14.md lists which cubins match the measured
-ones); test_w8a8_nvidia_identity.py compares against them.
+ones), and after session 16's PDL pipeline (weights before griddepcontrol.wait, activations after;
+w8a8 + moe_w8a8 + PPU-emulation conformance, 193 passed on the H200);
+test_w8a8_nvidia_identity.py compares against them.
 
 Regenerate (only for a deliberate NVIDIA kernel change that has been re-verified on hardware):
     uv run python packages/humming-cuda/tests/w8a8_identity_cases.py

@@ -44,12 +44,14 @@ class ActQuantGemmKernel(ABC):
     Subclasses set `fmt` and their quantizer, then call this __init__ with the signature, and
     define `_quantize` and `_k_dims`."""
 
-    def __init__(self, function: Any, config: WarpTileConfig, signature: Signature) -> None:
+    def __init__(
+        self, function: Any, config: WarpTileConfig, signature: Signature, pdl: bool = False
+    ) -> None:
         self.config = config
         self.name = function.symbol
         self.function = function
         self.signature = signature
-        self.launcher = Launcher(function, signature.ctypes)
+        self.launcher = Launcher(function, signature.ctypes, pdl=pdl)
         function.reserve_smem(config.smem_bytes)
 
     @abstractmethod

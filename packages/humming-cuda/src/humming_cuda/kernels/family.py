@@ -63,3 +63,13 @@ def check_config_arch(config: KernelConfig, caps: DeviceCaps) -> None:
             f"config.arch={config.arch!r} but rendering for {caps.arch!r}: choose candidates for "
             "the target arch (config.arch must equal caps.arch)"
         )
+
+
+def check_pdl_arch(pdl: bool, arch: str) -> None:
+    """A config that asks for programmatic dependent launch (field `pdl`) must target an arch that
+    has it (sm_90+): the kernels wait for the previous grid with griddepcontrol.wait, which older
+    arches lack (their builds compile the wait out)."""
+    from ..caps import caps_for_arch
+
+    if pdl and not caps_for_arch(arch).has("pdl"):
+        raise ValueError(f"pdl=True: {arch} has no programmatic dependent launch (sm_90+)")

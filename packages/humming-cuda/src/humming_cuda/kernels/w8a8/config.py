@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from humming_core.spec import QuantSpec
 
 from ..act_quant import ActQuantFormat
+from ..family import check_pdl_arch
 from ..warp_tile import WarpTileConfig
 
 BLOCK_K = 128  # K depth of one pipeline stage, of an activation group and of a weight block
@@ -35,6 +36,14 @@ class W8a8Config(WarpTileConfig):
     # 8: W8A8 weight tiles (128 bytes per row and stage); 4: W4A8 nibbles (64 bytes)
     weight_bits: Literal[4, 8] = 8
     split_k: int = Field(1, ge=1, le=64)
+    # Launched with programmatic dependent launch (sm_90+): the GEMM issues its first stages'
+    # weight copies while the activation quantizer before it runs.
+    pdl: bool = False
+
+    @model_validator(mode="after")
+    def _pdl_arch(self) -> W8a8Config:
+        check_pdl_arch(self.pdl, self.arch)
+        return self
 
     @property
     def smem_bytes(self) -> int:

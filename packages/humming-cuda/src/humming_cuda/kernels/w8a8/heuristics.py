@@ -170,7 +170,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     if fmt.weight_bits == 4 and tile == DECODE_TILE:
         tile = dict(DECODE_4BIT_COLUMNS)
     configs = staged_candidates(
-        W8a8Config(arch=caps.arch, weight_bits=fmt.weight_bits, **tile), caps
+        W8a8Config(arch=caps.arch, weight_bits=fmt.weight_bits, pdl=caps.has("pdl"), **tile), caps
     )
     # the large tiles have no registers to spare for the split path (and large M fills the GPU)
     small = problem.m is None or problem.m <= SPLIT_MAX_M

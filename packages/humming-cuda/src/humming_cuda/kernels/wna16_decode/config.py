@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import model_validator
 
-from ...caps import caps_for_arch
+from ..family import check_pdl_arch
 from ..wna16.config import Wna16Config
 
 
@@ -35,6 +35,5 @@ class Wna16DecodeConfig(Wna16Config):
                 f"ctas_per_sm=3 needs tokens=16 on 128 threads; got tokens={self.tokens}, "
                 f"{self.threads} threads"
             )
-        if self.pdl and not caps_for_arch(self.arch).has("pdl"):
-            raise ValueError(f"pdl=True: {self.arch} has no programmatic dependent launch (sm_90+)")
+        check_pdl_arch(self.pdl, self.arch)
         return self

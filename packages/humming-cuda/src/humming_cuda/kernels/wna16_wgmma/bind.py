@@ -68,7 +68,7 @@ class WgmmaWna16Kernel:
         self.function = function
         self.signature = signature(self.fmt, function.symbol, config.weights_in_registers)
         ctypes_list = (TensorMapParam, *self.signature.ctypes[1:])
-        self.launcher = Launcher(function, ctypes_list)
+        self.launcher = Launcher(function, ctypes_list, pdl=config.pdl)
         self.maps = ActMapCache(config.block_m)
         function.reserve_smem(config.smem_bytes)
 

@@ -55,6 +55,10 @@ class WgmmaWna16Config(WgmmaTileConfig):
     # CTAs per SM the register form's registers are split for (WgmmaWna16RsTile::CTAS): 2 halves
     # each consumer's registers (104) for twice the warps per scheduler; narrow tiles only.
     rs_ctas_per_sm: Literal[1, 2] = 1
+    # Launched with programmatic dependent launch: the register form's producer warpgroup issues
+    # the first stages' codes and scales before it waits for the previous kernel in the stream
+    # (every other form and thread waits before it touches global memory).
+    pdl: bool = False
 
     @model_validator(mode="after")
     def _register_form_options(self) -> WgmmaWna16Config:

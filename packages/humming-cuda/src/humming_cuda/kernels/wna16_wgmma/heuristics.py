@@ -10,6 +10,7 @@ families (wna16_decode, wna16). An unknown M is refused with a reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
@@ -150,9 +151,8 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     plan = best_plan(problem, caps)
     group_m = 8 if spec.weight_bytes(problem.n, problem.k) > (caps.l2_bytes or _DEFAULT_L2) else 1
     if not plan.registers:
-        return fitting_configs(
-            supports, WgmmaWna16Config, STAGE_CHOICES, spec, problem, caps, group_m
-        )
+        shared = partial(WgmmaWna16Config, pdl=True)
+        return fitting_configs(supports, shared, STAGE_CHOICES, spec, problem, caps, group_m)
 
     def form(**fields) -> WgmmaWna16Config:
         return WgmmaWna16Config(
@@ -160,6 +160,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
             rs_block_m=plan.block_m,
             split_k=plan.split_k,
             rs_ctas_per_sm=plan.ctas_per_sm,
+            pdl=True,
             **fields,
         )
 

@@ -13,6 +13,7 @@
 #include "humming/arith/common.cuh"
 #include "humming/datatype/act_types.cuh"
 #include "humming/datatype/code8.cuh"
+#include "humming/ptx/pdl.cuh"
 
 namespace humming {
 
@@ -144,6 +145,8 @@ struct ActQuant {
 
   HM_DEVICE static void run(const T* x, const float* static_scale, Q* q, float* scales, int M,
                             int K, int lda) {
+    // the GEMM after it, when launched with PDL, may start issuing its weight copies now
+    allow_next_grid();
     if constexpr (MODE == kActQuantGroup) {
       groups(x, q, scales, M, K, lda);
     } else {

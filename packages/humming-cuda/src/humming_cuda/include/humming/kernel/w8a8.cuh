@@ -169,9 +169,21 @@ struct W8a8Kernel {
 
   HM_DEVICE static void load_stage(const Args& a, char* smem, int buf, int it, int m0, int n0,
                                    int tid, u64 policy) {
-    char* s = smem + buf * kStage;
-    ALoader::template load<false>(s, a.a, m0, it * BK, a.M, a.K, a.K, tid, policy);
-    char* b = s + ALoader::kBytes;
+    load_acts(a, smem, buf, it, m0, tid, policy);
+    load_weights(a, smem, buf, it, n0, tid, policy);
+  }
+
+  // A stage's copies in the PDL pipeline's two parts (memory/cp_async_pipeline.cuh): the weight
+  // tile, which no earlier kernel writes, and the activation codes (the quantizer's output).
+  HM_DEVICE static void load_acts(const Args& a, char* smem, int buf, int it, int m0, int tid,
+                                  u64 policy) {
+    ALoader::template load<false>(smem + buf * kStage, a.a, m0, it * BK, a.M, a.K, a.K, tid,
+                                  policy);
+  }
+
+  HM_DEVICE static void load_weights(const Args& a, char* smem, int buf, int it, int n0, int tid,
+                                     u64 policy) {
+    char* b = smem + buf * kStage + ALoader::kBytes;
     if constexpr (W::NIBBLES) {
       BLoader::load(b, a.w, n0, it * BK, a.N, ceil_div(a.K, BK) * (BK / 2), tid, policy);
     } else {
@@ -410,9 +422,9 @@ struct W8a8Kernel {
     for (int i = 0; i < ACC; ++i) acc[i] = Acc(0);
 #pragma unroll
     for (int i = 0; i < TOTAL; ++i) total[i] = 0.f;
-    cp_async_pipeline<STAGES>(
-        it0, it1,
-        [&](int buf, int it) { load_stage(a, smem, buf, it, m0, n0, tid, policy); },
+    cp_async_pipeline_pdl<STAGES>(
+        it0, it1, [&](int buf, int it) { load_weights(a, smem, buf, it, n0, tid, policy); },
+        [&](int buf, int it) { load_acts(a, smem, buf, it, m0, tid, policy); },
         [&](int buf, int it) { compute_stage(acc, total, a, smem, buf, it, m0, n0, wm, wn, lane); });
     if constexpr (Fmt::PROMOTE) {
       if constexpr (Tile::SPLIT_K) {

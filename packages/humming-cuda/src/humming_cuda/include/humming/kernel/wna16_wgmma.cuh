@@ -30,6 +30,7 @@
 #include "humming/memory/bitplanes.cuh"
 #include "humming/memory/tile_order.cuh"
 #include "humming/mma/wgmma_f16.cuh"
+#include "humming/ptx/pdl.cuh"
 #include "humming/ptx/sm90_tma.cuh"
 
 namespace humming {
@@ -229,6 +230,9 @@ struct Wna16WgmmaKernel {
     const TileCoord tile = grouped_tile<Tile::GROUP_M>();
     const int n0 = tile.n * BN, m0 = tile.m * BM, iters = ceil_div(a.K, BK);
     init_ring_barriers<STAGES, Tile::CONSUMERS>(sm.full, sm.empty);
+    // PDL (config pdl): nothing of global memory before the previous kernel in the stream is done
+    wait_prior_grid();
+    allow_next_grid();
     if (wg == 0) {
       // The consumers synchronise on their own named barrier: the producer warpgroup may exit.
       if (threadIdx.x == 0) produce(&tx, sm, iters, m0);

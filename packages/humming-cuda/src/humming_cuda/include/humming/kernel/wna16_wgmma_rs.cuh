@@ -34,11 +34,14 @@
 // use) are copied from a page of zeros, so every slice runs the same code; layout tiles past the
 // padded N are not copied, and the rows their warps compute are never stored; stores are
 // predicated to [M, N].
+// Launched with PDL (config pdl): the producer issues the first stages' codes and scales before it
+// waits for the previous kernel in the stream, their x tiles after; every other thread waits first.
 #pragma once
 #include "humming/epilogue/split_tile.cuh"
 #include "humming/kernel/wna16_wgmma.cuh"
 #include "humming/mma/wgmma_f16.cuh"
 #include "humming/mma/wgmma_narrow.cuh"
+#include "humming/ptx/pdl.cuh"
 
 namespace humming {
 
@@ -192,8 +195,9 @@ struct Wna16WgmmaRsKernel {
   // One thread: load K step `it` into stage `s` (free: never used, or released by every consumer
   // thread).
   // WITH_X = false leaves the x tile to the caller (the MoE kernel gathers its rows itself) and
-  // expects only the weights' bytes on the stage's full barrier.
-  template <bool WITH_X = true>
+  // expects only the weights' bytes on the stage's full barrier. LOAD_X = false expects the x
+  // tile's bytes too but leaves its copy to a later load_x (PDL: after the previous kernel).
+  template <bool WITH_X = true, bool LOAD_X = WITH_X>
   HM_DEVICE static void produce(const TmaDescriptor* tx, const Args& a, const Smem& sm, int s,
                                 int it, int m0, int n0) {
     const int nt0 = n0 / 64, tiles_n = min(Tile::TILES_N, a.n_pad / 64 - nt0);
@@ -209,7 +213,7 @@ struct Wna16WgmmaRsKernel {
     const u32 bytes = (WITH_X ? Tile::X_BYTES : 0) + tiles_n * TILES_K * TILE_BYTES +
                       all_rows * row_bytes * ((S_BYTES ? 1 : 0) + (Z_BYTES ? 1 : 0));
     mbar_arrive_expect_tx(sm.full_bar(s), bytes);
-    if constexpr (WITH_X) tma_load_2d(sm.x(s), tx, it * BK, m0, sm.full_bar(s));
+    if constexpr (WITH_X && LOAD_X) load_x(tx, sm, s, it, m0);
     for (int tn = 0; tn < tiles_n; ++tn) {
       const u32* src = a.qweight + (static_cast<long long>(nt0 + tn) * a.k_tiles + kt0) * 32 * BITS;
       const u32 dst = sm.w(s) + tn * TILES_K * TILE_BYTES;
@@ -230,6 +234,11 @@ struct Wna16WgmmaRsKernel {
         bulk_load(sm.zeros(s) + r * BN * 2, src, row_bytes, sm.full_bar(s));
       }
     }
+  }
+
+  // Step `it`'s x tile into stage `s` (its bytes expected by produce).
+  HM_DEVICE static void load_x(const TmaDescriptor* tx, const Smem& sm, int s, int it, int m0) {
+    tma_load_2d(sm.x(s), tx, it * BK, m0, sm.full_bar(s));
   }
 
   // Warpgroup v's group parameters from scale (and zero-point) row `row` of a stage: its 4
@@ -463,7 +472,14 @@ struct Wna16WgmmaRsKernel {
         setmaxnreg_dec<Tile::PRODUCER_REGS>();
         if (threadIdx.x == 128 * Tile::CONSUMERS) {
           tma_prefetch_descriptor(&tx);
-          for (int j = 0; j < iters; ++j) {
+          // PDL (ptx/pdl.cuh): the free stages' codes and scales go out before the previous
+          // kernel in the stream has finished, their x tiles after it
+          const int first = min(STAGES, iters);
+          for (int j = 0; j < first; ++j) produce<true, false>(&tx, a, sm, j, it0 + j, m0, n0);
+          wait_prior_grid();
+          allow_next_grid();
+          for (int j = 0; j < first; ++j) load_x(&tx, sm, j, it0 + j, m0);
+          for (int j = first; j < iters; ++j) {
             mbar_wait(sm.empty_bar(j % STAGES), ((j / STAGES) & 1) ^ 1);
             produce(&tx, a, sm, j % STAGES, it0 + j, m0, n0);
           }
@@ -471,10 +487,15 @@ struct Wna16WgmmaRsKernel {
         return;
       }
       setmaxnreg_inc<Tile::CONSUMER_REGS>();
-    } else if (threadIdx.x == 0) {
-      tma_prefetch_descriptor(&tx);
-      for (int j = 0; j < min(STAGES, iters); ++j) produce(&tx, a, sm, j, it0 + j, m0, n0);
+      wait_prior_grid();  // the consumers' epilogue reads and writes global memory
+    } else {
+      wait_prior_grid();
+      if (threadIdx.x == 0) {
+        tma_prefetch_descriptor(&tx);
+        for (int j = 0; j < min(STAGES, iters); ++j) produce(&tx, a, sm, j, it0 + j, m0, n0);
+      }
     }
+    allow_next_grid();
     float acc[2][ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[0][i] = acc[1][i] = 0.f;
