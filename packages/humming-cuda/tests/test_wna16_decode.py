@@ -14,9 +14,11 @@ from humming_cuda.caps import caps_for_arch
 from humming_cuda.device import CudaDevice
 from humming_cuda.kernels import FAMILIES
 from humming_cuda.kernels.wna16 import FAMILY as WNA16
+from humming_cuda.kernels.wna16.config import KernelFormat
 from humming_cuda.kernels.wna16_decode import FAMILY, Wna16DecodeConfig
 
 SM90 = caps_for_arch("sm_90a")
+SM80 = caps_for_arch("sm_80")
 DECODE = GemmProblem(n=8192, k=8192, m=1)
 
 
@@ -88,9 +90,11 @@ def test_configs_take_wna16s_decode_tile(m):
     two = (m or 1) > 8
     assert cfg.tokens == (16 if two else 8)
     assert cfg.model_dump(
-        exclude={"family", "split_k", "tokens", "warps_n", "ctas_per_sm", "pdl"}
-    ) == base.model_dump(exclude={"family", "split_k", "warps_n"})
+        exclude={"family", "split_k", "tokens", "warps_n", "k_steps", "ctas_per_sm", "pdl"}
+    ) == base.model_dump(exclude={"family", "split_k", "warps_n", "k_steps"})
     assert cfg.warps_n == (1 if two else base.warps_n)
+    # two blocks: 8 k16 steps per warp where two CTAs' shared memory fits (sm_90)
+    assert cfg.k_steps == (8 if two else base.k_steps)
 
 
 @pytest.mark.parametrize(
@@ -126,10 +130,26 @@ def test_config_takes_one_token_tile():
     ],
 )
 def test_two_block_tile_takes_three_ctas_per_sm_beyond_one_wave(n, k, m, ctas):
-    (cfg,) = FAMILY.candidates(presets.W4A16_G128, GemmProblem(n=n, k=k, m=m), SM90)
+    """Where the deep two-block tile does not fit twice per SM (sm_80's 163 KB per block)."""
+    (cfg,) = FAMILY.candidates(presets.W4A16_G128, GemmProblem(n=n, k=k, m=m), SM80)
+    assert cfg.k_steps == 4
     assert cfg.ctas_per_sm == ctas
-    source = FAMILY.render(presets.W4A16_G128, cfg, SM90).code
+    source = FAMILY.render(presets.W4A16_G128, cfg, SM80).code
     assert source.rstrip().endswith(f", {cfg.tokens}, {ctas})")
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "m", "split"),
+    [(57344, 8192, 16, 2), (57344, 8192, 12, 2), (8192, 28672, 16, 2), (6144, 4096, 16, 2)],
+)
+def test_two_block_tile_takes_8_steps_per_warp_at_two_ctas_on_sm90(n, k, m, split):
+    """The measured form (notes/session16.md): k_steps 8 at two CTAs per SM, split as chosen for
+    4 steps per warp; one token block keeps 4 steps."""
+    (cfg,) = FAMILY.candidates(presets.W4A16_G128, GemmProblem(n=n, k=k, m=m), SM90)
+    assert (cfg.tokens, cfg.k_steps, cfg.ctas_per_sm, cfg.split_k) == (16, 8, 2, split)
+    assert 2 * KernelFormat.from_spec(presets.W4A16_G128).smem_bytes(cfg) <= SM90.smem_per_block
+    (one,) = FAMILY.candidates(presets.W4A16_G128, GemmProblem(n=n, k=k, m=8), SM90)
+    assert one.k_steps == 4
 
 
 def test_three_ctas_per_sm_only_for_the_128_thread_two_block_tile():

@@ -9,6 +9,7 @@ from humming_core.spec import QuantSpec
 
 from ..split_k import clamp_split, pow2_fill
 from ..wna16 import heuristics as wna16
+from ..wna16.config import KernelFormat
 from .config import Wna16DecodeConfig
 
 MAX_M = 16  # two n8 blocks of tokens (include/humming/kernel/wna16_decode.cuh)
@@ -77,15 +78,31 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         fields.update(tokens=16, warps_n=1)
     config = Wna16DecodeConfig(**fields)
     split = pick_split_k(problem, config, caps)
+    deep = config.model_copy(update={"k_steps": DEEP_K_STEPS})
+    group = spec.weight.scale.group_size
+    if (
+        config.tokens == 16
+        and (group is None or group >= MIN_GROUP_TWO_BLOCKS)  # <= 8 group rows per stage
+        and 2 * KernelFormat.from_spec(spec).smem_bytes(deep) <= caps.smem_per_block
+    ):
+        # the split stays the one chosen for 4 steps per warp (as measured)
+        ctas, config = 2, deep
+    else:
+        ctas = ctas_per_sm(spec, problem, config, split, caps)
     return [
-        config.model_copy(
-            update={
-                "split_k": split,
-                "ctas_per_sm": ctas_per_sm(spec, problem, config, split, caps),
-                "pdl": caps.has("pdl"),
-            }
-        )
+        config.model_copy(update={"split_k": split, "ctas_per_sm": ctas, "pdl": caps.has("pdl")})
     ]
+
+
+# The two-block tile with 8 k16 steps per warp (each warp then covers 128 of K per stage: one
+# rescale of its fp32 partial sums per 128-group instead of two), where two CTAs' shared memory
+# fits (2 x 98.5 KB at 4-bit: sm_90 / sm_100, not the 99-163 KB arches). H200, same run, W4A16
+# g128 M=16 (benchmarks/notes/session16.md), k_steps 4 -> 8 at two CTAs per SM: 8192x28672 48.5
+# -> 42.8 us, 6144x4096 9.8 -> 9.1, 4096x14336 15.5 -> 14.6, 57344x8192 M=12 107.3 -> 93.7; and
+# against k_steps 4 at three CTAs per SM (the choice before): 57344x8192 M=16 95.1 -> 94.4. At
+# three CTAs k_steps 8 was slower (111.7 and 48.9 us), and at one token block (M <= 8) too
+# (57344x8192 M=1 71.2 -> 84.3 us).
+DEEP_K_STEPS = 8
 
 
 def ctas_per_sm(
