@@ -9,7 +9,13 @@ early group-scale loads and stride-based stage copies passed there; every source
 as the quantizer format's name key gained its `wide` field. The copies' committed form was not
 itself re-run at every case: benchmarks/notes/session14.md lists which cubins match the measured
 ones), and after session 16's PDL pipeline (weights before griddepcontrol.wait, activations after;
-w8a8 + moe_w8a8 + PPU-emulation conformance, 193 passed on the H200);
+w8a8 + moe_w8a8 + PPU-emulation conformance, 193 passed on the H200). Retaken in session 17
+WITHOUT a hardware run (the session had no GPU time): the main loop's stage copies went back to
+their pre-PDL order (activations, then weights; the PDL prologue is unchanged), because NVRTC 13.5
+spilled the sm_90a fp8 block-scale 128x128 tile (140 spill stores) with the weights first. Each
+stage's two copies target disjoint shared memory and are committed together, so only the issue
+order changed; the next GPU session must re-run test_w8a8_conformance.py and
+test_ppu_w8a8_conformance.py (benchmarks/notes/session17.md).
 test_w8a8_nvidia_identity.py compares against them.
 
 Regenerate (only for a deliberate NVIDIA kernel change that has been re-verified on hardware):

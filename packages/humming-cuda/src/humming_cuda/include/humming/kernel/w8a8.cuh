@@ -425,6 +425,7 @@ struct W8a8Kernel {
     cp_async_pipeline_pdl<STAGES>(
         it0, it1, [&](int buf, int it) { load_weights(a, smem, buf, it, n0, tid, policy); },
         [&](int buf, int it) { load_acts(a, smem, buf, it, m0, tid, policy); },
+        [&](int buf, int it) { load_stage(a, smem, buf, it, m0, n0, tid, policy); },
         [&](int buf, int it) { compute_stage(acc, total, a, smem, buf, it, m0, n0, wm, wn, lane); });
     if constexpr (Fmt::PROMOTE) {
       if constexpr (Tile::SPLIT_K) {

@@ -282,6 +282,10 @@ struct Wna16DecodeKernel {
         it0, it1,
         [&](int buf, int it) { copies.load_early(a, smem, buf, it, n0, tid, policy); },
         [&](int buf, int it) { copies.load_late(a, smem, buf, it, n0, tid); },
+        [&](int buf, int it) {
+          copies.load_early(a, smem, buf, it, n0, tid, policy);
+          copies.load_late(a, smem, buf, it, n0, tid);
+        },
         [&](int buf, int) { compute_stage(total, part, gp, sc, smem, buf, wn, wk, lane, magic2); });
     __syncthreads();
     reduce_warps_k<ACC, Tile::WARPS_N, Tile::WARPS_K>(total, reinterpret_cast<float*>(smem), wn,

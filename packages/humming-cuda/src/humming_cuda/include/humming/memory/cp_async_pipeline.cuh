@@ -36,15 +36,18 @@ HM_DEVICE void cp_async_pipeline(int it0, int it1, Load&& load, Compute&& comput
   cp_async_main_loop<STAGES>(it0, it1, load, compute);
 }
 
-// The same loop for a kernel launched with PDL (ptx/pdl.cuh), with each iteration's copies in two
+// The same loop for a kernel launched with PDL (ptx/pdl.cuh), with the prologue's copies in two
 // parts: early(buffer, it) copies what no earlier kernel in the stream writes (weights, scales),
 // late(buffer, it) the rest (activations). The prologue issues the first iterations' early
 // copies, waits for the previous grid, lets the next one launch, then issues their late copies:
 // the weights' DRAM latency overlaps the previous kernel's tail. The prologue's copies form one
-// commit group (then empty ones, so the loop's wait counts hold). The caller must not touch
-// global memory a previous kernel may write or read before this call.
-template <int STAGES, class Early, class Late, class Compute>
-HM_DEVICE void cp_async_pipeline_pdl(int it0, int it1, Early&& early, Late&& late,
+// commit group (then empty ones, so the loop's wait counts hold). The main loop issues a whole
+// stage with load(buffer, it), which the kernel orders as suits its register allocation (w8a8's
+// 256-thread fp8 block-scale tile spills under NVRTC 13.5 when its weights go before its
+// activations). The caller must not touch global memory a previous kernel may write or read
+// before this call.
+template <int STAGES, class Early, class Late, class Load, class Compute>
+HM_DEVICE void cp_async_pipeline_pdl(int it0, int it1, Early&& early, Late&& late, Load&& load,
                                      Compute&& compute) {
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
@@ -57,13 +60,7 @@ HM_DEVICE void cp_async_pipeline_pdl(int it0, int it1, Early&& early, Late&& lat
     if (it0 + s < it1) late(s, it0 + s);
     cp_async_commit();
   }
-  cp_async_main_loop<STAGES>(
-      it0, it1,
-      [&](int buf, int it) {
-        early(buf, it);
-        late(buf, it);
-      },
-      compute);
+  cp_async_main_loop<STAGES>(it0, it1, load, compute);
 }
 
 }  // namespace humming
