@@ -12,7 +12,10 @@ stack and the SASS opcode counts of the whole cubin (static counts: an unrolled 
 dominates them, but they are not executed counts; ncu_stalls.py gives those on the GPU). The
 opcode counts need nvdisasm (the nvidia-cuda-nvdisasm wheel, or a CUDA toolkit on PATH);
 `--sass DIR` also writes each variant's disassembly there (`<kernel>.<A|B>.sass`), to read a main
-loop instruction by instruction.
+loop instruction by instruction. `--loop` also reports the main loop (the backward branch whose
+range holds the most MMA instructions): its static instruction count per MMA, and that of its
+MMA part (from the label before its first MMA to the back-edge, a straight line in the unrolled
+loops here; the rest of the range holds the copies, cold paths included).
 """
 
 from __future__ import annotations
@@ -53,7 +56,55 @@ def opcodes(sass: str) -> collections.Counter:
     return counts
 
 
-def report(label: str, artifact, with_sass: bool, ops: int, sass_dir: Path | None) -> None:
+MMA_OPS = ("HMMA", "HGMMA", "IMMA", "IGMMA", "QMMA", "QGMMA", "OMMA", "UTCHMMA", "UTCQMMA")
+
+
+def listing(sass: str) -> list[str]:
+    """Labels (`.L_x_3:`) and opcodes (predicates and modifiers dropped), in order."""
+    items = []
+    for line in sass.splitlines():
+        text = line.strip()
+        if text.endswith(":") and text.startswith("."):
+            items.append(text)
+        elif text.startswith("/*") and "*/" in text:
+            words = text.split("*/", 1)[1].strip().lstrip("{").split()
+            if words:
+                op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+                target = line.split("`(")[1].split(")")[0] + ":" if "`(" in line else ""
+                items.append(op.split(".")[0].rstrip(";") + (" " + target if target else ""))
+    return items
+
+
+def main_loop(sass: str) -> str:
+    """The main loop's per-MMA static counts (see the module docstring), or why there is none."""
+    items = listing(sass)
+    where = {item: i for i, item in enumerate(items) if item.endswith(":") and " " not in item}
+    best = None
+    for i, item in enumerate(items):
+        op, _, target = item.partition(" ")
+        if op == "BRA" and target in where and where[target] < i:
+            body = [x.split()[0] for x in items[where[target] : i + 1] if not x.endswith(":")]
+            mmas = sum(op in MMA_OPS for op in body)
+            if mmas and (best is None or mmas > best[0]):
+                best = (mmas, where[target], i)
+    if best is None:
+        return "no loop with MMA instructions"
+    mmas, start, end = best
+    first = next(j for j in range(start, end) if items[j].split()[0] in MMA_OPS)
+    part = max(j for j in range(start, first) if items[j].endswith(":") and " " not in items[j])
+    whole = [x.split()[0] for x in items[start : end + 1] if not x.endswith(":")]
+    mma_part = [x.split()[0] for x in items[part : end + 1] if not x.endswith(":")]
+    top = collections.Counter(mma_part).most_common(8)
+    return (
+        f"main loop: {mmas} MMA, {len(whole)} instructions ({len(whole) / mmas:.1f} per MMA); "
+        f"MMA part {len(mma_part)} ({len(mma_part) / mmas:.1f} per MMA): "
+        + "  ".join(f"{op} {n}" for op, n in top)
+    )
+
+
+def report(
+    label: str, artifact, with_sass: bool, ops: int, sass_dir: Path | None, loop: bool = False
+) -> None:
     for name, res in artifact.meta["functions"].items():
         keys = ("registers", "spill_stores", "spill_loads", "stack_bytes")
         print(f"  {label} {name}: " + "  ".join(f"{k} {res.get(k)}" for k in keys))
@@ -65,6 +116,8 @@ def report(label: str, artifact, with_sass: bool, ops: int, sass_dir: Path | Non
         counts = opcodes(sass)
         top = "  ".join(f"{op} {n}" for op, n in counts.most_common(ops))
         print(f"  {label} {sum(counts.values())} instructions: {top}")
+        if loop:
+            print(f"  {label} {main_loop(sass)}")
 
 
 def main() -> None:
@@ -75,6 +128,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], help="config field=int value")
     parser.add_argument("--ops", type=int, default=12, help="opcodes to list")
     parser.add_argument("--sass", type=Path, help="write each variant's disassembly here")
+    parser.add_argument("--loop", action="store_true", help="the main loop's counts per MMA")
     args = parser.parse_args()
     if args.b is not None and not (args.b / "humming").is_dir():
         raise SystemExit(f"--b {args.b} has no humming/ headers: pass the include/ directory")
@@ -89,10 +143,10 @@ def main() -> None:
         source = device.render(point.spec, config)
         fields = config.model_dump(exclude={"arch", "family"})
         print(f"{text} on {args.arch}: {config.family} {fields}")
-        report("A", compile_source(source), with_sass, args.ops, args.sass)
+        report("A", compile_source(source), with_sass, args.ops, args.sass, args.loop)
         if args.b is not None:
             with headers_from(args.b.resolve()):
-                report("B", compile_source(source), with_sass, args.ops, args.sass)
+                report("B", compile_source(source), with_sass, args.ops, args.sass, args.loop)
 
 
 if __name__ == "__main__":
