@@ -43,57 +43,52 @@ def have_nvdisasm() -> bool:
     return True
 
 
-def opcodes(sass: str) -> collections.Counter:
-    """Static SASS opcode counts of a listing (predicates and modifiers dropped)."""
-    counts: collections.Counter = collections.Counter()
-    for line in sass.splitlines():
-        if not line.strip().startswith("/*") or "*/" not in line:
-            continue
-        words = line.split("*/", 1)[1].strip().lstrip("{").split()
-        if words:
-            op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
-            counts[op.split(".")[0].rstrip(";")] += 1
-    return counts
-
-
 MMA_OPS = ("HMMA", "HGMMA", "IMMA", "IGMMA", "QMMA", "QGMMA", "OMMA", "UTCHMMA", "UTCQMMA")
 
 
-def listing(sass: str) -> list[str]:
-    """Labels (`.L_x_3:`) and opcodes (predicates and modifiers dropped), in order."""
+def listing(sass: str) -> list[tuple[str, str]]:
+    """A listing in order: (opcode, branch target or '') per instruction, predicates and modifiers
+    dropped, and ('', name) per label (`.L_x_3:`)."""
     items = []
     for line in sass.splitlines():
         text = line.strip()
-        if text.endswith(":") and text.startswith("."):
-            items.append(text)
+        if text.startswith(".") and text.endswith(":"):
+            items.append(("", text[:-1]))
         elif text.startswith("/*") and "*/" in text:
             words = text.split("*/", 1)[1].strip().lstrip("{").split()
             if words:
                 op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
-                target = line.split("`(")[1].split(")")[0] + ":" if "`(" in line else ""
-                items.append(op.split(".")[0].rstrip(";") + (" " + target if target else ""))
+                target = text.split("`(")[1].split(")")[0] if "`(" in text else ""
+                items.append((op.split(".")[0].rstrip(";"), target))
     return items
+
+
+def opcodes(sass: str) -> collections.Counter:
+    """Static SASS opcode counts of a listing."""
+    return collections.Counter(op for op, _ in listing(sass) if op)
 
 
 def main_loop(sass: str) -> str:
     """The main loop's per-MMA static counts (see the module docstring), or why there is none."""
     items = listing(sass)
-    where = {item: i for i, item in enumerate(items) if item.endswith(":") and " " not in item}
+    labels = {name: i for i, (op, name) in enumerate(items) if not op}
+
+    def ops(lo: int, hi: int) -> list[str]:
+        return [op for op, _ in items[lo : hi + 1] if op]
+
     best = None
-    for i, item in enumerate(items):
-        op, _, target = item.partition(" ")
-        if op == "BRA" and target in where and where[target] < i:
-            body = [x.split()[0] for x in items[where[target] : i + 1] if not x.endswith(":")]
-            mmas = sum(op in MMA_OPS for op in body)
+    for i, (op, target) in enumerate(items):
+        start = labels.get(target, i) if op == "BRA" else i
+        if start < i:
+            mmas = sum(o in MMA_OPS for o in ops(start, i))
             if mmas and (best is None or mmas > best[0]):
-                best = (mmas, where[target], i)
+                best = (mmas, start, i)
     if best is None:
         return "no loop with MMA instructions"
     mmas, start, end = best
-    first = next(j for j in range(start, end) if items[j].split()[0] in MMA_OPS)
-    part = max(j for j in range(start, first) if items[j].endswith(":") and " " not in items[j])
-    whole = [x.split()[0] for x in items[start : end + 1] if not x.endswith(":")]
-    mma_part = [x.split()[0] for x in items[part : end + 1] if not x.endswith(":")]
+    first = next(j for j in range(start, end) if items[j][0] in MMA_OPS)
+    part = max(j for j in range(start, first) if not items[j][0])
+    whole, mma_part = ops(start, end), ops(part, end)
     top = collections.Counter(mma_part).most_common(8)
     return (
         f"main loop: {mmas} MMA, {len(whole)} instructions ({len(whole) / mmas:.1f} per MMA); "
