@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from points import Point, headers_from, rotated_us, save, with_fields
+from points import Point, field_values, headers_from, rotated_us, save, with_fields
 
 from humming_cuda.bench.baselines import cublas_fp16
 from humming_cuda.bench.timing import copies_for, graph_time_us
@@ -76,10 +76,7 @@ def main() -> None:
     if not (args.b / "humming").is_dir():
         raise SystemExit(f"--b {args.b} has no humming/ headers: pass the include/ directory")
     device = CudaDevice()
-    b_set = {}
-    for item in args.b_set:
-        field, _, value = item.partition("=")
-        b_set[field] = value
+    b_set = field_values(args.b_set)
     rows = [ab(device, p, args.b.resolve(), b_set) for p in args.points]
     save(args.out, rows, b=str(args.b), b_set=b_set)
 

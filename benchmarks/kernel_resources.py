@@ -25,7 +25,7 @@ import collections
 import sys
 from pathlib import Path
 
-from points import Point, headers_from, with_fields
+from points import Point, field_values, headers_from, with_fields
 
 from humming_cuda.compiler import compile_source
 from humming_cuda.device import CudaDevice
@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("points", nargs="+", help="SPEC:NxK:M")
     parser.add_argument("--arch", default="sm_90a")
     parser.add_argument("--b", type=Path, help="another version's include/ root")
-    parser.add_argument("--set", action="append", default=[], help="config field=int value")
+    parser.add_argument("--set", action="append", default=[], help="config field=value")
     parser.add_argument("--ops", type=int, default=12, help="opcodes to list")
     parser.add_argument("--sass", type=Path, help="write each variant's disassembly here")
     parser.add_argument("--loop", action="store_true", help="the main loop's counts per MMA")
@@ -128,7 +128,7 @@ def main() -> None:
     if args.b is not None and not (args.b / "humming").is_dir():
         raise SystemExit(f"--b {args.b} has no humming/ headers: pass the include/ directory")
     device = CudaDevice.for_arch(args.arch)
-    update = {f: int(v) for f, v in (s.split("=") for s in args.set)}
+    update = field_values(args.set)
     with_sass = have_nvdisasm()
     for text in args.points:
         point = Point.parse(text)

@@ -63,6 +63,28 @@ class Point:
         return cw, x, out
 
 
+def field_value(text: str) -> int | str:
+    """A config field's value from the command line: an integer, or the text as given (booleans
+    and names: pydantic parses it; an int Literal field would refuse the text "3")."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def field_values(items: list[str], many: bool = False) -> dict:
+    """`field=value` arguments (`field=v1,v2,...` with `many`: a list per field) as a dict for
+    `with_fields`."""
+    fields = {}
+    for item in items:
+        field, sep, value = item.partition("=")
+        if not sep or not field:
+            raise SystemExit(f"{item!r}: expected field=value")
+        values = [field_value(v) for v in value.split(",")] if many else field_value(value)
+        fields[field] = values
+    return fields
+
+
 def with_fields(config, update: dict):
     """`config` with `update`'s fields, validated as a new config: a field the config type lacks,
     or a value it refuses, stops the script (model_copy would keep either silently, and the kernel

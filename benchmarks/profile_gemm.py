@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from points import Point, with_fields
+from points import Point, field_values, with_fields
 
 from humming_core.ops import PreparedGemm, bucket_of
 from humming_core.spec import preset
@@ -25,10 +25,10 @@ from humming_cuda.bench.dense import _random_canonical
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("points", nargs="+", help="SPEC:NxK:M, e.g. W4A16_G128:57344x8192:4096")
-    parser.add_argument("--set", action="append", default=[], help="field=int value")
+    parser.add_argument("--set", action="append", default=[], help="config field=value")
     args = parser.parse_args()
     if args.set:
-        update = {f: int(v) for f, v in (s.split("=") for s in args.set)}
+        update = field_values(args.set)
         for text in args.points:
             run_config(Point.parse(text), update)
         return
@@ -47,7 +47,7 @@ def main() -> None:
         print(point, gemm.configs[bucket_of(int(m))])
 
 
-def run_config(point: Point, update: dict[str, int]) -> None:
+def run_config(point: Point, update: dict) -> None:
     """Three calls of the device's first candidate for `point` with `update` applied."""
     from humming_cuda.device import CudaDevice
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import itertools
 
-from points import Point, rotated_us, save, with_fields
+from points import Point, field_values, rotated_us, save, with_fields
 
 from humming_cuda.bench.baselines import cublas_fp16
 from humming_cuda.bench.timing import copies_for, graph_time_us
@@ -35,7 +35,7 @@ def _pack(device: CudaDevice, spec, cfg, cw, copies: int) -> list[dict]:
     return [device.weight_layout(spec, cfg).pack(cw, "cuda") for _ in range(copies)]
 
 
-def sweep(device: CudaDevice, text: str, grid: dict[str, list[int]], family: str | None) -> dict:
+def sweep(device: CudaDevice, text: str, grid: dict[str, list], family: str | None) -> dict:
     point = Point.parse(text)
     spec = point.spec
     routed = chosen = device.candidates(spec, point.problem)[0]
@@ -58,9 +58,8 @@ def sweep(device: CudaDevice, text: str, grid: dict[str, list[int]], family: str
             device, spec, routed, _pack(device, spec, routed, cw, copies), x, out
         )
         print(f"{text:32s} routed to {routed.family} {row['routed_us']:9.1f} us", flush=True)
-    packed = _pack(
-        device, spec, chosen, cw, copies
-    )  # one layout for every variant of the chosen config
+    # one layout for every variant of the chosen config
+    packed = _pack(device, spec, chosen, cw, copies)
     for values in itertools.product(*grid.values()):
         cfg = with_fields(chosen, dict(zip(grid, values, strict=True)))
         us = _time(device, spec, cfg, packed, x, out)
@@ -73,14 +72,6 @@ def sweep(device: CudaDevice, text: str, grid: dict[str, list[int]], family: str
     return row
 
 
-def _value(text: str) -> int | str:
-    """An integer field value, or the text as given (booleans and names: pydantic parses it)."""
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("points", nargs="+", help="SPEC:NxK:M")
@@ -88,7 +79,7 @@ def main() -> None:
     parser.add_argument("--family", help="sweep this family's first candidate")
     parser.add_argument("--out")
     args = parser.parse_args()
-    grid = {f: [_value(v) for v in vs.split(",")] for f, vs in (s.split("=") for s in args.set)}
+    grid = field_values(args.set, many=True)
     device = CudaDevice()
     save(args.out, [sweep(device, p, grid, args.family) for p in args.points])
 
