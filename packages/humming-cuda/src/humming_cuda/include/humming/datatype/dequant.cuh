@@ -63,19 +63,32 @@ struct Dequant {
     }
   }
 
-  // value(code) exactly, as a 16-bit pair.
-  HM_DEVICE static T2 float_pair(u32 codes) {
+  // Float codes: their sign and exponent|mantissa moved to the 16-bit type's positions read as
+  // value(code) * 2^-float_shift() (the exponent field is reused as is; the smallest codes come out
+  // subnormal). float_pair multiplies the factor back; a caller may instead fold it into a scale.
+  // (A function, not a static member: a member moved NVRTC's constant bank of every kernel, the
+  // integer ones too, and with it their H200-verified cubins.)
+  __host__ __device__ static constexpr int float_shift() {
+    return KIND == kWeightFloat && EXP > 0 ? Tr::kBias - ((1 << (EXP - 1)) - 1) : 0;
+  }
+
+  // value(code) * 2^-float_shift() exactly, as a 16-bit pair.
+  HM_DEVICE static T2 float_placed(u32 codes) {
     constexpr u32 kSign = (1u << (BITS - 1)) * 0x00010001u;
     constexpr u32 kMag = ((1u << (BITS - 1)) - 1u) * 0x00010001u;
-    const u32 bits = ((codes & kMag) << (Tr::kMantissa - MAN)) | ((codes & kSign) << (16 - BITS));
-    const T2 v = from_u32<T2>(bits);
-    constexpr int kBiasSrc = (1 << (EXP - 1)) - 1;
-    constexpr int kShiftExp = Tr::kBias - kBiasSrc;
-    if constexpr (kShiftExp == 0) {
+    return from_u32<T2>(((codes & kMag) << (Tr::kMantissa - MAN)) |
+                        ((codes & kSign) << (16 - BITS)));
+  }
+
+  // value(code) exactly, as a 16-bit pair.
+  HM_DEVICE static T2 float_pair(u32 codes) {
+    const T2 v = float_placed(codes);
+    constexpr int kShift = float_shift();
+    if constexpr (kShift == 0) {
       return v;
     } else {
-      // 2^kShiftExp as a normal 16-bit number: exponent field kBias + kShiftExp.
-      constexpr u32 kFactor = u32(Tr::kBias + kShiftExp) << Tr::kMantissa;
+      // 2^kShift as a normal 16-bit number: exponent field kBias + kShift.
+      constexpr u32 kFactor = u32(Tr::kBias + kShift) << Tr::kMantissa;
       return __hmul2(v, from_u32<T2>(kFactor * 0x00010001u));
     }
   }

@@ -45,7 +45,7 @@ struct DecodeStageCopies {
   Off a_src[kAPasses];  // token chunks: offset in x (without k0), -1: none
   int a_dst[kAPasses];  // and in the stage
   int s_off;         // group-row chunk: element offset in a [groups][n_pad] row block; -1: none
-  u32 b_off[BL::kPerThread];  // weight chunks: word offsets from the tile's first stage word
+  u32 b_off[BL::kPerThread];  // weight chunks: byte offsets from the tile's first stage byte
   u32 b_ok;                   // bit i: chunk i exists and its 64 columns are inside n_pad
 
   HM_DEVICE DecodeStageCopies(const typename Base::Args& a, int n0, int tid) {
@@ -63,7 +63,7 @@ struct DecodeStageCopies {
     for (int i = 0; i < BL::kPerThread; ++i) {
       const int c = tid + i * Tile::THREADS;
       const int ntl = c / BL::kChunksPerNTile, rem = c % BL::kChunksPerNTile;
-      b_off[i] = static_cast<u32>(ntl * a.k_tiles * BL::kTileWords + rem * 4);
+      b_off[i] = static_cast<u32>(ntl * a.k_tiles * BL::kTileWords + rem * 4) * 4u;
       if (c < BL::kChunks && n0 / 64 + ntl < a.n_pad / 64) b_ok |= 1u << i;
     }
   }
@@ -117,8 +117,11 @@ struct DecodeStageCopies {
   HM_DEVICE void load_weights(const typename Base::Args& a, char* smem, int buf, int it, int n0,
                               int tid, u64 policy) const {
     const int k0 = it * Tile::BK;
-    const u32* w = a.w + (static_cast<long long>(n0 / 64) * a.k_tiles + it * (Tile::BK / 16)) *
-                             BL::kTileWords;
+    // a byte base (uniform across the CTA) plus each chunk's byte offset: one 64-bit add per
+    // copy, where a word offset made ptxas scale every copy's sum by 4 again
+    const char* w = reinterpret_cast<const char*>(a.w) +
+                    (static_cast<long long>(n0 / 64) * a.k_tiles + it * (Tile::BK / 16)) *
+                        (BL::kTileWords * 4);
     u32* b_s = Base::stage_b(smem, buf);
 #pragma unroll
     for (int i = 0; i < BL::kPerThread; ++i) {
@@ -142,7 +145,8 @@ struct DecodeStageCopies {
   }
 };
 
-template <typename T, typename Fmt, typename Tile, typename Epi, int TOKENS>
+// CTAS: the CTAs per SM the launch caps registers for (the entry's __launch_bounds__).
+template <typename T, typename Fmt, typename Tile, typename Epi, int TOKENS, int CTAS = 2>
 struct Wna16DecodeKernel {
   using Base = Wna16Kernel<T, Fmt, Tile, Epi>;
   using Args = typename Base::Args;
@@ -157,6 +161,15 @@ struct Wna16DecodeKernel {
   static constexpr int ACC = 4 * 4 * TOKEN_BLOCKS;
   static constexpr bool SCALED = Fmt::GROUP > 0;
   static constexpr int KS = Tile::K_STEPS;
+  // fp16 tokens with float weight codes and group scales: the MMA takes the codes' placed bits
+  // (value * 2^-s, Dequant::float_placed, s = float_shift()) and the fp32 group scale carries
+  // 2^s, one multiply per weight pair fewer. Products of fp16 numbers, subnormal ones
+  // included, are exact in the fp32 accumulators and the shift is a power of two, so the sums are
+  // the exact weights' times 2^-s. bf16 tokens keep the multiply: their shift (2^120 for
+  // e4m3, 2^126 for e2m1) would push the partial sums below fp32's normal range.
+  static constexpr bool FOLD_FLOAT =
+      SCALED && Fmt::KIND == kWeightFloat && Exact::float_shift() > 0 && Tr::kBias == 15;
+  static constexpr float kScaleFold = FOLD_FLOAT ? float(1 << Exact::float_shift()) : 1.f;
   // Pair PAIR of the lane's words as exact 16-bit weights (code - offset - zero, or the code's
   // value). The 4-bit layout holds pair i in word i / 4 at bits 4(i % 4) and 16 + 4(i % 4).
   // magic2: Exact::kMagic2 as a pinned_constant (the in-place forms' operand).
@@ -172,6 +185,8 @@ struct Wna16DecodeKernel {
       const u32 w0 = PAIR % 8 >= 4 ? words[PAIR / 8] >> 8 : words[PAIR / 8];
       const u32 w1 = PAIR >= 8 ? words[2] >> 8 : words[2];
       return Exact::template apply_in_place3<PAIR % 4, PAIR % 8>(w0, w1, gp, magic2);
+    } else if constexpr (FOLD_FLOAT) {
+      return as_u32(Exact::float_placed(code_pair<Fmt::BITS, PAIR>(words)));
     } else {
       return Exact::apply(code_pair<Fmt::BITS, PAIR>(words), gp);
     }
@@ -184,7 +199,7 @@ struct Wna16DecodeKernel {
     Base::load_group(gp, smem, buf, row, wn, lane);
     const T* s = Base::stage_s(smem, buf) + row * Tile::BN + wn * 64 + (lane / 4) * 8;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) sc[j] = Tr::to_float(s[j]);
+    for (int j = 0; j < 8; ++j) sc[j] = Tr::to_float(s[j]) * kScaleFold;
   }
 
   // total += part * (scale of the part's weight row); part = 0. Rows g and g + 8 of block P are
@@ -197,21 +212,44 @@ struct Wna16DecodeKernel {
     }
   }
 
+  // xf: the tokens' B fragments, k 0-7 and k 8-15 of tokens 0-7 in xf[0] and xf[1], of tokens
+  // 8-15 (TOKENS = 16) in xf[2] and xf[3].
   template <int P>
-  HM_DEVICE static void mma_rows(float (&acc)[ACC], const u32 (&xf)[4],
-                                 const u32 (&words)[Fmt::BITS], const GroupParams<T> (&gp)[8],
-                                 u32 magic2) {
+  HM_DEVICE static void mma_rows(float (&acc)[ACC], const u32* xf, const u32 (&words)[Fmt::BITS],
+                                 const GroupParams<T> (&gp)[8], u32 magic2) {
     const u32 a[4] = {weight_pair<4 * P>(words, gp[2 * P], magic2),
                       weight_pair<4 * P + 2>(words, gp[2 * P + 1], magic2),
                       weight_pair<4 * P + 1>(words, gp[2 * P], magic2),
                       weight_pair<4 * P + 3>(words, gp[2 * P + 1], magic2)};
     float(&d)[4] = *reinterpret_cast<float(*)[4]>(&acc[P * 4]);
-    Mma16816<T>::run(d, a, xf[0], xf[2]);  // tokens 0-7: k 0-7 and k 8-15
+    Mma16816<T>::run(d, a, xf[0], xf[1]);
     if constexpr (TOKEN_BLOCKS == 2) {
       float(&d8)[4] = *reinterpret_cast<float(*)[4]>(&acc[16 + P * 4]);
-      Mma16816<T>::run(d8, a, xf[1], xf[3]);  // tokens 8-15
+      Mma16816<T>::run(d8, a, xf[2], xf[3]);
     }
     if constexpr (P + 1 < 4) mma_rows<P + 1>(acc, xf, words, gp, magic2);
+  }
+
+  // The B fragments of step s (xf as mma_rows takes it). Matrix j of an ldmatrix.x4 (addressed by
+  // lanes 8j..8j+7) lands in register j, and the MMA takes a step's two k halves as adjacent
+  // registers. With 8 tokens one x4 covers two steps (k chunks 2ss .. 2ss + 3, loaded at even s;
+  // an odd last step loads its two chunks twice); with 16, matrix j is tokens 8(j / 2).. at k half
+  // j % 2. Ordered by token first (tokens 0-15 by lane), a step's halves would land in registers
+  // 0 and 2, which costs ptxas a move per MMA, and half of each 8-token load would be token rows
+  // 8-15, which do not exist. At three CTAs per SM (168 registers) the 16-token tile keeps that
+  // order: ordered by k half it spilled 16 bytes on sm_80-89.
+  HM_DEVICE static void load_tokens_b(u32 (&xf)[4], const T* a_s, int s, int ss, int lane) {
+    if constexpr (TOKEN_BLOCKS == 2 && CTAS >= 3) {
+      u32 r[4];
+      ldmatrix_x4(r, a_s + Base::ALoader::offset(lane & 15, ss * 2 + (lane >> 4)));
+      xf[0] = r[0], xf[1] = r[2], xf[2] = r[1], xf[3] = r[3];
+    } else if constexpr (TOKEN_BLOCKS == 2) {
+      ldmatrix_x4(xf, a_s + Base::ALoader::offset((lane & 7) + 8 * (lane >> 4),
+                                                  ss * 2 + ((lane >> 3) & 1)));
+    } else if (s % 2 == 0) {
+      const int span = s + 1 < KS ? 4 : 2;  // k chunks this load covers
+      ldmatrix_x4(xf, a_s + Base::ALoader::offset(lane & 7, ss * 2 + (lane >> 3) % span));
+    }
   }
 
   HM_DEVICE static void compute_stage(float (&total)[ACC], float (&part)[ACC],
@@ -219,6 +257,7 @@ struct Wna16DecodeKernel {
                                       int buf, int wn, int wk, int lane, u32 magic2) {
     const T* a_s = Base::stage_a(smem, buf);
     const u32* b_s = Base::stage_b(smem, buf);
+    u32 xf[4];
 #pragma unroll
     for (int s = 0; s < KS; ++s) {
       const int ss = wk * KS + s;
@@ -234,12 +273,12 @@ struct Wna16DecodeKernel {
       }
       u32 words[Fmt::BITS];
       load_lane_words<Fmt::BITS>(words, b_s + (wn * (Tile::BK / 16) + ss) * 32 * Fmt::BITS, lane);
-      u32 xf[4];
-      ldmatrix_x4(xf, a_s + Base::ALoader::offset(lane & 15, ss * 2 + (lane >> 4)));
+      load_tokens_b(xf, a_s, s, ss, lane);
+      const u32* b = TOKEN_BLOCKS == 1 ? xf + 2 * (s % 2) : xf;
       if constexpr (SCALED) {
-        mma_rows<0>(part, xf, words, gp, magic2);
+        mma_rows<0>(part, b, words, gp, magic2);
       } else {
-        mma_rows<0>(total, xf, words, gp, magic2);
+        mma_rows<0>(total, b, words, gp, magic2);
       }
     }
     if constexpr (SCALED) flush(total, part, sc);
@@ -311,6 +350,6 @@ struct Wna16DecodeKernel {
 #define HUMMING_WNA16_DECODE_ENTRY(NAME, T, FMT, TILE, EPI, TOKENS, CTAS)                         \
   extern "C" __global__ void __launch_bounds__(TILE::THREADS, CTAS)                               \
       NAME(HUMMING_WNA16_PARAMS(T, EPI)) {                                                        \
-    using Kern = humming::Wna16DecodeKernel<T, FMT, TILE, EPI, TOKENS>;                           \
+    using Kern = humming::Wna16DecodeKernel<T, FMT, TILE, EPI, TOKENS, CTAS>;                     \
     Kern::run(HUMMING_WNA16_ARGS(Kern));                                                          \
   }
