@@ -3,6 +3,7 @@ and fall back to the reference numerics only for a device without one."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from humming_core.device import SupportsMoeAlign, get_device
@@ -19,10 +20,12 @@ class RecordingDevice(ReferenceDevice):
 
     def __init__(self) -> None:
         self.calls: list[tuple] = []
+        self.zero_rows: list = []  # the zero_rows keyword of each call
 
-    def moe_align(self, topk_ids, block_size, num_experts, *args):
+    def moe_align(self, topk_ids, block_size, num_experts, *args, zero_rows=None):
         self.calls.append((tuple(topk_ids.shape), block_size, num_experts, *args))
-        return super().moe_align(topk_ids, block_size, num_experts, *args)
+        self.zero_rows.append(zero_rows)
+        return super().moe_align(topk_ids, block_size, num_experts, *args, zero_rows=zero_rows)
 
 
 class NoAlignDevice:
@@ -49,6 +52,60 @@ def test_ops_moe_align_uses_the_device_or_falls_back():
         for g, w in zip(got, want, strict=True):
             assert torch.equal(g, w)
     assert dev.calls == [((9, 3), 4, 12, emap, True, True)]
+
+
+def test_reference_align_zeroes_the_rows_of_dropped_entries_only():
+    ids = _ids(9, 12, 3, 2)
+    ids[0, 1], ids[4, 2] = -1, 12  # out of range: dropped whatever the map
+    emap = torch.tensor([-1, 0, 1, -1, 2, 3, -1, 4, 5, -1, 6, 7], dtype=torch.int32)
+    rows = torch.full((27, 5), 7.0, dtype=torch.bfloat16)
+    reference_align(ids, 4, 12, emap, True, zero_rows=rows)
+    flat = ids.reshape(-1).long()
+    dropped = (flat < 0) | (flat >= 12)
+    dropped |= emap[flat.clamp(0, 11)] < 0
+    assert dropped.sum() > 2
+    assert (rows[dropped] == 0).all() and (rows[~dropped] == 7).all()
+
+
+def _moe_pair(e: int, hidden: int, inter: int):
+    w13 = quantize_weight(
+        torch.randn(e, 2 * inter, hidden) * 0.1,
+        W4A16_G128.replace(layout="moe", epilogue={"glu": "silu_mul"}),
+    )
+    w2_spec = W4A16_G128.replace(
+        layout="moe", weight={"dtype": "int4", "scale": {"granularity": "group", "group_size": 32}}
+    )
+    return w13, quantize_weight(torch.randn(e, hidden, inter) * 0.1, w2_spec)
+
+
+@pytest.mark.parametrize("expert_parallel", [False, True])
+def test_fused_moe_rows_zeroes_the_rows_of_dropped_entries(expert_parallel):
+    """A poisoned `out` comes back with no poison left: the rows of dropped entries are zeros,
+    by the first alignment's zero_rows without an expert map (out-of-range ids) and by a fill of
+    the output with one (non-local experts)."""
+    from humming_core.ops import fused_moe_rows
+
+    e, hidden, inter, m, topk = 6, 64, 32, 5, 2
+    w13, w2 = _moe_pair(e, hidden, inter)
+    ids = _ids(m, 2 * e, topk, 3) // (2 if not expert_parallel else 1)
+    ids[1, 0], ids[3, 1] = -1, 2 * e  # out of range
+    emap = None
+    if expert_parallel:
+        emap = torch.full((2 * e,), -1, dtype=torch.int32)
+        emap[::2] = torch.arange(e, dtype=torch.int32)
+    weights, x = torch.rand(m, topk), torch.randn(m, hidden).to(torch.float16)
+    dev = RecordingDevice()
+    out = torch.full((m * topk, hidden), float("nan"), dtype=torch.float16)
+    fused_moe_rows(x, weights, ids, PreparedMoe(w13, dev), PreparedMoe(w2, dev), emap, out=out)
+    assert all(z is None for z in dev.zero_rows[1:])
+    assert (dev.zero_rows[0] is None) == expert_parallel
+    if not expert_parallel:
+        assert dev.zero_rows[0].data_ptr() == out.data_ptr()
+    flat = ids.reshape(-1).long()
+    dropped = (flat < 0) | (flat >= (2 * e if expert_parallel else e))
+    if expert_parallel:
+        dropped |= emap[flat.clamp(0, 2 * e - 1)] < 0
+    assert dropped.sum() >= 2 and (out[dropped] == 0).all() and not out.isnan().any()
 
 
 def test_fused_moe_aligns_on_the_layer_device_dropping_non_local_experts():

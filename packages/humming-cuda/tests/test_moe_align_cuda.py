@@ -163,3 +163,34 @@ def test_wrong_expert_map_is_refused(device):
     ids = _routing(4, 2, 16, seed=0)
     with pytest.raises(ValueError, match="expert_map has 8 entries but num_experts=16"):
         device.moe_align(ids, 8, 16, torch.zeros(8, dtype=torch.int32, device="cuda"))
+
+
+@pytest.mark.parametrize("m", [3, 8192])  # the fused CTA and the split launches
+@pytest.mark.parametrize(
+    ("dtype", "width", "ld"),
+    [(torch.bfloat16, 2048, 2048), (torch.float32, 5, 7), (torch.float16, 3, 3)],
+    ids=["bf16-16B-stores", "fp32-4B-strided", "fp16-2B"],
+)
+def test_zero_rows_of_dropped_entries(device, m, dtype, width, ld):
+    """zero_rows: the rows of dropped entries (non-local experts, ids out of range) come back zero,
+    every other row and the columns past `width` keep their bits, the alignment is unchanged."""
+    num_experts = 64
+    ids = _routing(m, 4, num_experts, seed=21)
+    ids[::7, 1] = num_experts  # out of range
+    emap = torch.full((num_experts,), -1, dtype=torch.int32, device="cuda")
+    emap[::3] = torch.arange(len(range(0, num_experts, 3)), dtype=torch.int32, device="cuda")
+    store = torch.full((m * 4, ld), 5.0, dtype=dtype, device="cuda")
+    rows = store[:, :width]
+    got = device.moe_align(ids, 16, num_experts, emap, ignore_invalid_experts=True, zero_rows=rows)
+    _assert_matches(got, ids, 16, num_experts, emap, ignore=True)
+    want = torch.full_like(store, 5.0).cpu()
+    reference_align(ids.cpu(), 16, num_experts, emap.cpu(), True, zero_rows=want[:, :width])
+    assert (want == 0).any() and (want == 5).any()
+    assert torch.equal(store.cpu(), want)
+
+
+def test_zero_rows_of_the_wrong_shape_are_refused(device):
+    ids = _routing(4, 2, 16, seed=0)
+    rows = torch.zeros(9, 32, dtype=torch.bfloat16, device="cuda")
+    with pytest.raises(ValueError, match=r"zero_rows must be a \[8, n\] tensor"):
+        device.moe_align(ids, 8, 16, zero_rows=rows)

@@ -158,6 +158,7 @@ class CudaDevice:
         expert_map=None,
         ignore_invalid_experts: bool = False,
         pad_sorted_ids: bool = False,
+        zero_rows=None,
     ):
         """vLLM's moe_align_block_size on the ids' GPU (humming_core.numerics.moe.moe_align's
         contract, position for position) with no host synchronisation; see kernels.moe_align."""
@@ -170,7 +171,13 @@ class CudaDevice:
             )
         kernel = moe_align_kernel(self, topk_ids.device.index, topk_ids.dtype)
         return kernel(
-            topk_ids, block_size, num_experts, expert_map, ignore_invalid_experts, pad_sorted_ids
+            topk_ids,
+            block_size,
+            num_experts,
+            expert_map,
+            ignore_invalid_experts,
+            pad_sorted_ids,
+            zero_rows,
         )
 
     def prepare_moe_align(self, id_dtypes: tuple) -> None:

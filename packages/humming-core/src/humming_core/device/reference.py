@@ -133,12 +133,19 @@ class ReferenceDevice:
         expert_map: torch.Tensor | None = None,
         ignore_invalid_experts: bool = False,
         pad_sorted_ids: bool = False,
+        zero_rows: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The reference numerics themselves (they read the expert counts back to the host)."""
         from ..numerics.moe import moe_align
 
         return moe_align(
-            topk_ids, block_size, num_experts, expert_map, ignore_invalid_experts, pad_sorted_ids
+            topk_ids,
+            block_size,
+            num_experts,
+            expert_map,
+            ignore_invalid_experts,
+            pad_sorted_ids,
+            zero_rows,
         )
 
 

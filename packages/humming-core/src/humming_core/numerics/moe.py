@@ -11,7 +11,9 @@ moe_align_block_size.py and csrc/moe/moe_align_sum_kernels.cu):
   then mapped through expert_map, so non-local experts become -1; with ignore_invalid_experts=True,
   tokens of non-local experts are dropped before counting and the blocks carry local ids.
 - num_tokens_post_padded, int32 [1] on the same device: the used length, a multiple of block_size.
-Ids outside [0, num_experts) are dropped, as vLLM's kernel does. Within an expert the tokens are in
+Ids outside [0, num_experts) are dropped, as vLLM's kernel does. With `zero_rows` ([numel, n], one
+row per flattened entry, e.g. a fused layer's output) the rows of the dropped entries are set to
+zero (other rows are left alone): the rows no GEMM of the layer will write. Within an expert the tokens are in
 ascending order; vLLM's large-batch CUDA path may permute them within an expert (atomics), so
 compare per-expert sets against a GPU result, or positions against this reference.
 """
@@ -63,15 +65,23 @@ def moe_align(
     expert_map: torch.Tensor | None = None,
     ignore_invalid_experts: bool = False,
     pad_sorted_ids: bool = False,
+    zero_rows: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(sorted_token_ids, expert_ids, num_tokens_post_padded) as vLLM's moe_align_block_size."""
     if block_size < 1 or num_experts < 1:
         raise ValueError(f"block_size={block_size} and num_experts={num_experts} must both be >= 1")
+    if zero_rows is not None and (zero_rows.dim() != 2 or zero_rows.shape[0] != topk_ids.numel()):
+        raise ValueError(
+            f"zero_rows must be [{topk_ids.numel()}, n] (one row per routing entry), got "
+            f"{tuple(zero_rows.shape)}"
+        )
     device = topk_ids.device
     flat = topk_ids.reshape(-1).long()
     numel = flat.numel()
     length = align_length(numel, block_size, num_experts, pad_sorted_ids)
     keys, valid = _routing_keys(flat, num_experts, expert_map, ignore_invalid_experts)
+    if zero_rows is not None:
+        zero_rows[~valid.to(zero_rows.device)] = 0
     tokens = torch.arange(numel, device=device)[valid]
     keys = keys[valid]
     counts = torch.bincount(keys, minlength=num_experts)

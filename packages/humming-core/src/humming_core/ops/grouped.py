@@ -108,5 +108,5 @@ def grouped_gemm(
         out = out.view(rows, weight.n_out)
     block = weight.block_size(rows)
     table = grouped_rows(starts.to(flat.device), sizes.to(flat.device), rows, block)
-    weight.run(flat, *table, 1, block, out=out)
+    weight.run(flat, *table, 1, block, out=out, zero_unrouted=False)  # out is zeros already
     return out.view(*x.shape[:-1], weight.n_out)

@@ -88,8 +88,13 @@ class PreparedMoe(PreparedLayer):
         block_size: int,
         topk_weights: torch.Tensor | None = None,
         out: torch.Tensor | None = None,
+        zero_unrouted: bool = True,
     ) -> torch.Tensor:
-        """[M*top_k, n_out]: row id = epilogue(x[id // top_k] @ W[expert]^T) (× its router weight)."""
+        """[M*top_k, n_out]: row id = epilogue(x[id // top_k] @ W[expert]^T) (× its router weight).
+
+        Rows no block routes (dropped entries, blocks of expert -1) are zero; with
+        `zero_unrouted=False` they are left as `out` held them, for a caller that never reads them
+        or has zeroed them already (the kernels write only routed rows: one fill less)."""
         self._check_input(x)
         if x.dim() != 2:
             raise ValueError(f"x must be [M, K] for a MoE GEMM, got shape {tuple(x.shape)}")
@@ -99,6 +104,8 @@ class PreparedMoe(PreparedLayer):
             raise ValueError(
                 f"topk_weights has {topk_weights.numel()} entries, expected M*top_k = {rows}"
             )
+        if zero_unrouted:
+            out.zero_()
         if rows:
             self._calls[bucket_of(rows)](
                 x=x.contiguous(),
@@ -146,8 +153,10 @@ def moe_align(
     ignore_invalid_experts: bool = False,
     pad_sorted_ids: bool = False,
     device: Device | str | None = None,
+    zero_rows: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(sorted_token_ids, expert_ids, num_tokens_post_padded) as vLLM's moe_align_block_size.
+    """(sorted_token_ids, expert_ids, num_tokens_post_padded) as vLLM's moe_align_block_size;
+    with `zero_rows` ([M*top_k, n]) also zeroes the rows of the entries it drops.
 
     Runs on `device` (default: the active one) when it implements `SupportsMoeAlign` (no host
     synchronisation there), else with the reference numerics, which read the counts back to the
@@ -158,7 +167,13 @@ def moe_align(
     else:
         from ..numerics.moe import moe_align as align
     return align(
-        topk_ids, block_size, num_experts, expert_map, ignore_invalid_experts, pad_sorted_ids
+        topk_ids,
+        block_size,
+        num_experts,
+        expert_map,
+        ignore_invalid_experts,
+        pad_sorted_ids,
+        zero_rows=zero_rows,
     )
 
 
@@ -179,9 +194,9 @@ def fused_moe(
     """
     m, top_k = topk_ids.shape
     out = fused_moe_rows(x, topk_weights, topk_ids, w13, w2, expert_map)
-    # fp32 accumulation without an fp32 copy of the [M*top_k, H] rows (at M = 8192, top-8 and
-    # H = 2048 that copy alone would be 0.5 GB written and read back)
-    return out.view(m, top_k, -1).sum(dim=1, dtype=torch.float32).to(w2.out_dtype)
+    # torch sums 16-bit rows in fp32 and rounds once: fp32 accumulation in one pass, without an
+    # fp32 copy of the [M*top_k, H] rows (0.5 GB at M = 8192, top-8, H = 2048) or a cast after
+    return out.view(m, top_k, -1).sum(dim=1)
 
 
 def fused_moe_rows(
@@ -194,12 +209,21 @@ def fused_moe_rows(
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """`fused_moe` before its top-k sum: [M*top_k, H], row t*top_k + j = router weight j of token t
-    times expert topk_ids[t, j]'s output (alignment, w13 and w2 GEMMs; into `out` when given)."""
+    times expert topk_ids[t, j]'s output, zero for an entry the routing drops (alignment, w13 and
+    w2 GEMMs; into `out` when given).
+
+    w13's output is not filled: w2 reads only its routed rows. The output rows w2 does not write
+    are those of dropped entries. Without an expert map only out-of-range ids drop, and the first
+    alignment zeroes their rows (moe_align's `zero_rows`: no fill). With one, most rows may drop
+    (seven in eight at 8-way expert parallelism), and a fill of the whole output over every SM beats
+    the alignment's few CTAs."""
     m, top_k = topk_ids.shape
     if w13.n_out != w2.k:
         raise ValueError(f"w13 produces {w13.n_out} features per token but w2 takes K={w2.k}")
     num_experts = w13.num_experts if expert_map is None else expert_map.numel()
     rows = m * top_k
+    out = w2._check_out(out, rows, (rows, w2.n_out), x.device)
+    fill = expert_map is not None
     aligned: dict[int, tuple] = {}
 
     def align_for(layer: PreparedMoe) -> tuple[int, tuple]:
@@ -212,12 +236,15 @@ def fused_moe_rows(
                 expert_map,
                 ignore_invalid_experts=True,
                 device=w13.device,
+                zero_rows=None if aligned or fill else out,
             )
         return block, aligned[block]
 
     block13, align13 = align_for(w13)
-    hidden = w13.run(x, *align13, top_k, block13)
+    hidden = w13.run(x, *align13, top_k, block13, zero_unrouted=False)
     if w2.act_dtype is not None:
         hidden = hidden.to(w2.act_dtype)
     block2, align2 = align_for(w2)
-    return w2.run(hidden, *align2, 1, block2, topk_weights=topk_weights, out=out)
+    return w2.run(
+        hidden, *align2, 1, block2, topk_weights=topk_weights, out=out, zero_unrouted=fill
+    )

@@ -1,6 +1,7 @@
 """What the indexed MoE GEMM kernels (moe_wna16, moe_w8a8) share when called: the routing checks,
 the router weights' flat form, and the launch over alignment blocks (one CTA row per block of
-`block_m` sorted ids, rows no block routes left zero as reference_moe_gemm defines them).
+`block_m` sorted ids; rows no block routes are not written: humming_core.ops.PreparedMoe.run zeroes
+them when its caller reads them, see humming_core.device.Kernel).
 """
 
 from __future__ import annotations
@@ -38,10 +39,9 @@ def flatten_topk_weights(values: dict[str, Any]) -> None:
 def launch_blocks(
     kernel: Any, out: torch.Tensor, columns: int, num_ids: int, params: Callable[[], Any], smem: int
 ) -> None:
-    """Zero `out`, then launch `kernel.launcher` over ceil(columns / block_n) x ceil(num_ids /
-    block_m) CTAs; `params` builds the parameter block only when there is something to launch."""
+    """Launch `kernel.launcher` over ceil(columns / block_n) x ceil(num_ids / block_m) CTAs;
+    `params` builds the parameter block only when there is something to launch."""
     cfg = kernel.config
-    out.zero_()  # rows no block routes stay zero (reference_moe_gemm)
     if out.shape[0] == 0:
         return
     grid = (-(-columns // cfg.block_n), -(-num_ids // cfg.block_m), 1)

@@ -30,6 +30,10 @@ def signature(dtype: torch.dtype, name: str) -> Signature:
         ScalarArg("chunk", "int32"),
         ScalarArg("num_chunks", "int32"),
         ScalarArg("ignore_invalid", "int32"),
+        ScalarArg("zero_rows", "uint64"),
+        ScalarArg("zero_ld", "int64"),
+        ScalarArg("zero_row_bytes", "int32"),
+        ScalarArg("zero_unit", "int32"),
         kernel=name,
     )
 
@@ -46,10 +50,39 @@ def _local_map(expert_map: torch.Tensor | None, num_experts: int, device: torch.
     return expert_map.reshape(-1).to(device=device, dtype=torch.int32).contiguous()
 
 
+def _zero_rows_args(zero_rows: torch.Tensor | None, numel: int, device: torch.device) -> dict:
+    """The kernel's view of `zero_rows` (humming_core.numerics.moe.moe_align): address, row stride
+    and row length in bytes, and the widest store (16, 4 or 2 bytes) that divides all three."""
+    if zero_rows is None:
+        return {"zero_rows": 0, "zero_ld": 0, "zero_row_bytes": 0, "zero_unit": 2}
+    if (
+        not isinstance(zero_rows, torch.Tensor)
+        or zero_rows.dim() != 2
+        or zero_rows.shape[0] != numel
+        or zero_rows.device != device
+        or (zero_rows.shape[1] > 1 and zero_rows.stride(1) != 1)
+        or zero_rows.element_size() not in (2, 4)
+    ):
+        got = (
+            f"{tuple(zero_rows.shape)} {zero_rows.dtype} on {zero_rows.device}"
+            if isinstance(zero_rows, torch.Tensor)
+            else type(zero_rows).__name__
+        )
+        raise ValueError(
+            f"moe_align: zero_rows must be a [{numel}, n] tensor of 2- or 4-byte elements with "
+            f"unit column stride on {device} (one row per routing entry), got {got}"
+        )
+    item = zero_rows.element_size()
+    address, ld, row = zero_rows.data_ptr(), zero_rows.stride(0) * item, zero_rows.shape[1] * item
+    unit = next(u for u in (16, 4, 2) if not (address % u or ld % u or row % u))
+    return {"zero_rows": address, "zero_ld": ld, "zero_row_bytes": row, "zero_unit": unit}
+
+
 class MoeAlignKernel:
     """`kernel(topk_ids, block_size, num_experts, expert_map=None, ignore_invalid_experts=False,
-    pad_sorted_ids=False)` -> (sorted_token_ids, expert_ids, num_tokens_post_padded), all int32
-    on the ids' device, with humming_core.numerics.moe.moe_align's contract, position for position.
+    pad_sorted_ids=False, zero_rows=None)` -> (sorted_token_ids, expert_ids,
+    num_tokens_post_padded), all int32 on the ids' device, with humming_core.numerics.moe.moe_align's
+    contract, position for position (zero_rows included).
 
     Allocates its outputs and an int32 workspace (torch's allocator: graph-private pools under
     CUDA-graph capture), launches on torch's current stream and never synchronises.
@@ -70,6 +103,7 @@ class MoeAlignKernel:
         expert_map: torch.Tensor | None = None,
         ignore_invalid_experts: bool = False,
         pad_sorted_ids: bool = False,
+        zero_rows: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if block_size < 1 or num_experts < 1:
             raise ValueError(
@@ -93,6 +127,7 @@ class MoeAlignKernel:
             "chunk": plan.chunk,
             "num_chunks": plan.num_chunks,
             "ignore_invalid": int(bool(ignore_invalid_experts)),
+            **_zero_rows_args(zero_rows, numel, device),
         }
         _, params = self.signature.bind(values, {"E": num_experts}, self.device_index)
         threads = (plan.threads, 1, 1)

@@ -62,7 +62,7 @@ class MoeWna16Kernel:
     block_size=, topk_weights=None, **packed)`: see humming_core.ops.moe.PreparedMoe.run.
 
     `block_size` must be the config's block_m (one CTA row is one alignment block). Rows of `out`
-    that no block routes stay zero, as in humming_core.numerics.moe.reference_moe_gemm."""
+    that no block routes are left as they are (PreparedMoe.run zeroes them when they are read)."""
 
     def __init__(self, function: Any, spec: QuantSpec, config: MoeWna16Config) -> None:
         self.fmt = KernelFormat.from_spec(spec)

@@ -16,6 +16,10 @@
 // expert: the result equals the reference position for position (vLLM's atomics do not promise it).
 // Small inputs run all three phases in one CTA (the fused phase) to pay for a single launch.
 //
+// Optionally the scatter also zeroes row i of `zero_rows` for every entry i that takes no part (an
+// id outside [0, E) or a non-local expert): a fused MoE layer's output rows that no GEMM writes,
+// zeroed here instead of by a fill of the whole output.
+//
 // Workspace (int32): hist [num_chunks * E] then starts [E + 1]. Shared memory: one row of E ints per
 // warp (dynamic), which bounds E by the CTA's shared memory (the host picks warps per CTA to fit).
 #pragma once
@@ -33,6 +37,9 @@ struct Args {
   int* post;
   int* workspace;
   int numel, num_experts, block_size, length, chunk, num_chunks, ignore_invalid;
+  char* zero_rows;  // nullptr: none; else rows of zero_row_bytes, zero_ld bytes apart
+  long long zero_ld;
+  int zero_row_bytes, zero_unit;  // zero_unit (16, 4 or 2) divides the address, ld and row bytes
 
   __device__ int* hist(int c) const { return workspace + static_cast<long long>(c) * num_experts; }
   __device__ int* starts() const { return hist(num_chunks); }
@@ -77,6 +84,34 @@ __device__ void count_chunk(const IdT* ids, const Args& a, int c, int* row, int 
   int* out = a.hist(c);
   for (int e = lane; e < a.num_experts; e += 32) out[e] = row[e];
   __syncwarp();
+}
+
+// The warp zeroes row i of zero_rows with stores of zero_unit bytes.
+__device__ __forceinline__ void zero_row(const Args& a, int i, int lane) {
+  char* row = a.zero_rows + static_cast<long long>(i) * a.zero_ld;
+  if (a.zero_unit == 16) {
+    for (int b = 16 * lane; b < a.zero_row_bytes; b += 16 * 32)
+      *reinterpret_cast<uint4*>(row + b) = make_uint4(0u, 0u, 0u, 0u);
+  } else if (a.zero_unit == 4) {
+    for (int b = 4 * lane; b < a.zero_row_bytes; b += 4 * 32)
+      *reinterpret_cast<unsigned*>(row + b) = 0u;
+  } else {
+    for (int b = 2 * lane; b < a.zero_row_bytes; b += 2 * 32)
+      *reinterpret_cast<unsigned short*>(row + b) = 0;
+  }
+}
+
+// One warp zeroes the zero_rows rows of chunk c's dropped entries, one row at a time.
+template <typename IdT>
+__device__ void zero_dropped(const IdT* ids, const Args& a, int c, int lane) {
+  const int begin = c * a.chunk;
+  const int end = begin + a.chunk < a.numel ? begin + a.chunk : a.numel;
+  for (int i = begin + lane; i - lane < end; i += 32) {
+    const bool dropped = i < end && routing_key(ids, a, i) < 0;
+    for (unsigned left = __ballot_sync(FULL_MASK, dropped); left != 0u; left &= left - 1u) {
+      zero_row(a, i - lane + __ffs(left) - 1, lane);
+    }
+  }
 }
 
 // One warp places chunk c: positions continue from starts[e] + the entries of e in earlier chunks.
@@ -194,6 +229,7 @@ __device__ void scatter_phase(const IdT* ids, const Args& a, int* rows) {
   int* row = rows + warp * a.num_experts;
   for (int c = blockIdx.x * warps + warp; c < a.num_chunks; c += gridDim.x * warps) {
     scatter_chunk(ids, a, c, row, lane);
+    if (a.zero_rows != nullptr) zero_dropped(ids, a, c, lane);
   }
 }
 
@@ -212,13 +248,17 @@ __device__ __forceinline__ void run(const IdT* ids, const Args& a) {
 
 // One phase as an extern "C" kernel; parameters in the order of humming_cuda.kernels.moe_align.bind.
 // 512 threads at most (plan.MAX_THREADS): a 1024 bound made sm_100's ptxas spill the fused kernel.
+// One CTA per SM is enough (the grids are one CTA, or a few for the split phases): without that
+// minimum ptxas held the kernels to 40 registers and spilled on sm_86-89 once zero_dropped came in.
 #define HUMMING_MOE_ALIGN_ENTRY(NAME, PHASE, IdT)                                                  \
-  extern "C" __global__ void __launch_bounds__(512) NAME(                                         \
+  extern "C" __global__ void __launch_bounds__(512, 1) NAME(                                      \
       const IdT* topk_ids, const int* expert_map, int* sorted_ids, int* expert_ids, int* post,     \
       int* workspace, int numel, int num_experts, int block_size, int length, int chunk,           \
-      int num_chunks, int ignore_invalid) {                                                        \
-    const humming::moe_align::Args args{expert_map, sorted_ids, expert_ids, post,       workspace, \
-                                        numel,      num_experts, block_size, length,    chunk,     \
-                                        num_chunks, ignore_invalid};                               \
+      int num_chunks, int ignore_invalid, char* zero_rows, long long zero_ld, int zero_row_bytes,  \
+      int zero_unit) {                                                                             \
+    const humming::moe_align::Args args{expert_map, sorted_ids,     expert_ids, post,           \
+                                        workspace,  numel,          num_experts, block_size,     \
+                                        length,     chunk,          num_chunks, ignore_invalid,  \
+                                        zero_rows,  zero_ld,        zero_row_bytes, zero_unit};  \
     humming::moe_align::run<PHASE, IdT>(topk_ids, args);                                           \
   }
