@@ -60,8 +60,10 @@ CASES = [
     Case(64, 8, 256, 512, 1024, presets.W8A16, SILU, skew=True),
     # 12-13 rows per expert: the dense K loop's 16-row blocks
     Case(32, 4, 100, 320, 520, presets.W4A16_G128, SILU, skew=True),
-    # 2-3 rows per expert over 128 experts: the decode form's two-warp-column tile
+    # 2-3 rows per expert over 128 experts: the decode form's one-K-warp tile for many expert
+    # tiles (heuristics.MANY_TILES_PER_SM), with 32-element groups too
     Case(128, 8, 40, 1024, 512, presets.W4A16_G128, SILU, skew=True),
+    Case(128, 8, 40, 1024, 512, presets.MXFP4, SILU),
 ]
 
 

@@ -95,12 +95,30 @@ def block_m_for(rows: int, num_experts: int) -> int:
 # expert (M = 1, 8, 32, 128), MXFP4 0.74-0.98; with two token blocks at 16 rows (M = 256) 1.13.
 MAX_DECODE_ROWS = 8
 
+# With this many 64-column expert tiles per SM or more, the decode form takes one warp per CTA row
+# of K (no split of K across warps, no reduction) and a 128-deep K step: more, smaller CTAs per SM
+# keep more weight copies in flight than two CTAs that fill, drain and reduce on K = 768-2048.
+# H200, the MoE bench's layer (benchmarks/moe_decode_sweep.py, notes/session18.md), W4A16 g128
+# over the dense decode tile (warps_k 4): w13 0.90 / 0.93 and w2 0.97 / 0.91 of the time at
+# M = 8 / 32 (12 and 16 tiles per SM); at M = 1 (1.5 / 2 tiles per SM) it lost 6-39%.
+MANY_TILES_PER_SM = 4
+MANY_TILES_TILE = {"warps_n": 2, "warps_k": 1, "k_steps": 8, "stages": 3}
+
+
+def _group_rows_fit(spec: QuantSpec, cfg: MoeWna16Config) -> bool:
+    """One pass of the CTA's threads covers a stage's 16-bit group-scale rows, 16 bytes each
+    (DecodeStageCopies' static_assert in kernel/wna16_decode.cuh)."""
+    group = KernelFormat.from_spec(spec).group
+    rows = 0 if group <= 0 else (1 if group >= cfg.block_k else cfg.block_k // group)
+    return rows * cfg.block_n * 2 // 16 <= cfg.threads
+
 
 def decode_config(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> MoeWna16Config | None:
     """The decode form (include/humming/kernel/moe_wna16_decode.cuh) when the experts expect at
     most MAX_DECODE_ROWS rows each, on the tile the dense decode kernel takes for the same weights
-    and 8 tokens, or None. A tile of two 64-column warps whose CTAs (one per expert block and 128
-    columns) would not fill two per SM takes one."""
+    and 8 tokens, or None. With MANY_TILES_PER_SM expert tiles per SM or more it takes
+    MANY_TILES_TILE instead (when the stage's group-scale rows fit); a tile of two 64-column warps
+    whose CTAs (one per expert block and 128 columns) would not fill two per SM takes one."""
     rows = max(problem.m if problem.m is not None else 1, 1)
     if -(-rows // max(problem.num_experts, 1)) > MAX_DECODE_ROWS:
         return None
@@ -112,7 +130,11 @@ def decode_config(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Mo
         exclude={"family", "split_k", "tokens", "ctas_per_sm", "pdl"}
     )
     blocks = min(rows, problem.num_experts)
-    if fields["warps_n"] > 1 and blocks * -(-problem.n // 128) < 2 * (caps.sm_count or DEFAULT_SMS):
+    sms = caps.sm_count or DEFAULT_SMS
+    many = MoeWna16Config(tokens=MAX_DECODE_ROWS, **{**fields, **MANY_TILES_TILE})
+    if blocks * -(-problem.n // 64) >= MANY_TILES_PER_SM * sms and _group_rows_fit(spec, many):
+        return many
+    if fields["warps_n"] > 1 and blocks * -(-problem.n // 128) < 2 * sms:
         fields["warps_n"] = 1
     return MoeWna16Config(tokens=MAX_DECODE_ROWS, **fields)
 
