@@ -129,3 +129,35 @@ def test_fused_moe_aligns_on_the_layer_device_dropping_non_local_experts():
     assert [c[2:] for c in dev.calls] == [(global_e, emap, True, False)]
     ref = reference_fused_moe(x, weights, ids, w13, w2, expert_map=emap)
     torch.testing.assert_close(out, ref, rtol=0, atol=0)
+
+
+def test_fused_moe_rows_tells_w2_its_routing_is_ready_and_w13_not():
+    """w2's routing was aligned before w13 ran (one block size): a call that can overlap the
+    previous kernel (overlaps_routing) is told so; w13, right after its alignment, is not."""
+    from humming_core.ops import fused_moe_rows
+
+    class Spy:
+        overlaps_routing = True
+
+        def __init__(self, call, seen):
+            self.call, self.seen = call, seen
+
+        def __call__(self, routing_ready=False, **values):
+            self.seen.append(routing_ready)
+            return self.call(**values)
+
+    e, hidden, inter, m, topk = 6, 64, 32, 5, 2
+    w13, w2 = _moe_pair(e, hidden, inter)
+    layers, seen = [], {"w13": [], "w2": []}
+    for name, cw in (("w13", w13), ("w2", w2)):
+        layer = PreparedMoe(cw, "reference")
+        layer._calls = {b: Spy(c, seen[name]) for b, c in layer._calls.items()}
+        layers.append(layer)
+    ids, weights = _ids(m, e, topk, 4), torch.rand(m, topk)
+    x = torch.randn(m, hidden).to(torch.float16)
+    got = fused_moe_rows(x, weights, ids, *layers)
+    assert seen == {"w13": [False], "w2": [True]}
+    want = fused_moe_rows(
+        x, weights, ids, PreparedMoe(w13, "reference"), PreparedMoe(w2, "reference")
+    )
+    torch.testing.assert_close(got, want, rtol=0, atol=0)

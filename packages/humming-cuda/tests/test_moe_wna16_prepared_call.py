@@ -1,7 +1,8 @@
 """The MoE WnA16 launch path without a GPU (fake_launch): a prepared call (one layer's expert
 weights bound to a kernel, humming_cuda.kernels.moe_wna16.call) launches exactly the parameters
-and grid the full check computes, zeroes the output as the full path does, and refuses every wrong
-x, out, routing tensor or router weight with the full check's error."""
+and grid the full check computes, writes nothing but the launch (PreparedMoe.run zeroes unrouted
+rows), launches with PDL only when told the routing is ready and the decode form can overlap, and
+refuses every wrong x, out, routing tensor or router weight with the full check's error."""
 
 from __future__ import annotations
 
@@ -126,3 +127,27 @@ def test_no_tokens_launch_nothing():
     call(**operands(2, kernel.config.block_m))
     call(**operands(0, kernel.config.block_m))
     assert len(kernel.launcher.launches) == 1
+
+
+@pytest.mark.parametrize(
+    ("arch", "tokens", "overlaps"),
+    [("sm_90a", 8, True), ("sm_90a", 0, False), ("sm_89", 8, False)],
+    ids=["decode-sm90a", "k-loop-sm90a", "decode-sm89"],
+)
+def test_routing_ready_launches_with_pdl_only_where_the_decode_form_overlaps(
+    arch, tokens, overlaps
+):
+    kernel = bind.MoeWna16Kernel(FakeFunction(), SPEC, MoeWna16Config(arch=arch, tokens=tokens))
+    assert (kernel.pdl_launcher is not None) == overlaps
+    if overlaps:
+        assert kernel.pdl_launcher.pdl and not kernel.launcher.pdl
+        kernel.pdl_launcher = Recorder(kernel.signature.ctypes)
+    kernel.launcher = Recorder(kernel.signature.ctypes)
+    call, block = kernel.prepare(**packed()), kernel.config.block_m
+    call(**operands(2, block))  # the first call: full check, plain launch
+    call(**operands(2, block), routing_ready=True)
+    call(**operands(3, block))
+    pdl = kernel.pdl_launcher.launches if overlaps else []
+    assert len(pdl) == int(overlaps) and len(kernel.launcher.launches) == 3 - int(overlaps)
+    if overlaps:  # the same grid, block and shared memory as the plain launch of that call
+        assert pdl[0][:3] == kernel.launcher.launches[0][:3]

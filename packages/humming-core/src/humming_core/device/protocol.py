@@ -112,7 +112,10 @@ class Kernel(Protocol):
     launch arguments once per layer instead of on every call. For dense kernels
     `call(x, out, **extra)` equals `kernel(x=x, out=out, **extra, **packed)` (PreparedGemm uses
     it); for MoE kernels `call(**values)` with the keywords above equals
-    `kernel(**values, **packed)` (PreparedMoe uses it).
+    `kernel(**values, **packed)` (PreparedMoe uses it). A MoE call with `overlaps_routing = True`
+    also takes `routing_ready=True`, passed when the routing tensors were complete before the
+    previous kernel in the stream began: it may then read them (and its weights) while that
+    kernel finishes (CUDA: programmatic dependent launch).
     """
 
     name: str

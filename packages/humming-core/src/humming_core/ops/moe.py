@@ -89,12 +89,16 @@ class PreparedMoe(PreparedLayer):
         topk_weights: torch.Tensor | None = None,
         out: torch.Tensor | None = None,
         zero_unrouted: bool = True,
+        routing_ready: bool = False,
     ) -> torch.Tensor:
         """[M*top_k, n_out]: row id = epilogue(x[id // top_k] @ W[expert]^T) (× its router weight).
 
         Rows no block routes (dropped entries, blocks of expert -1) are zero; with
         `zero_unrouted=False` they are left as `out` held them, for a caller that never reads them
-        or has zeroed them already (the kernels write only routed rows: one fill less)."""
+        or has zeroed them already (the kernels write only routed rows: one fill less).
+        `routing_ready=True`: the routing tensors were complete before the previous kernel in the
+        stream began, so a kernel that can may read them while that kernel finishes (see
+        humming_core.device.Kernel)."""
         self._check_input(x)
         if x.dim() != 2:
             raise ValueError(f"x must be [M, K] for a MoE GEMM, got shape {tuple(x.shape)}")
@@ -107,7 +111,9 @@ class PreparedMoe(PreparedLayer):
         if zero_unrouted:
             out.zero_()
         if rows:
-            self._calls[bucket_of(rows)](
+            call = self._calls[bucket_of(rows)]
+            ready = {"routing_ready": True} if routing_ready and _overlaps(call) else {}
+            call(
                 x=x.contiguous(),
                 out=out,
                 sorted_token_ids=sorted_token_ids,
@@ -116,8 +122,14 @@ class PreparedMoe(PreparedLayer):
                 top_k=top_k,
                 block_size=block_size,
                 topk_weights=topk_weights,
+                **ready,
             )
         return out
+
+
+def _overlaps(call: Any) -> bool:
+    """Whether a bound MoE call takes `routing_ready` (humming_core.device.Kernel)."""
+    return getattr(call, "overlaps_routing", False)
 
 
 def _bind_moe_weights(kernel: Kernel, packed: dict[str, torch.Tensor]) -> Any:
@@ -246,5 +258,12 @@ def fused_moe_rows(
         hidden = hidden.to(w2.act_dtype)
     block2, align2 = align_for(w2)
     return w2.run(
-        hidden, *align2, 1, block2, topk_weights=topk_weights, out=out, zero_unrouted=fill
+        hidden,
+        *align2,
+        1,
+        block2,
+        topk_weights=topk_weights,
+        out=out,
+        zero_unrouted=fill,
+        routing_ready=block2 == block13,  # aligned before w13 ran, not between w13 and w2
     )

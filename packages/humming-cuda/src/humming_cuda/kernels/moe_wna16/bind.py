@@ -9,6 +9,7 @@ import torch
 from humming_core.spec import QuantSpec
 
 from ...args import ScalarArg, Signature, TensorArg
+from ...caps import caps_for_arch
 from ...launch import Launcher
 from ..moe_bind import check_routing, flatten_topk_weights, launch_blocks
 from ..wna16.bind import layout_args
@@ -72,6 +73,12 @@ class MoeWna16Kernel:
         self.function = function
         self.signature = self._signature()
         self.launcher = Launcher(function, self.signature.ctypes)
+        # The decode form on sm_90+ may overlap the previous kernel (kernel/moe_wna16_decode.cuh):
+        # a second launcher with the PDL attribute, for calls whose routing was ready before it.
+        overlaps = getattr(config, "tokens", 0) and caps_for_arch(config.arch).has("pdl")
+        self.pdl_launcher = (
+            Launcher(function, self.signature.ctypes, pdl=True) if overlaps else None
+        )
         self.smem = self._smem_bytes()
         function.reserve_smem(self.smem)
 

@@ -36,7 +36,16 @@ def _ids_ok(t: Any, device_index: int) -> bool:
 
 class MoeWna16Call:
     """`call(x, out, sorted_token_ids, expert_ids, num_tokens_post_padded, top_k, block_size,
-    topk_weights=None)` for one expert-stacked layer (see MoeWna16Kernel for the arguments)."""
+    topk_weights=None, routing_ready=False)` for one expert-stacked layer (see MoeWna16Kernel for
+    the arguments).
+
+    `routing_ready=True` promises that the routing tensors were complete before the previous
+    kernel in the stream began (fused_moe's w2: its routing came before w13): the decode form on
+    sm_90+ then launches with PDL and reads the routing and its first weight stages while that
+    kernel finishes (kernel/moe_wna16_decode.cuh). Other kernels ignore it.
+    """
+
+    overlaps_routing = True  # takes routing_ready (humming_core.device.Kernel)
 
     def __init__(self, kernel: MoeWna16Kernel, packed: dict[str, torch.Tensor]) -> None:
         self.kernel = kernel
@@ -58,6 +67,7 @@ class MoeWna16Call:
         top_k: int,
         block_size: int,
         topk_weights: torch.Tensor | None = None,
+        routing_ready: bool = False,
     ) -> None:
         routing = {
             "sorted_token_ids": sorted_token_ids,
@@ -119,7 +129,8 @@ class MoeWna16Call:
         struct.num_tokens_post_padded = num_tokens_post_padded.data_ptr()
         struct.top_k, struct.numel, struct.num_ids = top_k, rows, num_ids
         grid = (self.grid_n, -(-num_ids // self.block_m), 1)
-        self.kernel.launcher.launch(grid, self.block, self.kernel.smem, params.address)
+        pdl = self.kernel.pdl_launcher if routing_ready else None
+        (pdl or self.kernel.launcher).launch(grid, self.block, self.kernel.smem, params.address)
 
     def _checked_call(self, values: dict[str, Any]) -> None:
         kernel = self.kernel

@@ -8,6 +8,12 @@
 // Why: at decode an expert sees a handful of rows, and the mma.sync MoE kernel's 16-row A operand
 // is mostly padding, its copies recomputed every stage; the dense decode kernel avoids both.
 //
+// PDL: the kernel calls griddepcontrol.wait only after it has read the routing and issued the
+// first stages' weight copies, so the host launches it with the PDL attribute only when the
+// routing was complete before the previous kernel in the stream began (MoeWna16Call's
+// routing_ready: fused_moe's w2, whose routing came before w13); it lets the next kernel launch
+// right after that wait. Without the attribute the wait returns at once.
+//
 // The copies gather: each thread's token chunks are read from the block's row table once
 // (DecodeStageCopies with `rows`). The weight copies take no evict-first hint: ptxas 13.0
 // miscompiled them with it in the two-warp-column tile (an LDGSTS naming unwritten uniform
@@ -84,8 +90,23 @@ struct MoeWna16DecodeKernel {
     GroupParams<T> gp[8];
     float sc[8];
     const u32 magic2 = pinned_constant(Dec::Exact::kMagic2, a.k_tiles);
-    cp_async_pipeline<Tile::STAGES>(
+    // PDL (launched so only when the routing was complete before the previous kernel began,
+    // e.g. w2 after w13): the routing above and the first stages' weights are read before the
+    // previous kernel (which writes x) has finished.
+    cp_async_pipeline_pdl<Tile::STAGES>(
         0, iters,
+        [&](int buf, int it) {
+          if ((it + 1) * Tile::BK <= a.K) {
+            copies.template load_weights<false>(d, smem, buf, it, n0, tid, 0);
+          }
+        },
+        [&](int buf, int it) {
+          if ((it + 1) * Tile::BK <= a.K) {
+            copies.load_tokens(d, smem, buf, it);
+          } else {
+            Moe::load_stage(d, smem, src_rows, buf, it, n0, tid);
+          }
+        },
         [&](int buf, int it) {
           if ((it + 1) * Tile::BK <= a.K) {
             copies.load_tokens(d, smem, buf, it);
