@@ -130,24 +130,26 @@ def test_no_tokens_launch_nothing():
 
 
 @pytest.mark.parametrize(
-    ("arch", "tokens", "overlaps"),
+    ("arch", "tokens", "pdl"),
     [("sm_90a", 8, True), ("sm_90a", 0, False), ("sm_89", 8, False)],
     ids=["decode-sm90a", "k-loop-sm90a", "decode-sm89"],
 )
-def test_routing_ready_launches_with_pdl_only_where_the_decode_form_overlaps(
-    arch, tokens, overlaps
+def test_the_decode_form_takes_routing_ready_per_call_and_launches_with_pdl_on_sm90(
+    arch, tokens, pdl
 ):
+    """The decode form's last parameter is routing_ready, patched per call (the full check and
+    the fast path agree); it launches with PDL on sm_90+. The dense K loop has no such parameter."""
     kernel = bind.MoeWna16Kernel(FakeFunction(), SPEC, MoeWna16Config(arch=arch, tokens=tokens))
-    assert (kernel.pdl_launcher is not None) == overlaps
-    if overlaps:
-        assert kernel.pdl_launcher.pdl and not kernel.launcher.pdl
-        kernel.pdl_launcher = Recorder(kernel.signature.ctypes)
+    assert kernel.launcher.pdl == pdl
+    assert (kernel.signature.names[-1] == "routing_ready") == bool(tokens)
     kernel.launcher = Recorder(kernel.signature.ctypes)
-    call, block = kernel.prepare(**packed()), kernel.config.block_m
-    call(**operands(2, block))  # the first call: full check, plain launch
-    call(**operands(2, block), routing_ready=True)
-    call(**operands(3, block))
-    pdl = kernel.pdl_launcher.launches if overlaps else []
-    assert len(pdl) == int(overlaps) and len(kernel.launcher.launches) == 3 - int(overlaps)
-    if overlaps:  # the same grid, block and shared memory as the plain launch of that call
-        assert pdl[0][:3] == kernel.launcher.launches[0][:3]
+    weights, block = packed(), kernel.config.block_m
+    call = kernel.prepare(**weights)
+    for ready in (False, True, False, True):
+        args = operands(2, block)
+        call(**args, routing_ready=ready)
+        launched = kernel.launcher.launches[-1]
+        assert launched[:3] == expected(kernel, {**args, "routing_ready": ready}, weights)[:3]
+        if tokens:
+            assert launched[3][-1] == int(ready)
+    assert len(kernel.launcher.launches) == 4

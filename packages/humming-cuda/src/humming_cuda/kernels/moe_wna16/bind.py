@@ -38,13 +38,17 @@ SCALARS = (
 
 
 def signature(
-    fmt: KernelFormat, name: str, scalars: tuple[tuple[str, str], ...] = SCALARS
+    fmt: KernelFormat,
+    name: str,
+    scalars: tuple[tuple[str, str], ...] = SCALARS,
+    routing_ready: bool = False,
 ) -> Signature:
     """Parameters in the order of HUMMING_MOE_WNA16_ENTRY (include/humming/kernel/moe_wna16.cuh);
-    another MoE WnA16 entry with the same pointers passes its own `scalars`. `a_scales` (last):
-    per-token activation scales, read only by kernels with a row-scaled epilogue policy
-    (moe_wna16_a8)."""
+    another MoE WnA16 entry with the same pointers passes its own `scalars`. `a_scales`: per-token
+    activation scales, read only by kernels with a row-scaled epilogue policy (moe_wna16_a8).
+    `routing_ready`: the decode entry's last parameter (kernel/moe_wna16_decode.cuh)."""
     i32 = torch.int32
+    ready = (ScalarArg("routing_ready", "int32"),) if routing_ready else ()
     return Signature(
         *layout_args(fmt, experts=("E",)),
         TensorArg("topk_weights", torch.float32, ("NUMEL",), optional=True, align=4),
@@ -54,6 +58,7 @@ def signature(
         TensorArg("out", _OUT[fmt.out], ("NUMEL", "NOUT"), layout="strided", align=4),
         *(ScalarArg(n, "int32", dim=d) for n, d in scalars),
         TensorArg("a_scales", torch.float32, ("M",), optional=True, align=4),
+        *ready,
         kernel=name,
     )
 
@@ -69,23 +74,21 @@ class MoeWna16Kernel:
         self.fmt = KernelFormat.from_spec(spec)
         self.glu = spec.epilogue.glu != "none"
         self.config = config
+        # The decode form takes routing_ready and, on sm_90+, launches with PDL
+        # (kernel/moe_wna16_decode.cuh): it waits for the previous kernel itself.
+        self.decode = bool(getattr(config, "tokens", 0))
         self.name = function.symbol
         self.function = function
         self.signature = self._signature()
-        self.launcher = Launcher(function, self.signature.ctypes)
-        # The decode form on sm_90+ may overlap the previous kernel (kernel/moe_wna16_decode.cuh):
-        # a second launcher with the PDL attribute, for calls whose routing was ready before it.
-        overlaps = getattr(config, "tokens", 0) and caps_for_arch(config.arch).has("pdl")
-        self.pdl_launcher = (
-            Launcher(function, self.signature.ctypes, pdl=True) if overlaps else None
-        )
+        pdl = self.decode and caps_for_arch(config.arch).has("pdl")
+        self.launcher = Launcher(function, self.signature.ctypes, pdl=pdl)
         self.smem = self._smem_bytes()
         function.reserve_smem(self.smem)
 
     # The entry's parameters and shared memory: what a MoE WnA16 kernel with this call contract
     # and another entry (moe_wna16_wgmma) overrides.
     def _signature(self) -> Signature:
-        return signature(self.fmt, self.name)
+        return signature(self.fmt, self.name, routing_ready=self.decode)
 
     def _smem_bytes(self) -> int:
         return smem_bytes(self.fmt, self.config)
@@ -126,10 +129,13 @@ class MoeWna16Kernel:
     def checked(self, values: dict[str, Any]) -> tuple[dict[str, int], list]:
         """Check every argument: (dims, parameters in order). Raises naming what is wrong."""
         values = dict(values)
+        ready = values.pop("routing_ready", False)
         self._check_call(values)
         flatten_topk_weights(values)
         dims = self._dims(values)
         launch = {k: v for k, v in values.items() if k not in ("top_k", "block_size")}
+        if self.decode:
+            launch["routing_ready"] = int(bool(ready))
         return self.signature.bind(launch, dims, self.function.device_index)
 
     def __call__(self, **values: Any) -> None:

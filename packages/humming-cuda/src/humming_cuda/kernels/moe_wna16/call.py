@@ -40,9 +40,10 @@ class MoeWna16Call:
     the arguments).
 
     `routing_ready=True` promises that the routing tensors were complete before the previous
-    kernel in the stream began (fused_moe's w2: its routing came before w13): the decode form on
-    sm_90+ then launches with PDL and reads the routing and its first weight stages while that
-    kernel finishes (kernel/moe_wna16_decode.cuh). Other kernels ignore it.
+    kernel in the stream began (fused_moe's w2: its routing came before w13): the decode form
+    (launched with PDL on sm_90+) then reads the routing and its first weight stages while that
+    kernel finishes, where it otherwise waits for it first (kernel/moe_wna16_decode.cuh). Other
+    kernels ignore it.
     """
 
     overlaps_routing = True  # takes routing_ready (humming_core.device.Kernel)
@@ -118,7 +119,9 @@ class MoeWna16Call:
             fast = False
         if not fast:
             values = {"x": x, "out": out, **routing, "top_k": top_k, "block_size": block_size}
-            self._checked_call({**values, "topk_weights": topk_weights})
+            self._checked_call(
+                {**values, "topk_weights": topk_weights, "routing_ready": routing_ready}
+            )
             return
         params = self.template.block()
         struct = params.struct
@@ -128,9 +131,10 @@ class MoeWna16Call:
         struct.expert_ids = expert_ids.data_ptr()
         struct.num_tokens_post_padded = num_tokens_post_padded.data_ptr()
         struct.top_k, struct.numel, struct.num_ids = top_k, rows, num_ids
+        if self.kernel.decode:
+            struct.routing_ready = int(bool(routing_ready))
         grid = (self.grid_n, -(-num_ids // self.block_m), 1)
-        pdl = self.kernel.pdl_launcher if routing_ready else None
-        (pdl or self.kernel.launcher).launch(grid, self.block, self.kernel.smem, params.address)
+        self.kernel.launcher.launch(grid, self.block, self.kernel.smem, params.address)
 
     def _checked_call(self, values: dict[str, Any]) -> None:
         kernel = self.kernel

@@ -23,6 +23,7 @@
 // Workspace (int32): hist [num_chunks * E] then starts [E + 1]. Shared memory: one row of E ints per
 // warp (dynamic), which bounds E by the CTA's shared memory (the host picks warps per CTA to fit).
 #pragma once
+#include "humming/ptx/pdl.cuh"
 
 namespace humming {
 namespace moe_align {
@@ -236,6 +237,9 @@ __device__ void scatter_phase(const IdT* ids, const Args& a, int* rows) {
 template <int PHASE, typename IdT>
 __device__ __forceinline__ void run(const IdT* ids, const Args& a) {
   extern __shared__ int rows[];
+  // The last phase lets a PDL kernel after it launch at once: one that reads the routing waits for
+  // this grid first (the MoE decode form without routing_ready), so it only starts early.
+  if constexpr (PHASE == SCATTER || PHASE == FUSED) allow_next_grid();
   if constexpr (PHASE == COUNT || PHASE == FUSED) count_phase(ids, a, rows);
   if constexpr (PHASE == FUSED) __syncthreads();  // hist and the sentinel fill are visible to all
   if constexpr (PHASE == SCAN || PHASE == FUSED) scan_experts(a);

@@ -8,11 +8,12 @@
 // Why: at decode an expert sees a handful of rows, and the mma.sync MoE kernel's 16-row A operand
 // is mostly padding, its copies recomputed every stage; the dense decode kernel avoids both.
 //
-// PDL: the kernel calls griddepcontrol.wait only after it has read the routing and issued the
-// first stages' weight copies, so the host launches it with the PDL attribute only when the
-// routing was complete before the previous kernel in the stream began (MoeWna16Call's
-// routing_ready: fused_moe's w2, whose routing came before w13); it lets the next kernel launch
-// right after that wait. Without the attribute the wait returns at once.
+// PDL: on sm_90+ the host always launches it with the PDL attribute. `routing_ready` (a launch
+// parameter) says the routing was complete before the previous kernel in the stream began
+// (fused_moe's w2, whose routing came before w13): then the kernel reads the routing and issues
+// the first stages' weight copies before griddepcontrol.wait. Otherwise (w13 right after
+// moe_align, which lets it launch at once) it waits first, and gains only an early start. After
+// the wait it lets the next kernel launch. Without the attribute the wait returns at once.
 //
 // The copies gather: each thread's token chunks are read from the block's row table once
 // (DecodeStageCopies with `rows`). The weight copies take no evict-first hint: ptxas 13.0
@@ -68,12 +69,13 @@ struct MoeWna16DecodeKernel {
     }
   }
 
-  HM_DEVICE static void run(const Args& a) {
+  HM_DEVICE static void run(const Args& a, int routing_ready) {
     extern __shared__ uint4 smem_u4[];
     char* smem = reinterpret_cast<char*>(smem_u4);
     int* src_rows = reinterpret_cast<int*>(smem + Moe::kRowTable);
     int* ids = src_rows + BM;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (!routing_ready) wait_prior_grid();  // the routing comes from the previous kernel
     // tile rows past the block: no token (moe_block_rows fills the first TOKENS, then syncs)
     if (tid >= TOKENS && tid < BM) src_rows[tid] = ids[tid] = -1;
     // Uniform over the CTA (it reads the same block entries), so the early exit is safe.
@@ -127,12 +129,12 @@ struct MoeWna16DecodeKernel {
 
 }  // namespace humming
 
-// The C entry point of a rendered MoE WnA16 decode unit: HUMMING_MOE_WNA16_ENTRY's parameters (the
-// same host binding, humming_cuda.kernels.moe_wna16.bind). Registers are capped for two CTAs per
-// SM, as for the dense decode kernel.
+// The C entry point of a rendered MoE WnA16 decode unit: HUMMING_MOE_WNA16_ENTRY's parameters, then
+// routing_ready (the host binding, humming_cuda.kernels.moe_wna16.bind, adds it for the decode
+// form). Registers are capped for two CTAs per SM, as for the dense decode kernel.
 #define HUMMING_MOE_WNA16_DECODE_ENTRY(NAME, T, FMT, TILE, EPI, ACT, TOKENS)                      \
   extern "C" __global__ void __launch_bounds__(TILE::THREADS, 2)                                  \
-      NAME(HUMMING_MOE_WNA16_PARAMS(T, EPI)) {                                                    \
+      NAME(HUMMING_MOE_WNA16_PARAMS(T, EPI), int routing_ready) {                                 \
     using Kern = humming::MoeWna16DecodeKernel<T, FMT, TILE, EPI, ACT, TOKENS>;                   \
-    Kern::run(HUMMING_MOE_WNA16_ARGS(Kern));                                                      \
+    Kern::run(HUMMING_MOE_WNA16_ARGS(Kern), routing_ready);                                       \
   }
