@@ -106,7 +106,8 @@ class Kernel(Protocol):
     topk_weights`. Kernels write `out` in place and reject keywords they do not take. A MoE kernel
     writes only the rows its routing names (ids below M*top_k in blocks of an expert >= 0) and
     leaves the others as they are: `PreparedMoe.run` zeroes them first unless its caller never
-    reads them (fused_moe: w13's unrouted rows; w2's are zeroed by moe_align's `zero_rows`).
+    reads them (fused_moe: w13's unrouted rows; w2's are zeroed by moe_align's `zero_rows`, or
+    by that fill with an expert map).
 
     Optional: `kernel.prepare(**packed) -> call`; it lets a kernel check the weights and build its
     launch arguments once per layer instead of on every call. For dense kernels
@@ -156,10 +157,11 @@ class SupportsMoeAlign(Protocol):
     """The optional routing-alignment step of a Device (vLLM's `moe_align_block_size`).
 
     `moe_align(topk_ids, block_size, num_experts, expert_map=None, ignore_invalid_experts=False,
-    pad_sorted_ids=False, zero_rows=None) -> (sorted_token_ids, expert_ids, num_tokens_post_padded)`,
-    all int32 on `topk_ids`' device, exactly as `humming_core.numerics.moe.moe_align` defines them
-    (its docstring is the contract, `zero_rows` included: it zeroes the rows of dropped entries,
-    which fused_moe uses in place of a fill of its whole output; tokens may be permuted within an expert only if the device says so in its own
+    pad_sorted_ids=False, zero_rows=None)` -> `(sorted_token_ids, expert_ids,
+    num_tokens_post_padded)`, all int32 on `topk_ids`' device, exactly as
+    `humming_core.numerics.moe.moe_align` defines them (its docstring is the contract, `zero_rows`
+    included: it zeroes the rows of dropped entries, which fused_moe uses in place of a fill of its
+    whole output; tokens may be permuted within an expert only if the device says so in its own
     docs). `num_experts` is the global expert count; `expert_map` maps every global expert to its
     local id or -1. It must not synchronise with the host (num_tokens_post_padded stays a device
     tensor) so that a fused MoE layer can be captured in a CUDA graph; it may compile on its first

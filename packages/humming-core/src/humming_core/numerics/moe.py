@@ -13,9 +13,9 @@ moe_align_block_size.py and csrc/moe/moe_align_sum_kernels.cu):
 - num_tokens_post_padded, int32 [1] on the same device: the used length, a multiple of block_size.
 Ids outside [0, num_experts) are dropped, as vLLM's kernel does. With `zero_rows` ([numel, n], one
 row per flattened entry, e.g. a fused layer's output) the rows of the dropped entries are set to
-zero (other rows are left alone): the rows no GEMM of the layer will write. Within an expert the tokens are in
-ascending order; vLLM's large-batch CUDA path may permute them within an expert (atomics), so
-compare per-expert sets against a GPU result, or positions against this reference.
+zero (other rows are left alone): the rows no GEMM of the layer will write. Within an expert the
+tokens are in ascending order; vLLM's large-batch CUDA path may permute them within an expert
+(atomics), so compare per-expert sets against a GPU result, or positions against this reference.
 """
 
 from __future__ import annotations

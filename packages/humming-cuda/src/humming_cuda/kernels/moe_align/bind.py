@@ -81,8 +81,8 @@ def _zero_rows_args(zero_rows: torch.Tensor | None, numel: int, device: torch.de
 class MoeAlignKernel:
     """`kernel(topk_ids, block_size, num_experts, expert_map=None, ignore_invalid_experts=False,
     pad_sorted_ids=False, zero_rows=None)` -> (sorted_token_ids, expert_ids,
-    num_tokens_post_padded), all int32 on the ids' device, with humming_core.numerics.moe.moe_align's
-    contract, position for position (zero_rows included).
+    num_tokens_post_padded), all int32 on the ids' device, with
+    humming_core.numerics.moe.moe_align's contract, position for position (zero_rows included).
 
     Allocates its outputs and an int32 workspace (torch's allocator: graph-private pools under
     CUDA-graph capture), launches on torch's current stream and never synchronises.

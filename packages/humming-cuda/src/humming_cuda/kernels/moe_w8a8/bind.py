@@ -64,7 +64,8 @@ class MoeW8a8Kernel:
     x (fp16 or bf16) [M, K] is quantized per token into fresh 8-bit codes (torch's caching
     allocator: no synchronisation, graph-capturable), then the kernel gathers row id // top_k of the
     codes and its scale for every routed id. `block_size` must be the config's block_m. Rows of
-    `out` that no block routes are left as they are (PreparedMoe.run zeroes them when they are read)."""
+    `out` that no block routes are left as they are (PreparedMoe.run zeroes them when they are
+    read)."""
 
     def __init__(self, function: Any, spec: QuantSpec, config: MoeW8a8Config) -> None:
         self.fmt = W8a8Format.from_spec(spec)

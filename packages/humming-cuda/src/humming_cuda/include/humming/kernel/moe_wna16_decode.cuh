@@ -92,9 +92,8 @@ struct MoeWna16DecodeKernel {
     GroupParams<T> gp[8];
     float sc[8];
     const u32 magic2 = pinned_constant(Dec::Exact::kMagic2, a.k_tiles);
-    // PDL (launched so only when the routing was complete before the previous kernel began,
-    // e.g. w2 after w13): the routing above and the first stages' weights are read before the
-    // previous kernel (which writes x) has finished.
+    // PDL: with routing_ready the routing above and the first stages' weights are read before
+    // the previous kernel (which writes x) has finished; without it the kernel waited above.
     cp_async_pipeline_pdl<Tile::STAGES>(
         0, iters,
         [&](int buf, int it) {
