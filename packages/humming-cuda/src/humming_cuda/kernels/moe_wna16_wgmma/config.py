@@ -16,6 +16,8 @@ from ..base import KernelConfig
 from ..moe_wna16.config import ROW_TABLE_BYTES
 from ..wna16_wgmma.config import WgmmaWna16Config
 
+FACTOR_TABLE_BYTES = 8  # per block row: the epilogue's router weight and activation scale (fp32)
+
 STAGES = (4, 6)  # the dense register form's ring depths (wna16_wgmma.heuristics.STAGE_CHOICES)
 BLOCK_MS = (64, 128)  # wgmma n64 / n128 token tiles; narrower blocks are moe_wna16's
 
@@ -70,5 +72,6 @@ class MoeWna16WgmmaConfig(KernelConfig):
 
     @property
     def smem_bytes(self) -> int:
-        """MoeWna16WgmmaKernel::SMEM_BYTES: the dense kernel's, then the block's row table."""
-        return self.dense.smem_bytes + ROW_TABLE_BYTES * self.block_m
+        """MoeWna16WgmmaKernel::SMEM_BYTES: the dense kernel's, the block's row table, then the
+        epilogue's row factors."""
+        return self.dense.smem_bytes + (ROW_TABLE_BYTES + FACTOR_TABLE_BYTES) * self.block_m

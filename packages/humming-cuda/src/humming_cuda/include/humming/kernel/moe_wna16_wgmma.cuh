@@ -46,8 +46,9 @@ struct MoeWna16WgmmaKernel {
   static constexpr int CONSUMER_THREADS = 128 * Tile::CONSUMERS;
   static constexpr int PRODUCER_THREADS = 128;
   static constexpr int RING = Max<STAGES * Dense::STAGE_BYTES, Dense::OUT_BYTES>::value;
-  // the dense kernel's shared memory, then the block's row table (x row and routed id per row)
-  static constexpr int SMEM_BYTES = Dense::SMEM_BYTES + 2 * BM * 4;
+  // the dense kernel's shared memory, the block's row table (x row and routed id per row), then
+  // the epilogue's row factors (router weight and activation scale per row)
+  static constexpr int SMEM_BYTES = Dense::SMEM_BYTES + 2 * BM * 4 + 2 * BM * 4;
 
   struct Args {
     const ActT* x;
@@ -169,10 +170,33 @@ struct MoeWna16WgmmaKernel {
     }
   }
 
+  // The consumers' copy of each row's router weight and activation scale into `factors` (weights
+  // at [0, BM), scales at [BM, 2 BM)), before the K loop: the loads' latency then overlaps the
+  // ring's first stages instead of stalling every row pass of the store. (Loaded per row inside
+  // the store, the router weight's global load was the w2 epilogue's largest stall: ncu at
+  // M = 8192, notes/session19.md.) Read after Dense::stage's consumer barrier.
+  HM_DEVICE static void load_row_factors(const Args& a, const int* ids, float* factors) {
+    for (int r = threadIdx.x; r < BM; r += CONSUMER_THREADS) {
+      const int id = ids[r];
+      factors[r] = id < 0 || a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
+      factors[BM + r] = id < 0 ? 1.f : moe_row_scale<Act>(a, id);
+    }
+  }
+
+  // Eight consecutive fp32 values of tile row r from column n (a multiple of 8: one swizzled
+  // chunk of out_index, two 16-byte reads).
+  HM_DEVICE static void chunk8(const float* tile, int r, int n, float (&f)[8]) {
+    const float4* src = reinterpret_cast<const float4*>(tile + Dense::out_index(r, n));
+    const float4 lo = src[0], hi = src[1];
+    f[0] = lo.x, f[1] = lo.y, f[2] = lo.z, f[3] = lo.w, f[4] = hi.x, f[5] = hi.y, f[6] = hi.z,
+    f[7] = hi.w;
+  }
+
   // The complete fp32 tile (Dense::stage) to the routed rows: 8 output columns per thread and
-  // pass; with a GLU a 256-column tile yields 128 output columns.
+  // pass; with a GLU a 256-column tile yields 128 output columns. A thread reads whole swizzled
+  // chunks (8 gate and 8 up values of a GLU: scalar reads of them conflicted 4 ways).
   HM_DEVICE static void store(const Args& a, const DenseArgs& d, const float* tile, const int* ids,
-                              int n0) {
+                              const float* factors, int n0) {
     constexpr int CHUNKS = (Act::kGlu ? BN / 2 : BN) / 8;  // 8-column chunks of an output row
     const int ct = threadIdx.x, q = ct % CHUNKS;
     const Epilogue<OutT, Fmt::EPI_SCALE, Fmt::GLOBAL, BIAS> epi{d.channel, d.global, d.bias};
@@ -182,29 +206,30 @@ struct MoeWna16WgmmaKernel {
     for (int r = ct / CHUNKS; r < BM; r += CONSUMER_THREADS / CHUNKS) {
       const int id = ids[r];
       if (id < 0) continue;
-      const float w = a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
-      const float s = moe_row_scale<Act>(a, id);
+      const float w = factors[r], s = factors[BM + r];
       OutT* row = a.out + static_cast<long long>(id) * a.ldc;
       float f[8];
       int c0;
       if constexpr (Act::kGlu) {
         const int t = q / 4, i0 = (q % 4) * 8;  // layout tile t of the 4, its columns i0 ..
+        const int gl = 64 * t + i0;  // first gate column in the tile; its up columns are 32 on
+        float g[8], u[8];
+        chunk8(tile, r, gl, g);
+        chunk8(tile, r, gl + 32, u);
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
-          const int gl = 64 * t + i0 + e;  // gate column in the tile; its up column is gl + 32
-          const float g =
-              epi.apply(moe_row_scaled<Act>(tile[Dense::out_index(r, gl)], s), n0 + gl, global);
-          const float u = epi.apply(moe_row_scaled<Act>(tile[Dense::out_index(r, gl + 32)], s),
-                                    n0 + gl + 32, global);
-          f[e] = Act::combine(g, u) * w;
+          f[e] = Act::combine(epi.apply(moe_row_scaled<Act>(g[e], s), n0 + gl + e, global),
+                              epi.apply(moe_row_scaled<Act>(u[e], s), n0 + gl + 32 + e, global)) *
+                 w;
         }
         c0 = n0 / 2 + 32 * t + i0;
       } else {
+        float v[8];
+        chunk8(tile, r, 8 * q, v);
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const int n = n0 + 8 * q + e;
-          const float v = moe_row_scaled<Act>(tile[Dense::out_index(r, 8 * q + e)], s);
-          f[e] = n < a.N ? Act::apply(epi.apply(v, n, global)) * w : 0.f;
+          f[e] = n < a.N ? Act::apply(epi.apply(moe_row_scaled<Act>(v[e], s), n, global)) * w : 0.f;
         }
         c0 = n0 + 8 * q;
       }
@@ -219,6 +244,7 @@ struct MoeWna16WgmmaKernel {
     const typename Dense::Smem sm{base, base + RING, base + RING + 8 * STAGES};
     int* src_rows = reinterpret_cast<int*>(ring + RING + 16 * STAGES);
     int* ids = src_rows + BM;
+    float* factors = reinterpret_cast<float*>(ids + BM);
     if (threadIdx.x == 0) {
       for (int s = 0; s < STAGES; ++s) {
         mbar_init(sm.full_bar(s), PRODUCER_THREADS + 1);  // gathers, plus the weights' expect-tx
@@ -240,6 +266,7 @@ struct MoeWna16WgmmaKernel {
       return;
     }
     setmaxnreg_inc<232>();
+    load_row_factors(a, ids, factors);
     float acc[2][Dense::ACC];
 #pragma unroll
     for (int i = 0; i < Dense::ACC; ++i) acc[0][i] = acc[1][i] = 0.f;
@@ -248,7 +275,7 @@ struct MoeWna16WgmmaKernel {
     named_barrier<CONSUMER_THREADS>(1);
     float* tile = reinterpret_cast<float*>(ring);
     Dense::stage(acc, tile);
-    store(a, d, tile, ids, n0);
+    store(a, d, tile, ids, factors, n0);
   }
 };
 
