@@ -4,6 +4,7 @@ version of them (B) (issue 8 perf work).
     git archive main packages/humming-cuda/src/humming_cuda/include | tar -x -C .ab
     python3 benchmarks/moe_header_ab.py --b .ab/packages/humming-cuda/src/humming_cuda/include \\
         [--specs W4A16_G128,MXFP4] [--m 512,2048,8192] [--stages 6] [--out ab.json]
+    python3 benchmarks/moe_header_ab.py --b-stages 6 [--stages 4] ...   # a ring depth A/B
 
 (.ab is git-ignored: name it in the device tool's `carry`.) Per spec and M, the layer of
 `humming bench --suite moe` (Qwen3-30B-A3B experts, w13 with the SiLU GLU, w2 with the router
@@ -11,8 +12,9 @@ weights, routing aligned on the GPU) is built twice in one process, its kernels 
 each header tree (the include root enters the kernel cache key, so the builds do not share
 cubins), and timed by CUDA-graph replay over rotated weight copies and routings as the bench
 times it, in A, B, A, B order; each variant's time is the lower of its two. `--stages N` builds
-both with moe_wna16_wgmma's N-stage ring first (the heuristics' order otherwise). Only header
-changes can be compared: rendering, layout, binding and shared-memory sizes are this tree's.
+both with moe_wna16_wgmma's N-stage ring first (the heuristics' order otherwise); `--b-stages N`
+builds B with it instead (without `--b`, both from this tree's headers: a ring depth sweep). Only
+header and ring depth changes can be compared: rendering, layout and binding are this tree's.
 """
 
 from __future__ import annotations
@@ -55,13 +57,15 @@ def built_with(include_root: Path | None, stages: int | None):
         compiler.humming_include_root, cuda_device.humming_include_root, heuristics.STAGES = saved
 
 
-def compare(name: str, m: int, b_root: Path, stages: int | None) -> dict:
+def compare(
+    name: str, m: int, b_root: Path | None, stages: int | None, b_stages: int | None
+) -> dict:
     copies, calls = copies_and_calls(m)
     dev = torch.device("cuda")
     x, routes = activations(preset(name), m, dev), routings(m, calls, dev, seed=m)
     fns, row = {}, {"spec": name, "M": m}
-    for label, root in (("A", None), ("B", b_root)):
-        with built_with(root, stages):
+    for label, root, depth in (("A", None, stages), ("B", b_root, b_stages or stages)):
+        with built_with(root, depth):
             pairs = layer_pairs(preset(name), dev, copies, (m,))
         row[f"{label}_configs"] = [
             layer.configs[bucket_of(m * TOPK)].model_dump(mode="json") for layer in pairs[0]
@@ -84,20 +88,24 @@ def compare(name: str, m: int, b_root: Path, stages: int | None) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--b", required=True, type=Path, help="the other version's include/ root")
+    parser.add_argument("--b", type=Path, help="the other version's include/ root (B)")
     parser.add_argument("--specs", default="W4A16_G128,MXFP4")
     parser.add_argument("--m", default="512,2048,8192")
     parser.add_argument("--stages", type=int, help="moe_wna16_wgmma ring depth for both builds")
+    parser.add_argument("--b-stages", type=int, help="B's moe_wna16_wgmma ring depth")
     parser.add_argument("--out")
     args = parser.parse_args()
-    if not (args.b / "humming").is_dir():
+    if args.b is None and args.b_stages is None:
+        raise SystemExit("nothing to compare: pass --b (other headers) or --b-stages")
+    if args.b is not None and not (args.b / "humming").is_dir():
         raise SystemExit(f"--b {args.b} has no humming/ headers: pass the include/ directory")
+    b_root = args.b.resolve() if args.b is not None else None
     rows = [
-        compare(name, int(m), args.b.resolve(), args.stages)
+        compare(name, int(m), b_root, args.stages, args.b_stages)
         for name in args.specs.split(",")
         for m in args.m.split(",")
     ]
-    save(args.out, rows, b=str(args.b), stages=args.stages)
+    save(args.out, rows, b=str(args.b), stages=args.stages, b_stages=args.b_stages)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
 CASE: indices into CASES, to run only those (with HUMMING_LINEINFO=1 a report names source lines).
 Covers moe_wna16's decode form (one or two 64-column warps per CTA, a K tail) and its dense K loop,
 and moe_wna16_wgmma's 128-row blocks (the producer warpgroup's gathered rows arriving on the full
-barriers by cp.async, padding rows, K tails), and moe_wna16_a8 (8-bit activations: the quantizer,
+barriers by cp.async, padding rows, K tails; persistent CTAs walking several tiles, the ring, row
+tables and staged output reused across them), and moe_wna16_a8 (8-bit activations: the quantizer,
 then both inner kernels). The layer's kernels are built for the M bucket, so the wgmma cases' 38
 and 150 rows per expert both fall in buckets of 64 rows or more. Each result is compared with the reference
 GEMM (humming_core.numerics.moe), so a silent corruption also fails: the error relative to the
@@ -31,6 +32,7 @@ CASES = [  # (preset, experts, top_k, M, N, K): rows per expert pick the kernel
     ("MXFP4", 16, 4, 60, 256, 384),  # the dense K loop's 16-row blocks
     ("W4A16_G128", 8, 2, 150, 320, 264),  # moe_wna16_wgmma, padding-heavy blocks, K tail
     ("W8A16", 8, 4, 300, 256, 520),  # moe_wna16_wgmma, K tail
+    ("W4A16_G128", 8, 4, 2048, 1024, 136),  # moe_wna16_wgmma: CTAs walk tiles, K in 3 steps
     ("MXFP4_A8", 64, 2, 8, 256, 288),  # moe_wna16_a8: quantizer, decode form, K tail
     ("MXFP4_A8", 8, 4, 300, 256, 544),  # moe_wna16_a8 on moe_wna16_wgmma, K tail
 ]

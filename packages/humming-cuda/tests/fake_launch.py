@@ -72,6 +72,9 @@ class FakeFunction:
     def reserve_smem(self, nbytes: int) -> None:
         pass
 
+    def resident_ctas(self, threads: int, smem: int) -> int:
+        return 132  # the H200's SMs, one CTA each
+
 
 def _plain(value):
     """A parameter as a comparable value: by-value arrays (a TMA tensor map) as tuples."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from moe_cases import moe_spec
+from moe_cases import UINT8_ZP, moe_spec
 
 import humming_cuda
 from humming_core.device import GemmProblem
@@ -21,13 +21,14 @@ from humming_cuda.kernels import FAMILIES, family_named
 from humming_cuda.kernels.moe_wna16 import FAMILY as MOE_WNA16
 from humming_cuda.kernels.moe_wna16_wgmma import FAMILY, MoeWna16WgmmaConfig
 from humming_cuda.kernels.moe_wna16_wgmma.bind import signature
+from humming_cuda.kernels.moe_wna16_wgmma.config import smem_bytes, weight_stage_bytes
 from humming_cuda.kernels.moe_wna16_wgmma.heuristics import (
     MAX_ROWS_FOR_BLOCK_64,
     MIN_ROWS_PER_EXPERT,
+    STAGES,
 )
 from humming_cuda.kernels.wgmma_tile import ALIGN_SLACK
 from humming_cuda.kernels.wna16.config import KernelFormat
-from humming_cuda.kernels.wna16_wgmma.config import RS_WEIGHT_STAGE_BYTES, WgmmaWna16Config
 from humming_cuda.kernels.wna16_wgmma.render import template_arguments
 
 SM90 = caps_for_arch("sm_90a")
@@ -59,8 +60,8 @@ def test_registered_before_moe_wna16_and_verified():
 @pytest.mark.parametrize(
     ("fields", "words"),
     [
-        ({"stages": 5}, r"stages=5: .* \(4, 6\)"),
-        ({"stages": 8}, r"stages=8: .* \(4, 6\)"),
+        ({"stages": 2}, r"stages=2: .* \(3, 4, 5, 6, 8\)"),
+        ({"stages": 7}, r"stages=7: .* \(3, 4, 5, 6, 8\)"),
         ({"block_m": 32}, r"block_m=32: .* \(64, 128\) rows .* moe_wna16"),
         ({"block_m": 256}, r"block_m=256: .* \(64, 128\)"),
     ],
@@ -70,20 +71,27 @@ def test_config_refuses_what_the_kernel_is_not_built_for(fields, words):
         MoeWna16WgmmaConfig(arch="sm_90a", **fields)
 
 
-@pytest.mark.parametrize("block_m", [64, 128])
-@pytest.mark.parametrize("stages", [4, 6])
-def test_smem_is_the_dense_register_kernels_plus_the_row_tables(stages, block_m):
+@pytest.mark.parametrize(
+    ("spec", "weights"),
+    [
+        # 4 x 4 layout tiles of codes (32 * bits words), 4 rows of 256 scales, of zero points
+        (GLU, 16 * 32 * 4 * 4 + 2048),
+        (moe_spec(UINT8_ZP), 16 * 32 * 8 * 4 + 2048 + 2048),
+        (moe_spec(presets.MXFP4), 16 * 32 * 4 * 4 + 2048),
+    ],
+)
+@pytest.mark.parametrize(("stages", "block_m"), [(4, 64), (8, 64), (4, 128), (5, 128)])
+def test_smem_is_the_ring_a_staged_half_tile_and_two_row_tables(spec, weights, stages, block_m):
     cfg = MoeWna16WgmmaConfig(arch="sm_90a", stages=stages, block_m=block_m)
-    dense = WgmmaWna16Config(
-        arch="sm_90a", stages=stages, weights_in_registers=True, rs_block_m=block_m
-    )
-    # the row table (x row, routed id) and the epilogue's factors (router weight, row scale)
-    assert cfg.smem_bytes == dense.smem_bytes + 16 * block_m
-    # the ring of (x tile + widest weight stage) per stage, or the fp32 output tile if larger
-    ring = max(stages * (block_m * 64 * 2 + RS_WEIGHT_STAGE_BYTES), block_m * 256 * 4)
-    assert cfg.smem_bytes == ALIGN_SLACK + ring + 16 * stages + 16 * block_m
+    fmt = KernelFormat.from_spec(spec)
+    assert weight_stage_bytes(fmt) == weights
+    # per stage: x tile (block_m x 64 bf16) + the weights'; half the block_m x 256 fp32 output
+    # tile; a full and an empty barrier per stage; per row and tile in flight (two) the routed
+    # id, router weight and activation scale
+    stage = block_m * 64 * 2 + weights
+    want = ALIGN_SLACK + stages * stage + block_m // 2 * 256 * 4 + 16 * stages + 2 * 12 * block_m
+    assert smem_bytes(fmt, cfg) == want
     assert (cfg.block_n, cfg.threads) == (256, 384)
-    assert cfg.smem_bytes <= SM90.smem_per_block
 
 
 @pytest.mark.parametrize(
@@ -127,13 +135,18 @@ def test_prefers_and_block_follow_the_rows_per_expert(m, prefers, block_m):
     assert FAMILY.supports(GLU, problem, SM90)
     assert FAMILY.prefers(GLU, problem, SM90) is prefers
     configs = FAMILY.candidates(GLU, problem, SM90)
-    assert [(c.stages, c.block_m) for c in configs] == [(4, block_m), (6, block_m)]
+    assert [(c.stages, c.block_m) for c in configs] == [(s, block_m) for s in STAGES]
 
 
 def test_only_ring_depths_that_fit_are_candidates():
-    tight = SM90.model_copy(update={"smem_per_block": 180 * 1024})
-    assert [c.stages for c in FAMILY.candidates(GLU, _rows(MIN_ROWS_PER_EXPERT), tight)] == [4, 6]
-    assert [c.stages for c in FAMILY.candidates(GLU, _rows(256), tight)] == [4]
+    # W4A16 g128, 128-row blocks: 4 stages take 173 KB, 6 stages 226 KB
+    fmt = KernelFormat.from_spec(GLU)
+    deep = MoeWna16WgmmaConfig(arch="sm_90a", stages=6, block_m=128)
+    tight = SM90.model_copy(update={"smem_per_block": smem_bytes(fmt, deep) - 1})
+    assert [c.stages for c in FAMILY.candidates(GLU, _rows(256), SM90)] == list(STAGES)
+    assert [c.stages for c in FAMILY.candidates(GLU, _rows(256), tight)] == [
+        s for s in STAGES if s < 6
+    ]
 
 
 @pytest.mark.parametrize(
@@ -167,6 +180,9 @@ def test_render_instantiates_the_entry_with_the_dense_register_tile(spec, cfg, p
         f"using Tile = {tile};\n"
         f"using Policy = {policy};\n"
         f"HUMMING_MOE_WNA16_WGMMA_ENTRY({source.name}, Fmt, Tile, {types}, Policy)\n"
+        f"static_assert(humming::MoeWna16WgmmaKernel<Fmt, Tile, {types}, Policy>::SMEM_BYTES "
+        f"== {smem_bytes(KernelFormat.from_spec(spec), config)}, "
+        '"the launch reserves other shared memory");\n'
     )
     assert source.arch == "sm_90a" and source.meta["family"] == "moe_wna16_wgmma"
 

@@ -12,6 +12,7 @@ from fake_launch import FakeFunction, Recorder, cuda
 from humming_core.spec import preset
 from humming_cuda.kernels.moe_wna16.call import MoeWna16Call
 from humming_cuda.kernels.moe_wna16_wgmma import MoeWna16WgmmaConfig, MoeWna16WgmmaKernel
+from humming_cuda.kernels.moe_wna16_wgmma.config import smem_bytes
 
 E, TOPK, M = 8, 2, 40
 N, K = 320, 264  # an N tail past the 256-column tile, a K tail past the 64-deep step
@@ -57,8 +58,10 @@ def test_one_call_launches_the_entry_with_its_grid_and_parameters(block_m):
     assert (call["out"] == 1).all()  # the launch alone writes out: no fill (PreparedMoe.run's)
     [(grid, block, smem, params)] = kernel.launcher.launches
     num_ids = call["sorted_token_ids"].numel()
-    assert grid == (2, -(-num_ids // block_m), 1)  # 320 packed columns over 256-column tiles
-    assert block == (384, 1, 1) and smem == kernel.config.smem_bytes == kernel.smem
+    # persistent: one CTA per tile (2 column tiles: 320 packed columns over 256-column tiles, per
+    # alignment block), at most the 132 the fake GPU holds at once
+    assert grid == (min(132, 2 * -(-num_ids // block_m)), 1, 1)
+    assert block == (384, 1, 1) and smem == smem_bytes(kernel.fmt, kernel.config) == kernel.smem
     ptr = lambda name: call[name].data_ptr() if name in call else weights[name].data_ptr()  # noqa: E731
     want = {
         **{n: ptr(n) for n in ("x", "qweight", "scales", "global_scale", "out")},
@@ -99,7 +102,7 @@ def test_the_prepared_call_launches_what_the_full_check_computes(monkeypatch):
     dims, params = kernel.checked({**args, **weights})
     fast = kernel.launcher.launches[-1]
     at = kernel.signature.names.index("topk_weights")
-    assert fast[:3] == ((2, -(-dims["LEN"] // block), 1), (384, 1, 1), kernel.smem)
+    assert fast[:3] == ((min(132, 2 * -(-dims["LEN"] // block)), 1, 1), (384, 1, 1), kernel.smem)
     assert fast[3][:at] + fast[3][at + 1 :] == params[:at] + params[at + 1 :]
 
 

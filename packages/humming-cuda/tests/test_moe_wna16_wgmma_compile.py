@@ -16,10 +16,12 @@ from compile_units import Units, assert_fits_registers, dumped_ptx
 from moe_cases import UINT8_ZP, moe_spec
 
 import humming_cuda
+from humming_core.device import GemmProblem
 from humming_core.spec import presets
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
 from humming_cuda.kernels.moe_wna16_wgmma import FAMILY, MoeWna16WgmmaConfig
+from humming_cuda.kernels.moe_wna16_wgmma.heuristics import MIN_ROWS_PER_EXPERT
 
 HEADER = Path(humming_cuda.__file__).parent / "include/humming/kernel/moe_wna16_wgmma.cuh"
 pytestmark = pytest.mark.skipif(not HEADER.exists(), reason=f"{HEADER.name} is not written yet")
@@ -38,10 +40,14 @@ SPECS = (
 
 
 def _units() -> Units:
+    """Per spec and block: the heuristics' ring depth (the deepest that fits) and the shallowest."""
     units = Units(FAMILY, "sm_90a")
     for spec in SPECS:
-        for block_m in (64, 128):
-            units.add(spec, MoeWna16WgmmaConfig(arch="sm_90a", stages=4, block_m=block_m))
+        for per_expert in (MIN_ROWS_PER_EXPERT, 4 * MIN_ROWS_PER_EXPERT):  # 64- and 128-row blocks
+            problem = GemmProblem(n=1536, k=2048, m=128 * per_expert, num_experts=128)
+            units.add_first(spec, problem)
+            block_m = FAMILY.candidates(spec, problem, units.caps)[0].block_m
+            units.add(spec, MoeWna16WgmmaConfig(arch="sm_90a", stages=3, block_m=block_m))
     return units
 
 
@@ -50,7 +56,7 @@ def _units() -> Units:
 def test_units_compile_without_spills(monkeypatch, tmp_path):
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
     units = _units()
-    assert len(units) == 2 * len(SPECS)
+    assert len(units) == 4 * len(SPECS)
     for spec, cfg, artifact in units.compile(workers=2):
         assert_fits_registers(artifact, cfg.threads, f"{spec.weight} {spec.epilogue} {cfg}")
     dumped_ptx(tmp_path, units, PTX_NEEDS)

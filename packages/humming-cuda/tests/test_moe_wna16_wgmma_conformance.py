@@ -3,7 +3,8 @@ bound of test_moe_wna16_conformance.py (moe_cases.py): routed rows from 32 to 25
 that the layers take this family at block_m 64 and 128; uniform and skewed routing, split and interleaved GLUs
 (gpt-oss's clamped SwiGLU with its biases included), plain activations, router weights, experts
 dropped by an expert map (expert -1 blocks), N tails past the 256-column tile and K tails past
-the 64-deep step (K a multiple of 8 only).
+the 64-deep step (K a multiple of 8 only); layers of more tiles than CTAs, so each persistent CTA
+walks several, with K loops longer and shorter than the ring.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ CASES = [
     (Case(8, 2, 300, 136, 136, UINT8_ZP, (), skew=True, drop=True), 128),
     # more routed rows than the last M bucket (8192): 16384 rows, 256 per expert
     (Case(64, 8, 2048, 256, 512, presets.W4A16_G128, (), skew=True), 128),
+    # K 136: 3 steps, fewer than the ring's stages, over more tiles than the GPU has CTAs: each
+    # persistent CTA's producer runs whole tiles ahead of its consumers
+    (Case(32, 4, 2048, 512, 136, presets.W4A16_G128, SILU), 128),
 ]
 
 

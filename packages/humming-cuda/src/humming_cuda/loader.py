@@ -123,6 +123,33 @@ class LoadedFunction:
         )
         self.max_dynamic_smem = nbytes
 
+    def resident_ctas(self, threads: int, smem: int) -> int:
+        """How many CTAs of `threads` threads and `smem` bytes of dynamic shared memory the whole
+        device holds at once (the grid of a persistent kernel; reserve_smem first)."""
+        check(driver.cuCtxPushCurrent(primary_context(self.device_index)), "cuCtxPushCurrent")
+        try:
+            per_sm = check(
+                driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(self.handle, threads, smem),
+                f"cuOccupancyMaxActiveBlocksPerMultiprocessor({self.symbol})",
+            )
+            dev = check(driver.cuDeviceGet(self.device_index), "cuDeviceGet")
+            sms = check(
+                driver.cuDeviceGetAttribute(
+                    driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev
+                ),
+                "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)",
+            )
+        finally:
+            check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
+        if per_sm < 1:
+            raise ValueError(
+                f"{self.symbol}: a CTA of {threads} threads with {smem} bytes of dynamic shared "
+                f"memory does not fit on an SM of cuda:{self.device_index} (registers "
+                f"{self.attributes['registers']} per thread, static smem "
+                f"{self.attributes['static_smem_bytes']} bytes)"
+            )
+        return int(per_sm) * int(sms)
+
     def __repr__(self) -> str:
         return f"LoadedFunction({self.symbol!r}, cuda:{self.device_index}, {self.attributes})"
 

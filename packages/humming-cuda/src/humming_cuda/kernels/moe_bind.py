@@ -36,20 +36,33 @@ def flatten_topk_weights(values: dict[str, Any]) -> None:
         values["topk_weights"] = tw.reshape(-1).float().contiguous()
 
 
+def blocks_grid(cfg: Any, columns: int, num_ids: int, ctas: int = 0) -> tuple[int, int, int]:
+    """ceil(columns / block_n) x ceil(num_ids / block_m) CTAs, one per (column tile, alignment
+    block); with `ctas` > 0 (a persistent kernel, each CTA walking tiles) at most that many in x."""
+    grid_n, blocks = -(-columns // cfg.block_n), -(-num_ids // cfg.block_m)
+    if ctas > 0:
+        return (min(ctas, grid_n * blocks), 1, 1)
+    return (grid_n, blocks, 1)
+
+
 def launch_blocks(
-    kernel: Any, out: torch.Tensor, columns: int, num_ids: int, params: Callable[[], Any], smem: int
+    kernel: Any,
+    out: torch.Tensor,
+    columns: int,
+    num_ids: int,
+    params: Callable[[], Any],
+    smem: int,
+    ctas: int = 0,
 ) -> None:
-    """Launch `kernel.launcher` over ceil(columns / block_n) x ceil(num_ids / block_m) CTAs;
-    `params` builds the parameter block only when there is something to launch."""
+    """Launch `kernel.launcher` over blocks_grid's CTAs; `params` builds the parameter block only
+    when there is something to launch."""
     cfg = kernel.config
-    if out.shape[0] == 0:
+    if out.shape[0] == 0 or num_ids == 0:
         return
-    grid = (-(-columns // cfg.block_n), -(-num_ids // cfg.block_m), 1)
-    if grid[1] == 0:
-        return
-    if grid[1] > MAX_GRID_Y:
+    if ctas == 0 and -(-num_ids // cfg.block_m) > MAX_GRID_Y:
         raise ValueError(
-            f"{kernel.name}: {grid[1]} alignment blocks of {cfg.block_m} sorted ids exceed the "
-            f"launch limit of {MAX_GRID_Y}: split the batch into smaller calls"
+            f"{kernel.name}: {-(-num_ids // cfg.block_m)} alignment blocks of {cfg.block_m} "
+            f"sorted ids exceed the launch limit of {MAX_GRID_Y}: split the batch into smaller "
+            "calls"
         )
-    kernel.launcher(grid, (cfg.threads, 1, 1), params(), smem)
+    kernel.launcher(blocks_grid(cfg, columns, num_ids, ctas), (cfg.threads, 1, 1), params(), smem)

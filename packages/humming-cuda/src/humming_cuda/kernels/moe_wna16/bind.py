@@ -84,6 +84,11 @@ class MoeWna16Kernel:
         self.launcher = Launcher(function, self.signature.ctypes, pdl=pdl)
         self.smem = self._smem_bytes()
         function.reserve_smem(self.smem)
+        self.ctas = self._persistent_ctas()
+
+    def _persistent_ctas(self) -> int:
+        """A persistent kernel's grid (CTAs resident at once); 0: one CTA per tile."""
+        return 0
 
     # The entry's parameters and shared memory: what a MoE WnA16 kernel with this call contract
     # and another entry (moe_wna16_wgmma) overrides.
@@ -140,7 +145,9 @@ class MoeWna16Kernel:
 
     def __call__(self, **values: Any) -> None:
         dims, params = self.checked(values)
-        launch_blocks(self, values["out"], dims["N"], dims["LEN"], lambda: params, self.smem)
+        launch_blocks(
+            self, values["out"], dims["N"], dims["LEN"], lambda: params, self.smem, self.ctas
+        )
 
     def prepare(self, **packed: torch.Tensor) -> MoeWna16Call:
         from .call import MoeWna16Call

@@ -18,7 +18,7 @@ import torch
 
 from ...launch import ThreadParams
 from ..common_bind import OUT_DTYPES
-from ..moe_bind import MAX_GRID_Y, launch_blocks
+from ..moe_bind import MAX_GRID_Y, blocks_grid, launch_blocks
 from ..wna16.bind import _ACT
 from .bind import MoeWna16Kernel
 
@@ -56,7 +56,7 @@ class MoeWna16Call:
         self.block = (kernel.config.threads, 1, 1)
         self.block_m = kernel.config.block_m
         self.template: ThreadParams | None = None  # set by the first fully checked call
-        self.k = self.n_out = self.grid_n = -1
+        self.k = self.n_out = self.columns = -1
 
     def __call__(
         self,
@@ -133,14 +133,16 @@ class MoeWna16Call:
         struct.top_k, struct.numel, struct.num_ids = top_k, rows, num_ids
         if self.kernel.decode:
             struct.routing_ready = int(bool(routing_ready))
-        grid = (self.grid_n, -(-num_ids // self.block_m), 1)
+        grid = blocks_grid(self.kernel.config, self.columns, num_ids, self.kernel.ctas)
         self.kernel.launcher.launch(grid, self.block, self.kernel.smem, params.address)
 
     def _checked_call(self, values: dict[str, Any]) -> None:
         kernel = self.kernel
         dims, params = kernel.checked({**values, **self.packed})
-        launch_blocks(kernel, values["out"], dims["N"], dims["LEN"], lambda: params, kernel.smem)
+        launch_blocks(
+            kernel, values["out"], dims["N"], dims["LEN"], lambda: params, kernel.smem, kernel.ctas
+        )
         if self.template is None:
             self.k, self.n_out = dims["K"], dims["NOUT"]
-            self.grid_n = -(-dims["N"] // kernel.config.block_n)
+            self.columns = dims["N"]
             self.template = ThreadParams(kernel.signature.ctypes, kernel.signature.names, params)

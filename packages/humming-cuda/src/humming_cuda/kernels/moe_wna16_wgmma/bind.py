@@ -12,6 +12,7 @@ from ..moe_wna16.bind import SCALARS, MoeWna16Kernel
 from ..moe_wna16.bind import signature as moe_signature
 from ..wna16.config import KernelFormat
 from ..wna16_wgmma.bind import group_shift
+from .config import smem_bytes
 
 # HUMMING_MOE_WNA16_ENTRY's scalars plus the scale group's log2 after `groups`
 _AFTER_GROUPS = [name for name, _ in SCALARS].index("groups") + 1
@@ -25,14 +26,18 @@ def signature(fmt: KernelFormat, name: str) -> Signature:
 
 class MoeWna16WgmmaKernel(MoeWna16Kernel):
     """`kernel(x=, out=, sorted_token_ids=, expert_ids=, num_tokens_post_padded=, top_k=,
-    block_size=, topk_weights=None, **packed)` exactly as MoeWna16Kernel (`prepare` included);
-    the grid is 256 weight columns x one alignment block of `block_m` sorted ids per CTA."""
+    block_size=, topk_weights=None, **packed)` exactly as MoeWna16Kernel (`prepare` included).
+    Persistent: as many CTAs as the GPU holds at once (at most one per tile), each walking the
+    (alignment block of `block_m` sorted ids, 256 weight columns) tiles."""
+
+    def _persistent_ctas(self) -> int:
+        return self.function.resident_ctas(self.config.threads, self.smem)
 
     def _signature(self) -> Signature:
         return signature(self.fmt, self.name)
 
     def _smem_bytes(self) -> int:
-        return self.config.smem_bytes
+        return smem_bytes(self.fmt, self.config)
 
     def _check_call(self, values: dict[str, Any]) -> None:
         super()._check_call(values)

@@ -1,6 +1,7 @@
 """MoE WnA16-wgmma configuration: wna16_wgmma's register-A tile (two consumer warpgroups over 256
-weight columns x `block_m` token rows, a producer warpgroup) with one routing alignment block per
-CTA row, plus the block's row table (include/humming/kernel/moe_wna16_wgmma.cuh).
+weight columns x `block_m` token rows, a producer warpgroup) run by persistent CTAs over (routing
+alignment block, column tile) tiles, with the epilogue's staging buffer and row tables beside the
+ring (include/humming/kernel/moe_wna16_wgmma.cuh).
 
 No split-K (as in moe_wna16): a MoE layer has E times the weight tiles of a dense layer, so one
 launch's CTAs already cover the GPU.
@@ -13,12 +14,16 @@ from typing import Literal
 from pydantic import field_validator
 
 from ..base import KernelConfig
-from ..moe_wna16.config import ROW_TABLE_BYTES
-from ..wna16_wgmma.config import WgmmaWna16Config
+from ..wgmma_tile import ALIGN_SLACK
+from ..wna16.config import KernelFormat
+from ..wna16_wgmma.config import BLOCK_K, RS_BLOCK_N, WgmmaWna16Config
 
-FACTOR_TABLE_BYTES = 8  # per block row: the epilogue's router weight and activation scale (fp32)
+# per block row, twice (tables of two tiles in flight): the routed id, the router weight and the
+# activation scale (int32, fp32, fp32)
+ROW_TABLE_BYTES = 2 * 12
+PARTS = 2  # the epilogue stages the fp32 output tile in halves of rows
 
-STAGES = (4, 6)  # the dense register form's ring depths (wna16_wgmma.heuristics.STAGE_CHOICES)
+STAGES = (3, 4, 5, 6, 8)  # ring depths the kernel is built with; the heuristics pick among them
 BLOCK_MS = (64, 128)  # wgmma n64 / n128 token tiles; narrower blocks are moe_wna16's
 
 
@@ -70,8 +75,28 @@ class MoeWna16WgmmaConfig(KernelConfig):
     def threads(self) -> int:
         return self.dense.threads
 
-    @property
-    def smem_bytes(self) -> int:
-        """MoeWna16WgmmaKernel::SMEM_BYTES: the dense kernel's, the block's row table, then the
-        epilogue's row factors."""
-        return self.dense.smem_bytes + (ROW_TABLE_BYTES + FACTOR_TABLE_BYTES) * self.block_m
+
+def weight_stage_bytes(fmt: KernelFormat) -> int:
+    """A ring stage less its x tile (Wna16WgmmaRsKernel's W_BYTES + S_BYTES + Z_BYTES): 4 x 4
+    layout tiles of `bits`-bit codes (32 * bits words each), then 4 group rows of 256 scales when
+    the scales are in the loop and of 256 zero points when there are any (2 bytes each)."""
+    rows = 4 * RS_BLOCK_N * 2
+    return (
+        16 * 32 * fmt.bits * 4
+        + (rows if fmt.group > 0 else 0)
+        + (rows if fmt.zero != "none" else 0)
+    )
+
+
+def smem_bytes(fmt: KernelFormat, cfg: MoeWna16WgmmaConfig) -> int:
+    """Mirrors MoeWna16WgmmaKernel::SMEM_BYTES for `fmt`: alignment slack, the ring, a part of the
+    fp32 output tile, the ring's mbarriers, the row tables."""
+    stage = cfg.block_m * BLOCK_K * 2 + weight_stage_bytes(fmt)
+    part = cfg.block_m // PARTS * RS_BLOCK_N * 4
+    return (
+        ALIGN_SLACK
+        + cfg.stages * stage
+        + part
+        + cfg.dense.barrier_bytes
+        + ROW_TABLE_BYTES * cfg.block_m
+    )

@@ -11,9 +11,10 @@ from humming_core.spec import QuantSpec
 
 from ..moe_wna16.heuristics import moe_problem_reason, moe_reason
 from ..wgmma_tile import arch_reason
+from ..wna16.config import KernelFormat
 from ..wna16_wgmma.heuristics import WGMMA_FORM
 from ..wna16_wgmma.heuristics import _spec_reason as wgmma_spec_reason
-from .config import STAGES, MoeWna16WgmmaConfig
+from .config import MoeWna16WgmmaConfig, smem_bytes
 
 FAMILY = "moe_wna16_wgmma"
 # H200, the MoE bench's layer (128 experts, top 8), B/A = this family's time over moe_wna16's in
@@ -23,6 +24,11 @@ FAMILY = "moe_wna16_wgmma"
 # rows 0.89-0.97.
 MIN_ROWS_PER_EXPERT = 32
 MAX_ROWS_FOR_BLOCK_64 = 63
+# Ring depths best first, each where it fits (config.STAGES: every depth the kernel takes). H200,
+# the bench's layer, persistent CTAs, B/A against 4 stages in one process (moe_header_ab.py
+# --b-stages, notes/session19.md): 6 stages 0.97 (W4A16 g128) and 0.98-0.99 (MXFP4) at M = 512,
+# 2048 and 8192; 5 stages 0.98-0.99; 8 stages (64-row blocks, M = 512) 0.96-0.98; 3 stages 1.03.
+STAGES = (6, 5, 4)
 
 
 def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
@@ -52,5 +58,6 @@ def candidates(
     if not supports(spec, problem, caps):
         return []
     block_m = 64 if rows_per_expert(problem) <= MAX_ROWS_FOR_BLOCK_64 else 128
+    fmt = KernelFormat.from_spec(spec)
     configs = [MoeWna16WgmmaConfig(arch=caps.arch, stages=s, block_m=block_m) for s in STAGES]
-    return [c for c in configs if c.smem_bytes <= caps.smem_per_block]
+    return [c for c in configs if smem_bytes(fmt, c) <= caps.smem_per_block]

@@ -11,7 +11,7 @@ from ..family import check_config_arch
 from ..moe_wna16.config import epilogue_policy, row_scale_key, row_scaled
 from ..wna16.config import CXX_TYPES, KernelFormat
 from ..wna16_wgmma.render import template_arguments
-from .config import MoeWna16WgmmaConfig
+from .config import MoeWna16WgmmaConfig, smem_bytes
 
 
 def render(
@@ -33,6 +33,9 @@ def render(
         f"using Tile = {tile};\n"
         f"using Policy = {policy};\n"
         f"HUMMING_MOE_WNA16_WGMMA_ENTRY({name}, Fmt, Tile, {act}, {out}, {bias}, Policy)\n"
+        # the launch reserves smem_bytes: the layout of the kernel must take exactly that
+        f"static_assert(humming::MoeWna16WgmmaKernel<Fmt, Tile, {act}, {out}, {bias}, Policy>::"
+        f'SMEM_BYTES == {smem_bytes(fmt, config)}, "the launch reserves other shared memory");\n'
     )
     meta = {"family": "moe_wna16_wgmma", "config": config.model_dump(), "spec": spec.to_json()}
     return KernelSource(name=name, code=code, arch=config.arch, meta=meta)

@@ -1,34 +1,40 @@
 // Indexed MoE WnA16 GEMM for sm_90a at large M (humming_cuda.kernels.moe_wna16_wgmma): the dense
 // register-A kernel (kernel/wna16_wgmma_rs.cuh: out^T = W x^T, the weights dequantized straight
-// into wgmma's A fragments) run on one routing alignment block per CTA row, with vLLM's fused_moe
-// contract of kernel/moe_wna16.cuh: out[id] = epilogue(x[id / top_k] @ W[e]^T) for every routed id
-// of the block, e the block's expert.
+// into wgmma's A fragments) run on routing alignment blocks, with vLLM's fused_moe contract of
+// kernel/moe_wna16.cuh: out[id] = epilogue(x[id / top_k] @ W[e]^T) for every routed id of a
+// block, e the block's expert.
 //
 // Why: the mma.sync MoE kernel (moe_wna16.cuh) is the dense mma.sync tile, which runs at a third
 // to half of the wgmma kernels' speed once M is large; at large M every expert sees enough rows
 // (block_m = 64 or 128 of them) for the wgmma tile.
 //
 // What differs from the dense kernel:
-// - x's rows are gathered (TMA needs contiguous rows): the producer warpgroup's 128 threads copy
+// - Persistent CTAs: one per SM, each walking the tiles (alignment block t / n_tiles, 256-column
+//   tile t % n_tiles) for t = blockIdx.x, + gridDim.x, .. below the blocks num_tokens_post_padded
+//   holds (blocks of expert -1 skipped). The ring runs on across a CTA's tiles: the producer
+//   copies the next tile's stages while the consumers store the last one, so a tile starts on a
+//   full ring. With one tile per CTA (the earlier form) consumer warps spent a quarter (w13) to
+//   nearly half (w2, K = 768) of their time outside the K loop at M = 8192 (ncu,
+//   notes/session19.md): block setup, ring fill and epilogue, none overlapped.
+// - x rows are gathered (TMA needs contiguous rows): the producer warpgroup's 128 threads copy
 //   the block's rows with 16-byte cp.async into the same 128B-swizzled layout TMA writes (16-byte
-//   chunk q of row r at r * 128 + 16 * (q ^ r % 8) of a 1024-aligned tile). The block's padding
-//   rows are zeroed in every stage once, before the loop, and never copied; K past the end is
-//   copied from a zero page (a whole step at most), so every copy is a cp.async. (Copying every
-//   padding chunk from the zero page made the layer 1.2-3.4x slower: all SMs hammered one L2
-//   line.) Each producer thread ends a step with cp.async.mbarrier.arrive.noinc on the stage's
-//   full barrier: its arrival comes when its copies land, and the thread goes on to the next
-//   stage without waiting. A full barrier takes the 128 producer threads' arrivals plus thread
-//   0's expect-tx arrival for the weights' bulk copies. cp.async writes through the generic proxy
-//   and wgmma reads through the async proxy: the consumers fence the proxies after each
-//   full-barrier wait (consume's GATHERED_X). An earlier form waited on cp.async groups two steps
-//   behind and arrived itself; tying each arrival to the producer's progress left the consumers
-//   waiting on full barriers for 30% of their stall samples at M = 8192 (notes/session13.md).
+//   chunk q of row r at r * 128 + 16 * (q ^ r % 8) of a 1024-aligned tile). Padding rows and K
+//   past the end are zero-filled by the same cp.async (source size 0: no read). Each producer
+//   thread ends a step with cp.async.mbarrier.arrive.noinc on the stage's full barrier: its
+//   arrival comes when its copies land, and the thread goes on to the next stage without
+//   waiting. A full barrier takes the 128 producer threads' arrivals plus thread 0's expect-tx
+//   arrival for the weights' bulk copies. cp.async writes through the generic proxy and wgmma
+//   reads through the async proxy: the consumers fence the proxies after each full-barrier wait
+//   (consume's GATHERED_X). (Waiting on cp.async groups two steps behind and arriving then left
+//   the consumers waiting on full barriers for 30% of their stall samples; copying padding from
+//   a zero page in global memory made every SM read one L2 line: notes/session13.md.)
 // - weights, scales, zero points, channel / global scales and bias are expert e's slices of the
 //   [E, ...] tensors (the moe_wna16 layout: the dense wna16 layout per expert, GLU columns
 //   reordered so every 64-column layout tile holds 32 gate columns then their 32 up columns).
-// - the epilogue scatters: row r of the tile goes to out row ids[r] (padding rows nowhere),
-//   times the router weight; with a GLU, output column 32 t + i of layout tile t is
-//   act(gate 64 t + i) * up(64 t + 32 + i), read from the transposed fp32 tile in shared memory.
+// - the epilogue stages the fp32 tile in two halves of rows in its own buffer beside the ring
+//   (the whole tile and a 4-stage ring do not fit in shared memory) and scatters: row r of the
+//   tile goes to out row ids[r] (padding rows nowhere), times the router weight; with a GLU,
+//   output column 32 t + i of layout tile t is act(gate 64 t + i) * up(64 t + 32 + i).
 // No split-K: a MoE layer has E times the weight tiles of a dense one.
 #pragma once
 #include "humming/kernel/moe_wna16.cuh"
@@ -45,10 +51,18 @@ struct MoeWna16WgmmaKernel {
   static_assert(BM >= 16, "whole 8-row swizzle atoms per x tile");
   static constexpr int CONSUMER_THREADS = 128 * Tile::CONSUMERS;
   static constexpr int PRODUCER_THREADS = 128;
-  static constexpr int RING = Max<STAGES * Dense::STAGE_BYTES, Dense::OUT_BYTES>::value;
-  // the dense kernel's shared memory, the block's row table (x row and routed id per row), then
-  // the epilogue's row factors (router weight and activation scale per row)
-  static constexpr int SMEM_BYTES = Dense::SMEM_BYTES + 2 * BM * 4 + 2 * BM * 4;
+  static constexpr int PRODUCER_REGS = 72, CONSUMER_REGS = 208;
+  static_assert(PRODUCER_THREADS * PRODUCER_REGS + CONSUMER_THREADS * CONSUMER_REGS <= 65536,
+                "one CTA per SM");
+  static constexpr int RING = STAGES * Dense::STAGE_BYTES;
+  static constexpr int PARTS = 2;  // the epilogue stages the tile in halves of rows
+  static constexpr int PART_BYTES = BM / PARTS * BN * 4;
+  // Per consumer tile, double-buffered by tile parity: the routed id of each row, then its router
+  // weight and activation scale (the epilogue's; read by the consumers at the tile's start).
+  static constexpr int TABLE_BYTES = BM * 4 + 2 * BM * 4;
+  // alignment slack, the ring, the staged half tile, full / empty barriers, the two row tables
+  // (mirrors MoeWna16WgmmaConfig.smem_bytes)
+  static constexpr int SMEM_BYTES = 1024 + RING + PART_BYTES + 16 * STAGES + 2 * TABLE_BYTES;
 
   struct Args {
     const ActT* x;
@@ -88,10 +102,31 @@ struct MoeWna16WgmmaKernel {
     return d;
   }
 
+  // The tiles of this launch: n_tiles column tiles per alignment block below
+  // num_tokens_post_padded. Every thread reads the same values, so the roles agree on the walk.
+  struct Walk {
+    int n_tiles, total, tiles;  // total: sorted ids in use
+    HM_DEVICE explicit Walk(const Args& a)
+        : n_tiles(ceil_div(a.N, BN)),
+          total(min(a.num_post_padded[0], a.num_ids)),
+          tiles(ceil_div(total, BM) * n_tiles) {}
+    // Tile t's expert, or -1 when its block has no expert here (expert parallelism).
+    HM_DEVICE int expert(const Args& a, int t) const {
+      const int e = a.expert_ids[t / n_tiles];
+      return e < 0 || e >= a.num_experts ? -1 : e;
+    }
+    // The routed id of row r of tile t's block, -1 for padding and dropped ids.
+    HM_DEVICE int id(const Args& a, int t, int r) const {
+      const int at = t / n_tiles * BM + r;
+      const int id = at < total ? a.sorted_ids[at] : -1;
+      return id >= 0 && id < a.numel ? id : -1;
+    }
+  };
+
   // Producer thread pt copies 16-byte chunk Q = pt % CHUNKS of rows pt / CHUNKS + ROW_STEP * i,
-  // the same rows every step: their x rows are read from the row table once, and as ROW_STEP is
-  // a multiple of 8 the rows share one swizzle phase, so chunk i lands ROW_STEP * 128 * i bytes
-  // after chunk 0. (Indexing the row table per chunk and step made the gather 2.5x the consumers'
+  // the same rows every step of a tile: their x rows are read once per tile, and as ROW_STEP is a
+  // multiple of 8 the rows share one swizzle phase, so chunk i lands ROW_STEP * 128 * i bytes
+  // after chunk 0. (Indexing a row table per chunk and step made the gather 2.5x the consumers'
   // instructions per step; the producer issued too slowly to keep the ring filled.)
   static constexpr int CHUNKS = BK * 2 / 16;  // 16-byte chunks per x row of a step
   static constexpr int ROW_STEP = PRODUCER_THREADS / CHUNKS;
@@ -100,55 +135,53 @@ struct MoeWna16WgmmaKernel {
                 "each producer thread copies one chunk of whole rows in one swizzle phase");
 
   // Producer thread pt's share of step `it`'s x tile (columns it * BK ..) into the stage's tile at
-  // `tile`: rows[i] is the x row of its i-th row (0 for padding), bit i of `real` says it is not
-  // padding (zero_padding wrote the zeros of those). Past K the chunk reads the zero page.
+  // `tile`: rows[i] is the x row of its i-th row, bit i of `real` says it is not padding. Padding
+  // rows and chunks past K are zero-filled.
   HM_DEVICE static void gather_x(const Args& a, const int (&rows)[ROWS_PER_THREAD], u32 real,
                                  unsigned char* tile, int it, int pt) {
     const int q = pt % CHUNKS, r0 = pt / CHUNKS, k = it * BK + q * 8;
     unsigned char* dst = tile + r0 * 128 + 16 * (q ^ (r0 % 8));
     const bool in_k = k < a.K;  // K is a multiple of 8: a chunk is whole or past the end
-    const char* base = in_k ? reinterpret_cast<const char*>(a.x + k)
-                            : reinterpret_cast<const char*>(rs_zero_page);
+    const char* base = reinterpret_cast<const char*>(a.x + (in_k ? k : 0));
+    // The row stride, 0 past K (nothing is read there): a factor that depends on the step keeps
+    // the rows' 64-bit offsets from being hoisted out of the step loop as loop invariants, which
+    // took 8 more register pairs and made the producer spill.
     const int row_bytes = in_k ? a.lda * static_cast<int>(sizeof(ActT)) : 0;
 #pragma unroll
     for (int i = 0; i < ROWS_PER_THREAD; ++i) {
-      cp_async16_if(dst + ROW_STEP * 128 * i, base + static_cast<long long>(rows[i]) * row_bytes,
-                    (real >> i) & 1);
+      cp_async16_zfill(dst + ROW_STEP * 128 * i, base + static_cast<long long>(rows[i]) * row_bytes,
+                       in_k && ((real >> i) & 1));
     }
   }
 
-  // Zeros in the block's padding rows of every stage's x tile, by all threads (a __syncthreads
-  // must follow: the consumers read them after their full-barrier waits and proxy fences).
-  HM_DEVICE static void zero_padding(unsigned char* ring, const int* src_rows) {
-    for (int c = threadIdx.x; c < STAGES * BM * CHUNKS; c += Tile::THREADS) {
-      const int s = c / (BM * CHUNKS), r = c / CHUNKS % BM, q = c % CHUNKS;
-      if (src_rows[r] < 0) {
-        *reinterpret_cast<uint4*>(ring + s * Dense::STAGE_BYTES + r * 128 + 16 * q) = uint4{};
-      }
-    }
-  }
-
-  // The producer warpgroup: every thread gathers its share of x per step and arrives on the
-  // stage's full barrier when its copies land; thread 0 also issues the weights' bulk copies
-  // (Dense::produce without x).
-  HM_DEVICE static void produce_all(const Args& a, const DenseArgs& d,
-                                    const typename Dense::Smem& sm, unsigned char* ring,
-                                    const int* src_rows, int iters, int n0) {
-    const int pt = threadIdx.x - CONSUMER_THREADS;
-    int rows[ROWS_PER_THREAD];
-    u32 real = 0;
+  // The producer warpgroup: for every tile of the CTA, each thread gathers its share of x per
+  // step and arrives on the stage's full barrier when its copies land; thread 0 also issues the
+  // weights' bulk copies (Dense::produce without x). Ring step q counts on across tiles.
+  HM_DEVICE static void produce_all(const Args& a, const typename Dense::Smem& sm,
+                                    unsigned char* ring) {
+    const Walk walk(a);
+    const int pt = threadIdx.x - CONSUMER_THREADS, iters = ceil_div(a.K, BK);
+    int q = 0;
+    for (int t = blockIdx.x; t < walk.tiles; t += gridDim.x) {
+      const int e = walk.expert(a, t);
+      if (e < 0) continue;
+      const DenseArgs d = expert_args(a, e);
+      const int n0 = t % walk.n_tiles * BN;
+      int rows[ROWS_PER_THREAD];
+      u32 real = 0;
 #pragma unroll
-    for (int i = 0; i < ROWS_PER_THREAD; ++i) {
-      const int src = src_rows[pt / CHUNKS + ROW_STEP * i];
-      rows[i] = src < 0 ? 0 : src;
-      real |= static_cast<u32>(src >= 0) << i;
-    }
-    for (int j = 0; j < iters; ++j) {
-      const int s = j % STAGES;
-      mbar_wait(sm.empty_bar(s), ((j / STAGES) & 1) ^ 1);
-      if (pt == 0) Dense::template produce<false>(nullptr, d, sm, s, j, 0, n0);
-      gather_x(a, rows, real, ring + s * Dense::STAGE_BYTES, j, pt);
-      cp_async_mbar_arrive_noinc(sm.full_bar(s));
+      for (int i = 0; i < ROWS_PER_THREAD; ++i) {
+        const int id = walk.id(a, t, pt / CHUNKS + ROW_STEP * i);
+        rows[i] = id < 0 ? 0 : id / a.top_k;
+        real |= static_cast<u32>(id >= 0) << i;
+      }
+      for (int j = 0; j < iters; ++j, ++q) {
+        const int s = q % STAGES;
+        mbar_wait(sm.empty_bar(s), ((q / STAGES) & 1) ^ 1);
+        if (pt == 0) Dense::template produce<false>(nullptr, d, sm, s, j, 0, n0);
+        gather_x(a, rows, real, ring + s * Dense::STAGE_BYTES, j, pt);
+        cp_async_mbar_arrive_noinc(sm.full_bar(s));
+      }
     }
     // the copies land before the thread leaves
     cp_async_commit();
@@ -170,20 +203,7 @@ struct MoeWna16WgmmaKernel {
     }
   }
 
-  // The consumers' copy of each row's router weight and activation scale into `factors` (weights
-  // at [0, BM), scales at [BM, 2 BM)), before the K loop: the loads' latency then overlaps the
-  // ring's first stages instead of stalling every row pass of the store. (Loaded per row inside
-  // the store, the router weight's global load was the w2 epilogue's largest stall: ncu at
-  // M = 8192, notes/session19.md.) Read after Dense::stage's consumer barrier.
-  HM_DEVICE static void load_row_factors(const Args& a, const int* ids, float* factors) {
-    for (int r = threadIdx.x; r < BM; r += CONSUMER_THREADS) {
-      const int id = ids[r];
-      factors[r] = id < 0 || a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
-      factors[BM + r] = id < 0 ? 1.f : moe_row_scale<Act>(a, id);
-    }
-  }
-
-  // Eight consecutive fp32 values of tile row r from column n (a multiple of 8: one swizzled
+  // Eight consecutive fp32 values of staged row r from column n (a multiple of 8: one swizzled
   // chunk of out_index, two 16-byte reads).
   HM_DEVICE static void chunk8(const float* tile, int r, int n, float (&f)[8]) {
     const float4* src = reinterpret_cast<const float4*>(tile + Dense::out_index(r, n));
@@ -192,21 +212,22 @@ struct MoeWna16WgmmaKernel {
     f[7] = hi.w;
   }
 
-  // The complete fp32 tile (Dense::stage) to the routed rows: 8 output columns per thread and
-  // pass; with a GLU a 256-column tile yields 128 output columns. A thread reads whole swizzled
-  // chunks (8 gate and 8 up values of a GLU: scalar reads of them conflicted 4 ways).
+  // Staged rows r0 .. r0 + BM / PARTS - 1 of the tile (at rows 0 .. of `tile`) to their routed
+  // rows: 8 output columns per thread and pass; with a GLU a 256-column tile yields 128 output
+  // columns. A thread reads whole swizzled chunks (8 gate and 8 up values of a GLU: scalar reads
+  // of them conflicted 4 ways).
   HM_DEVICE static void store(const Args& a, const DenseArgs& d, const float* tile, const int* ids,
-                              const float* factors, int n0) {
+                              const float* factors, int r0, int n0) {
     constexpr int CHUNKS = (Act::kGlu ? BN / 2 : BN) / 8;  // 8-column chunks of an output row
     const int ct = threadIdx.x, q = ct % CHUNKS;
     const Epilogue<OutT, Fmt::EPI_SCALE, Fmt::GLOBAL, BIAS> epi{d.channel, d.global, d.bias};
     const float global = Fmt::GLOBAL ? d.global[0] : 1.f;
     const bool vector = ((reinterpret_cast<unsigned long long>(a.out) |
                           static_cast<unsigned long long>(a.ldc) * sizeof(OutT)) & 15) == 0;
-    for (int r = ct / CHUNKS; r < BM; r += CONSUMER_THREADS / CHUNKS) {
-      const int id = ids[r];
+    for (int r = ct / CHUNKS; r < BM / PARTS; r += CONSUMER_THREADS / CHUNKS) {
+      const int id = ids[r0 + r];
       if (id < 0) continue;
-      const float w = factors[r], s = factors[BM + r];
+      const float w = factors[r0 + r], s = factors[BM + r0 + r];
       OutT* row = a.out + static_cast<long long>(id) * a.ldc;
       float f[8];
       int c0;
@@ -237,14 +258,67 @@ struct MoeWna16WgmmaKernel {
     }
   }
 
+  // One staged part: wait until every consumer thread is done reading the staging buffer (the
+  // previous part's or tile's store), stage rows of part P, store them.
+  template <int P>
+  HM_DEVICE static void store_part(const Args& a, const DenseArgs& d,
+                                   const float (&acc)[2][Dense::ACC], float* tile, const int* ids,
+                                   const float* factors, int n0) {
+    named_barrier<CONSUMER_THREADS>(1);
+    Dense::template stage<P, PARTS>(acc, tile);
+    store(a, d, tile, ids, factors, P * BM / PARTS, n0);
+  }
+
+  // The consumer warpgroups: every tile of the CTA through the ring (its step count q carrying
+  // on), then its epilogue while the producer fills the ring with the next tile's steps.
+  // The epilogue's row table: consumer thread r < BM holds row r's routed id (read one tile
+  // ahead), its router weight and activation scale (read at the tile's start, written to the
+  // table after the K loop), so no global load's latency stalls the consumers between tiles.
+  // (Loaded per row inside the store, the router weight's global load was the w2 epilogue's
+  // largest stall: ncu at M = 8192, notes/session19.md.)
+  HM_DEVICE static void consume_all(const Args& a, const typename Dense::Smem& sm,
+                                    const unsigned char* ring, float* tile,
+                                    unsigned char* tables) {
+    static_assert(BM <= CONSUMER_THREADS, "one table row per consumer thread at most");
+    const Walk walk(a);
+    const int r = threadIdx.x, iters = ceil_div(a.K, BK);
+    int q = 0, parity = 0;
+    int next_t = blockIdx.x, next_id = r < BM && next_t < walk.tiles ? walk.id(a, next_t, r) : -1;
+    for (int t = blockIdx.x; t < walk.tiles; t += gridDim.x) {
+      const int e = walk.expert(a, t);
+      if (e < 0) continue;
+      const DenseArgs d = expert_args(a, e);
+      const int n0 = t % walk.n_tiles * BN;
+      const int id = next_t == t ? next_id : r < BM ? walk.id(a, t, r) : -1;
+      next_t = t + gridDim.x;
+      next_id = r < BM && next_t < walk.tiles ? walk.id(a, next_t, r) : -1;
+      const float w = id < 0 || a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
+      const float s = id < 0 ? 1.f : moe_row_scale<Act>(a, id);
+      // the table of tile t - 2 (same parity) was last read before tile t - 1's staging barrier
+      int* ids = reinterpret_cast<int*>(tables + parity * TABLE_BYTES);
+      float* factors = reinterpret_cast<float*>(ids + BM);
+      if (r < BM) ids[r] = id;
+      float acc[2][Dense::ACC];
+#pragma unroll
+      for (int i = 0; i < Dense::ACC; ++i) acc[0][i] = acc[1][i] = 0.f;
+      Dense::template consume<true, true>(nullptr, d, sm, ring, 0, iters, 0, n0, acc, q);
+      q += iters;
+      if (r < BM) factors[r] = w, factors[BM + r] = s;
+      store_part<0>(a, d, acc, tile, ids, factors, n0);
+      store_part<1>(a, d, acc, tile, ids, factors, n0);
+      parity ^= 1;
+    }
+  }
+
   HM_DEVICE static void run(const Args& a) {
+    static_assert(PARTS == 2, "consume_all stores parts 0 and 1");
     extern __shared__ uint4 smem_u4[];
     const u32 raw = smem_addr(smem_u4), base = (raw + 1023u) & ~1023u;  // swizzle atom alignment
     unsigned char* ring = reinterpret_cast<unsigned char*>(smem_u4) + (base - raw);
-    const typename Dense::Smem sm{base, base + RING, base + RING + 8 * STAGES};
-    int* src_rows = reinterpret_cast<int*>(ring + RING + 16 * STAGES);
-    int* ids = src_rows + BM;
-    float* factors = reinterpret_cast<float*>(ids + BM);
+    const typename Dense::Smem sm{base, base + RING + PART_BYTES,
+                                  base + RING + PART_BYTES + 8 * STAGES};
+    float* tile = reinterpret_cast<float*>(ring + RING);
+    unsigned char* tables = ring + RING + PART_BYTES + 16 * STAGES;
     if (threadIdx.x == 0) {
       for (int s = 0; s < STAGES; ++s) {
         mbar_init(sm.full_bar(s), PRODUCER_THREADS + 1);  // gathers, plus the weights' expect-tx
@@ -252,30 +326,17 @@ struct MoeWna16WgmmaKernel {
       }
       mbar_init_fence();
     }
-    // Uniform over the CTA (every thread reads the same block entries): the early exit is safe.
-    // Its closing __syncthreads also publishes the barriers' initialisation.
-    const int e = moe_block_rows<BM, Tile::THREADS>(a, src_rows, ids, threadIdx.x);
-    if (e < 0) return;
-    zero_padding(ring, src_rows);
-    __syncthreads();
-    const DenseArgs d = expert_args(a, e);
-    const int n0 = blockIdx.x * BN, iters = ceil_div(a.K, BK);
+    __syncthreads();  // the barriers' initialisation
+    // Each role reads its walk after setmaxnreg: values live across it were spilled.
+    // The producer keeps a tile's walk state, row table and expert slices in registers: 56 of
+    // them (ptxas 13 spilled in its loop at the dense kernel's 40, and at 48), the consumers 224.
     if (threadIdx.x >= CONSUMER_THREADS) {
-      setmaxnreg_dec<40>();
-      produce_all(a, d, sm, ring, src_rows, iters, n0);
+      setmaxnreg_dec<PRODUCER_REGS>();
+      produce_all(a, sm, ring);
       return;
     }
-    setmaxnreg_inc<232>();
-    load_row_factors(a, ids, factors);
-    float acc[2][Dense::ACC];
-#pragma unroll
-    for (int i = 0; i < Dense::ACC; ++i) acc[0][i] = acc[1][i] = 0.f;
-    Dense::template consume<true>(nullptr, d, sm, ring, 0, iters, 0, n0, acc);
-    // both warpgroups' wgmmas are done before the ring turns into the output tile
-    named_barrier<CONSUMER_THREADS>(1);
-    float* tile = reinterpret_cast<float*>(ring);
-    Dense::stage(acc, tile);
-    store(a, d, tile, ids, factors, n0);
+    setmaxnreg_inc<CONSUMER_REGS>();
+    consume_all(a, sm, ring, tile, tables);
   }
 };
 

@@ -323,13 +323,15 @@ struct Wna16WgmmaRsKernel {
     }
   }
 
-  // K steps it0 .. it0 + iters - 1; local step j sits in stage j % STAGES. GATHERED_X: x's tile
-  // was written by threads' cp.async (generic proxy), which wgmma (async proxy) reads only after
-  // a proxy fence on this side of the full barrier.
-  template <bool GATHERED_X = false>
+  // K steps it0 .. it0 + iters - 1; local step j is the ring's step q0 + j, in stage
+  // (q0 + j) % STAGES. GATHERED_X: x's tile was written by threads' cp.async (generic proxy),
+  // which wgmma (async proxy) reads only after a proxy fence on this side of the full barrier.
+  // PERSISTENT: the ring carries on with another tile of the CTA after this one (the MoE kernel),
+  // so the last step's stage is released too, once its wgmmas are done.
+  template <bool GATHERED_X = false, bool PERSISTENT = false>
   HM_DEVICE static void consume(const TmaDescriptor* tx, const Args& a, const Smem& sm,
                                 const unsigned char* ring, int it0, int iters, int m0, int n0,
-                                float (&acc)[2][ACC]) {
+                                float (&acc)[2][ACC], int q0 = 0) {
     const int v = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     // the lane's code words of slice 0 (slice kk: + kk * TILE_BYTES) and group values of row 0
     const int words_off = Tile::X_BYTES + (warp * TILES_K * 32 + lane) * BITS * 4;
@@ -344,10 +346,10 @@ struct Wna16WgmmaRsKernel {
     // accumulators with the wgmma results by moves, and then serialize every wgmma (C7515)
     int j = 0;
     do {
-      const int s = j % STAGES, it = it0 + j, kt0 = it * TILES_K;
+      const int q = q0 + j, s = q % STAGES, it = it0 + j, kt0 = it * TILES_K;
       const unsigned char* stage = ring + s * STAGE_BYTES;
       const u64 dx = sw128_kmajor_desc(sm.x(s));
-      mbar_wait(sm.full_bar(s), (j / STAGES) & 1);
+      mbar_wait(sm.full_bar(s), (q / STAGES) & 1);
       if constexpr (GATHERED_X) fence_proxy_async_smem();
       if (one_row) group_params(stage, group_off, 0, gp);
       // Every slice alike: tiles past K hold the producer's zeros (rs_zero_page), and a warp
@@ -369,7 +371,7 @@ struct Wna16WgmmaRsKernel {
         wgmma_wait<1>();
         fence_registers_u32(frag[(kk + BUFS - 1) % BUFS][0]);
         fence_registers_u32(frag[(kk + BUFS - 1) % BUFS][1]);
-        if (kk == RELEASE_SLICE && j > 0) mbar_arrive(sm.empty_bar((j - 1) % STAGES));
+        if (kk == RELEASE_SLICE && j > 0) mbar_arrive(sm.empty_bar((q - 1) % STAGES));
         // Refill the stage of step j - 1 with step j - 1 + STAGES late in the step, when the
         // other warpgroup has most likely released it too (the wait blocks warpgroup 0).
         if (!Tile::PRODUCER && kk == TILES_K - 1 && j > 0 && j - 1 + STAGES < iters &&
@@ -382,6 +384,7 @@ struct Wna16WgmmaRsKernel {
     wgmma_wait<0>();
     fence_registers(acc[0]);
     fence_registers(acc[1]);
+    if constexpr (PERSISTENT) mbar_arrive(sm.empty_bar((q0 + iters - 1) % STAGES));
   }
 
   // Element (m, n) of the transposed fp32 output tile [BM][BN] in shared memory: 8-element
@@ -395,8 +398,13 @@ struct Wna16WgmmaRsKernel {
   // ptxas (13.0 and 13.5) schedules F2FP conversions of accumulators (bf16 and fp16 pairs alike)
   // before the final wgmma wait, where they read the last slices' results before they land.
   // The accumulators into the transposed fp32 tile [BM][BN] at `tile` (out_index), then a
-  // barrier of the consumer warpgroups: the tile is complete when this returns.
+  // barrier of the consumer warpgroups: the tile is complete when this returns. PARTS > 1: only
+  // rows [PART * BM / PARTS, (PART + 1) * BM / PARTS), at rows from 0 of a [BM / PARTS][BN] tile
+  // (the persistent MoE kernel stages its tile in halves, beside the ring).
+  template <int PART = 0, int PARTS = 1>
   HM_DEVICE static void stage(const float (&acc)[2][ACC], float* tile) {
+    constexpr int C0 = PART * ACC / 4 / PARTS, C1 = (PART + 1) * ACC / 4 / PARTS;
+    static_assert(ACC / 4 % PARTS == 0, "whole 8-row accumulator groups per part");
     const int v = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
@@ -405,10 +413,10 @@ struct Wna16WgmmaRsKernel {
       for (int h = 0; h < 2; ++h) {
         const int nl = 64 * warp + 8 * (4 * v + 2 * i + h) + g;
 #pragma unroll
-        for (int c = 0; c < ACC / 4; ++c) {
+        for (int c = C0; c < C1; ++c) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            tile[out_index(8 * c + 2 * t + e, nl)] = acc[i][4 * c + 2 * h + e];
+            tile[out_index(8 * (c - C0) + 2 * t + e, nl)] = acc[i][4 * c + 2 * h + e];
           }
         }
       }

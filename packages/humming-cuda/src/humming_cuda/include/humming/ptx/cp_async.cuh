@@ -93,17 +93,18 @@ HM_DEVICE void cp_async16_byte_weight(void* smem, const void* gmem, bool pred, u
   }
 }
 
-// Copies 16 bytes when `pred`, else nothing: one predicated instruction, no branch (`gmem` must
-// still be a valid address; a caller with nothing to copy passes any row of the same tensor).
-HM_DEVICE void cp_async16_if(void* smem, const void* gmem, bool pred) {
+// Copies 16 bytes when `copy`, else writes 16 zero bytes, both by one cp.async (a source size of
+// 0 reads nothing: `gmem` must still be a valid address). Its mbarrier arrival (.noinc) then
+// covers the zeros too, with no shared-memory store to order against the copies.
+HM_DEVICE void cp_async16_zfill(void* smem, const void* gmem, bool copy) {
 #if HM_HAS_CP_ASYNC
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
-      " @p cp.async.cg.shared.global [%0], [%1], 16;\n}\n" ::"r"(smem_addr(smem)),
-      "l"(gmem), "r"(static_cast<int>(pred))
-      : "memory");
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)),
+               "l"(gmem), "r"(copy ? 16 : 0)
+               : "memory");
 #else
-  if (pred) *reinterpret_cast<uint4*>(smem) = *reinterpret_cast<const uint4*>(gmem);
+  uint4 v = make_uint4(0, 0, 0, 0);
+  if (copy) v = *reinterpret_cast<const uint4*>(gmem);
+  *reinterpret_cast<uint4*>(smem) = v;
 #endif
 }
 
