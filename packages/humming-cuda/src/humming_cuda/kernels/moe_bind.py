@@ -1,7 +1,8 @@
 """What the indexed MoE GEMM kernels (moe_wna16, moe_w8a8) share when called: the routing checks,
 the router weights' flat form, and the launch over alignment blocks (one CTA row per block of
-`block_m` sorted ids; rows no block routes are not written: humming_core.ops.PreparedMoe.run zeroes
-them when its caller reads them, see humming_core.device.Kernel).
+`block_m` sorted ids, or as many persistent CTAs as the GPU holds, each walking (block, column
+tile) tiles; rows no block routes are not written: humming_core.ops.PreparedMoe.run zeroes them
+when its caller reads them, see humming_core.device.Kernel).
 """
 
 from __future__ import annotations

@@ -55,8 +55,8 @@ class MoeWna16WgmmaConfig(KernelConfig):
     @property
     def dense(self) -> WgmmaWna16Config:
         """The dense register-A tile this kernel runs per alignment block: the producer warpgroup
-        (it gathers x's rows), 4 fragment buffers, launch order (group_m 1: one CTA row is one
-        expert's block, there is no M tile order to choose)."""
+        (it gathers x's rows), 4 fragment buffers, group_m 1 (the persistent CTAs walk the tiles
+        in their own order: there is no launch order to choose)."""
         return WgmmaWna16Config(
             arch=self.arch,
             stages=self.stages,

@@ -51,7 +51,14 @@ struct MoeWna16WgmmaKernel {
   static_assert(BM >= 16, "whole 8-row swizzle atoms per x tile");
   static constexpr int CONSUMER_THREADS = 128 * Tile::CONSUMERS;
   static constexpr int PRODUCER_THREADS = 128;
-  static constexpr int PRODUCER_REGS = 72, CONSUMER_REGS = 208;
+  // The producer keeps a tile's walk state, row table and expert slices in registers. ptxas 13
+  // spilled in its step loop at the dense kernel's 40 and up to 72 with zero points (8-bit codes
+  // worst) and with row-scaled MXFP4 (moe_wna16_a8: 1.09-1.18x slower at M = 512 / 8192 than at
+  // 80, notes/session19.md); those take 80 (consumers 200), the rest 72 (consumers 208: W4A16
+  // g128 3% faster at M = 8192 than at 80).
+  static constexpr bool WIDE_PRODUCER = Fmt::ZERO != 0 || Act::kRowScale;
+  static constexpr int PRODUCER_REGS = WIDE_PRODUCER ? 80 : 72;
+  static constexpr int CONSUMER_REGS = WIDE_PRODUCER ? 200 : 208;
   static_assert(PRODUCER_THREADS * PRODUCER_REGS + CONSUMER_THREADS * CONSUMER_REGS <= 65536,
                 "one CTA per SM");
   static constexpr int RING = STAGES * Dense::STAGE_BYTES;
@@ -328,8 +335,6 @@ struct MoeWna16WgmmaKernel {
     }
     __syncthreads();  // the barriers' initialisation
     // Each role reads its walk after setmaxnreg: values live across it were spilled.
-    // The producer keeps a tile's walk state, row table and expert slices in registers: 56 of
-    // them (ptxas 13 spilled in its loop at the dense kernel's 40, and at 48), the consumers 224.
     if (threadIdx.x >= CONSUMER_THREADS) {
       setmaxnreg_dec<PRODUCER_REGS>();
       produce_all(a, sm, ring);
