@@ -10,6 +10,7 @@ import torch
 from fake_launch import FakeFunction, Recorder, cuda
 
 from humming_core.spec import preset
+from humming_cuda.kernels.moe_bind import MAX_GRID_Y, blocks_grid, launch_blocks
 from humming_cuda.kernels.moe_wna16.call import MoeWna16Call
 from humming_cuda.kernels.moe_wna16_wgmma import MoeWna16WgmmaConfig, MoeWna16WgmmaKernel
 from humming_cuda.kernels.moe_wna16_wgmma.config import smem_bytes
@@ -132,3 +133,22 @@ def test_x_rows_the_gathers_cannot_copy_are_refused(x, message):
     with pytest.raises(ValueError, match=message):
         prepared(**operands(64, x=cuda(x)))
     assert len(kernel.launcher.launches) == 1
+
+
+def test_blocks_grid_is_one_cta_per_tile_or_the_resident_ctas():
+    cfg = MoeWna16WgmmaConfig(arch="sm_90a", block_m=64)
+    # 600 columns: 3 tiles of 256; 1000 sorted ids: 16 blocks of 64
+    assert blocks_grid(cfg, 600, 1000) == (3, 16, 1)
+    assert blocks_grid(cfg, 600, 1000, ctas=132) == (48, 1, 1)  # fewer tiles than CTAs
+    assert blocks_grid(cfg, 600, 64 * 100, ctas=132) == (132, 1, 1)
+
+
+def test_only_one_cta_per_tile_launches_are_bound_by_the_grid_limit():
+    kernel = make_kernel(64)
+    out = cuda(torch.empty(1, 8))
+    ids = (MAX_GRID_Y + 1) * 64
+    with pytest.raises(ValueError, match=f"{MAX_GRID_Y + 1} alignment blocks of 64 .* split"):
+        launch_blocks(kernel, out, 256, ids, lambda: [], kernel.smem)
+    assert not kernel.launcher.launches
+    launch_blocks(kernel, out, 256, ids, lambda: [], kernel.smem, ctas=132)  # persistent
+    assert kernel.launcher.launches[-1][0] == (132, 1, 1)
