@@ -32,7 +32,9 @@ def target(point: str, sets: list[str], gemm: str, kernel: str = "humming") -> l
         skip = (
             4 if gemm == "w13" else 5
         )  # two humming_moe_w* kernels per call (not the alignment), third call's
-        return ["--kernel-name", "regex:humming_moe_w", "--launch-skip", str(skip),
+        # names end in the config hash: a W4A8 module's quantizer entries (..._quant_bf16) do not
+        return ["--kernel-name", "regex:humming_moe_w[a-z0-9_]*_[0-9a-f]{16}$",
+                "--launch-skip", str(skip),
                 sys.executable, str(HERE / "profile_moe.py"), point[4:]]  # fmt: skip
     program = [sys.executable, str(HERE / "profile_gemm.py"), point]
     for s in sets:

@@ -129,6 +129,32 @@ def w8a8_expert_bound(xr, cw, e) -> tuple[torch.Tensor, torch.Tensor]:
     return acc, d
 
 
+# The e4m3 form of moe_wna16_wgmma (moe_wna16_wgmma_e4m3.cuh) keeps one fp32 accumulator set over
+# all of K: each k32 wgmma step adds its exact products with the tensor cores' alignment, allowed
+# 2^-12 of the sum of |products| so far (w8a8_cases' per-step allowance), so ceil(K / 32) * 2^-12
+# of the row's |xa| @ |w|^T in all, where the promoted kernels take 2^-10.
+E4M3_STEP_SUM = 2.0**-12
+
+
+def e4m3_expert_bound(xr, cw, e) -> tuple[torch.Tensor, torch.Tensor]:
+    """w8a8_expert_bound for the e4m3 form: the per-step allowance over ceil(K / 32) steps in place
+    of the promoted blocks' 2^-10, plus the rounding of groups more than 14 binades below their
+    row's largest to e4m3 subnormals (half their spacing 2^(smax - 15): at most 2^-15 of the
+    row's largest |w|, which is 2^smax / 2 or more)."""
+    from w8a8_cases import FP8_BLOCK_SUM
+
+    from humming_core.numerics import dequantize_weight
+    from humming_core.numerics.gemm import prepare_act
+
+    acc, d = w8a8_expert_bound(xr, cw, e)
+    xa = prepare_act(xr, cw.spec.act).double().abs()
+    w = dequantize_weight(dense_expert(cw, e, out_dtype="fp32")).double().abs()
+    steps = -(-cw.k // 32)
+    d = d + (steps * E4M3_STEP_SUM - FP8_BLOCK_SUM) * (xa @ w.T)
+    d = d + 2.0**-15 * xa.sum(-1, keepdim=True) * w.amax(-1)
+    return acc, d
+
+
 def glu_bound(acc, d, epi) -> tuple[torch.Tensor, torch.Tensor]:
     """(bound, reference) of a GLU output from its accumulator `acc` and that one's bound `d`."""
     from humming_core.numerics.epilogue import apply_epilogue, split_glu
@@ -208,10 +234,16 @@ def fused_weights(case: Case, gen: torch.Generator):
     return w13, w2
 
 
-def check_a8_moe_gemm(layer_of, case: Case, router_weights: bool) -> None:
+def check_a8_moe_gemm(
+    layer_of,
+    case: Case,
+    router_weights: bool,
+    expert_bound: ExpertBound = w8a8_expert_bound,
+    tweak=None,
+) -> None:
     """check_moe_gemm for a family with 8-bit activations: bf16 x with an outlier token (per-token
-    scales differ between rows), bounded by w8a8_expert_bound. `layer_of(cw, rows)` builds the
-    layer and returns (layer, block size)."""
+    scales differ between rows), bounded by `expert_bound`. `layer_of(cw, rows)` builds the
+    layer and returns (layer, block size); `tweak(cw)` edits the quantized weights first."""
     from w8a8_cases import TINY
 
     from humming_core.numerics.quant import quantize_weight
@@ -220,13 +252,15 @@ def check_a8_moe_gemm(layer_of, case: Case, router_weights: bool) -> None:
     w = torch.randn(case.experts, case.n, case.k, generator=gen, device="cuda") / case.k**0.5
     b = torch.randn(case.experts, case.n, generator=gen, device="cuda") if case.bias else None
     cw = quantize_weight(w, case.spec, bias=b)
+    if tweak is not None:
+        tweak(cw)
     x = torch.randn(case.m, case.k, generator=gen, device="cuda").bfloat16()
     x[0, :16] *= 40.0
     layer, block = layer_of(cw, case.m * case.top_k)
     tiny = TINY[cw.spec.output_dtype]
 
     def bound_of(ids, experts, tw):
-        return routed_bound(x, cw, ids, experts, case.top_k, tw, w8a8_expert_bound, tiny)
+        return routed_bound(x, cw, ids, experts, case.top_k, tw, expert_bound, tiny)
 
     check_moe_gemm(layer, block, case, cw, x, router_weights, gen, bound_of)
 

@@ -6,6 +6,7 @@ moe_w8a8 (verified on the H200 in session 14)."""
 from __future__ import annotations
 
 import pytest
+import torch
 from moe_cases import moe_spec
 
 from humming_core.device import GemmProblem
@@ -14,8 +15,13 @@ from humming_cuda.caps import caps_for_arch
 from humming_cuda.device import CudaDevice
 from humming_cuda.kernels import FAMILIES, family_named
 from humming_cuda.kernels.moe_wna16 import FAMILY as MOE_WNA16
+from humming_cuda.kernels.moe_wna16.layout import glu_order
 from humming_cuda.kernels.moe_wna16_a8 import FAMILY, MoeWna16A8Config
-from humming_cuda.kernels.moe_wna16_a8.heuristics import codes_spec
+from humming_cuda.kernels.moe_wna16_a8.heuristics import codes_spec, e4m3_reason
+from humming_cuda.kernels.moe_wna16_a8.layout import E8M0_ONE, lane_order, row_exponents
+from humming_cuda.kernels.moe_wna16_wgmma.config import smem_bytes
+from humming_cuda.kernels.wna16.config import KernelFormat
+from humming_cuda.kernels.wna16.layout import permute_columns
 
 SM90 = caps_for_arch("sm_90a")
 MXFP4_A8 = moe_spec(presets.MXFP4_A8, glu="silu_mul")
@@ -61,13 +67,39 @@ def test_k_must_fill_the_quantizers_16_byte_chunks():
     [(8, "moe_wna16", 8), (2048, "moe_wna16", 16), (65536, "moe_wna16_wgmma", 128)],
 )
 def test_candidates_wrap_the_inner_kernel_the_codes_spec_would_run(rows, inner, block):
-    cfgs = FAMILY.candidates(MXFP4_A8, problem(rows), SM90)
+    cfgs = FAMILY.candidates(MXINT4_I8, problem(rows), SM90)
     assert cfgs and all(c.inner.family == inner for c in cfgs)
     assert cfgs[0].block_m == block
     # exactly the inner family's own configs for the bf16 spec
     device = CudaDevice.for_arch("sm_90a")
-    twin_first = device.candidates(codes_spec(MXFP4_A8), problem(rows))[0]
+    twin_first = device.candidates(codes_spec(MXINT4_I8), problem(rows))[0]
     assert cfgs[0].inner == twin_first
+
+
+@pytest.mark.parametrize(("rows", "block", "stages"), [(4096, 64, 6), (65536, 128, 4)])
+def test_mxfp4_x_e4m3_takes_the_e4m3_form_of_the_wgmma_kernel(rows, block, stages):
+    cfgs = FAMILY.candidates(MXFP4_A8, problem(rows), SM90)
+    assert cfgs and all(c.inner.family == "moe_wna16_wgmma" and c.inner.e4m3 for c in cfgs)
+    assert (cfgs[0].block_m, cfgs[0].inner.stages) == (block, stages)
+    assert all(smem_bytes(KernelFormat.from_spec(codes_spec(MXFP4_A8)), c.inner) <=
+               SM90.smem_per_block for c in cfgs)  # fmt: skip
+    source = FAMILY.render(MXFP4_A8, cfgs[0], SM90)
+    # the interleaved e4m3 quantizer, the e4m3 entry
+    assert f"HUMMING_ACT_QUANT_INTERLEAVED_ENTRY({source.name}_quant_bf16" in source.code
+    assert f"HUMMING_MOE_WNA16_WGMMA_E4M3_ENTRY({source.name}, Fmt, Tile, " in source.code
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        (MXINT4_I8, "int8"),
+        (moe_spec(presets.MXINT4.replace(act=presets.MXFP4_A8.act)), "e2m1"),
+    ],
+)
+def test_e4m3_form_refusals_name_the_reason(spec, words):
+    assert words in e4m3_reason(spec)
+    cfgs = FAMILY.candidates(spec, problem(65536), SM90)
+    assert cfgs and not any(c.inner.e4m3 for c in cfgs)
 
 
 def test_wgmma_inner_only_on_sm90a():
@@ -81,7 +113,7 @@ def test_config_round_trips_with_its_inner_kind():
     assert again == cfg and type(again.inner) is type(cfg.inner)
 
 
-@pytest.mark.parametrize("rows", [8, 2048, 65536])
+@pytest.mark.parametrize("rows", [8, 2048])
 def test_render_carries_the_quantizer_and_a_row_scaled_policy(rows):
     cfg = FAMILY.candidates(MXFP4_A8, problem(rows), SM90)[0]
     source = FAMILY.render(MXFP4_A8, cfg, SM90)
@@ -103,12 +135,44 @@ def test_names_differ_by_activation_code():
     assert len(names) == 2
 
 
-def test_layout_is_the_wnA16_moe_layout_of_the_codes_spec():
-    for rows in (8, 65536):
-        cfg = FAMILY.candidates(MXFP4_A8, problem(rows), SM90)[0]
-        mine = FAMILY.weight_layout(MXFP4_A8, cfg, SM90).identity
-        inner = MOE_WNA16.weight_layout(codes_spec(MXFP4_A8), cfg.inner, SM90).identity
-        assert mine == inner
+def test_layout_is_the_wnA16_moe_layout_of_the_codes_spec_plus_row_exponents():
+    for spec, row_exp in ((MXFP4_A8, True), (MXINT4_I8, False)):
+        layouts = set()
+        for rows in (8, 2048, 65536):
+            cfg = FAMILY.candidates(spec, problem(rows), SM90)[0]
+            layout = FAMILY.weight_layout(spec, cfg, SM90)
+            inner = MOE_WNA16.weight_layout(codes_spec(spec), cfg.inner, SM90).identity
+            assert layout.identity == ("moe_wna16_a8", inner, row_exp)
+            layouts.add(layout.identity)
+        assert len(layouts) == 1  # one packed copy serves every bucket
+
+
+def test_row_exponents_skip_zero_groups_and_follow_the_scale_columns():
+    codes = torch.zeros(3, 96, dtype=torch.int32)
+    codes[0, 5], codes[0, 40] = 3, 9  # groups 0 and 1
+    codes[1, 70] = 8  # -0 only: a group of zeros
+    scales = torch.tensor([[120, 125, 254], [130, 131, 132], [1, 2, 3]], dtype=torch.uint8)
+    assert row_exponents(codes, scales, 32).tolist() == [125, E8M0_ONE, E8M0_ONE]
+    # the packed order of the scale columns (GLU reorder, pad, lane permutation)
+    values = torch.arange(1, 101, dtype=torch.int32)
+    packed = lane_order(values, "split")
+    reference = permute_columns(
+        torch.cat([values, torch.zeros(1, dtype=torch.int32)])[glu_order(100, "split")].view(1, -1)
+    )
+    assert packed.tolist() == reference.view(-1).tolist() and packed.numel() == 128
+
+
+def test_layout_packs_row_exponents_in_the_scales_order():
+    from humming_core.numerics.quant import quantize_weight
+
+    cw = quantize_weight(torch.randn(2, 96, 64) * 0.02, MXFP4_A8)
+    cfg = FAMILY.candidates(MXFP4_A8, problem(65536), SM90)[0]
+    packed = FAMILY.weight_layout(MXFP4_A8, cfg, SM90).pack(cw, "cpu")
+    assert packed["row_exp"].shape == (2, 128) and packed["row_exp"].dtype == torch.int32
+    # every row here has a nonzero code: its exponent is the largest of its packed bf16 scales
+    largest = (packed["scales"].view(torch.int16).int() >> 7).amax(1)
+    real = packed["scales"].float().amax(1) > 0
+    assert torch.equal(packed["row_exp"][real], largest[real])
 
 
 def test_device_routes_mx_a8_layers_to_it_before_moe_w8a8(monkeypatch):

@@ -2,7 +2,7 @@
 their threads, and each module carries both quantizer entries next to the row-scaled MoE kernel:
 MXFP4 x e4m3 (SiLU GLU, gpt-oss's clamped SwiGLU with biases, plain with router weights) and
 MXINT4 x int8 at decode, mid and prefill row counts (moe_wna16's decode form and dense K loop,
-and on sm_90a moe_wna16_wgmma)."""
+and on sm_90a moe_wna16_wgmma: its e4m3 form for MXFP4 x e4m3, 64- and 128-row blocks)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not 
 from humming_cuda.kernels.moe_wna16_a8 import FAMILY
 
 ARCHS = ("sm_80", "sm_90a", "sm_120a")
-ROWS = (8, 2048, 65536)
+ROWS = (8, 2048, 4096, 65536)
 SPECS = (
     moe_spec(presets.MXFP4_A8, glu="silu_mul"),
     moe_spec(presets.MXFP4_A8, **dict(OAI), bias=True),

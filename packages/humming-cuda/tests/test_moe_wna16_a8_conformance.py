@@ -1,12 +1,15 @@
 """moe_wna16_a8 conformance on the GPU against humming_core.numerics.moe (reference_moe_gemm and
 reference_fused_moe): MXFP4 x e4m3 and MXINT4 x int8 MoE layers through each inner kernel
 (moe_wna16's decode form at <= 8 rows per expert, its dense K loop above, moe_wna16_wgmma from 32
-rows per expert on sm_90a), uniform and skewed routing, SiLU and gpt-oss's clamped SwiGLU with
-biases, w2 router weights, experts dropped by an expert map (the family's hardware check: it passed
-on the H200 in session 14).
+rows per expert on sm_90a: its e4m3 form for MXFP4 x e4m3, 64- and 128-row blocks), uniform and
+skewed routing, SiLU and gpt-oss's clamped SwiGLU with biases, w2 router weights, experts dropped
+by an expert map, K and N tails, and MXFP4 rows whose scales span more than the e4m3 form's exact
+window, with a group of zero codes under a huge scale (the family's hardware check: it passed on
+the H200 in session 14, the e4m3 form in session 20).
 
 Bound: moe_w8a8's (moe_cases.w8a8_expert_bound: x quantized per token exactly as the reference
-does, then the W8A8 accumulator bound), which covers this family's exact products summed in fp32.
+does, then the W8A8 accumulator bound), which covers this family's exact products summed in fp32;
+for the e4m3 form moe_cases.e4m3_expert_bound (fp8 sums over all of K, small groups rounded).
 Outputs are poisoned before the call and the rows after the output view must keep their bits.
 """
 
@@ -14,7 +17,15 @@ from __future__ import annotations
 
 import pytest
 import torch
-from moe_cases import OAI, SILU, Case, check_a8_fused_moe, check_a8_moe_gemm
+from moe_cases import (
+    OAI,
+    SILU,
+    Case,
+    check_a8_fused_moe,
+    check_a8_moe_gemm,
+    e4m3_expert_bound,
+    w8a8_expert_bound,
+)
 
 from humming_core.spec import presets
 
@@ -33,9 +44,11 @@ CASES = [  # (case, inner kernel on sm_90a)
     (Case(32, 4, 40, 320, 512, presets.MXFP4_A8, OAI, bias=True), "moe_wna16"),
     (Case(16, 4, 60, 256, 384, presets.MXFP4_A8, (), drop=True), "moe_wna16"),  # dense K loop
     (Case(64, 4, 200, 384, 512, MXINT4_I8, SILU, skew=True), "moe_wna16"),
-    (Case(8, 2, 300, 256, 512, presets.MXFP4_A8, SILU), "moe_wna16_wgmma"),
-    (Case(16, 8, 600, 512, 1024, presets.MXFP4_A8, OAI, bias=True, drop=True), "moe_wna16_wgmma"),
+    (Case(8, 2, 300, 256, 512, presets.MXFP4_A8, SILU), "e4m3"),
+    (Case(16, 8, 600, 512, 1024, presets.MXFP4_A8, OAI, bias=True, drop=True), "e4m3"),
     (Case(8, 4, 400, 320, 272, MXINT4_I8, (), skew=True), "moe_wna16_wgmma"),  # K tail
+    (Case(32, 4, 400, 256, 512, presets.MXFP4_A8, SILU, skew=True), "e4m3"),  # 64-row blocks
+    (Case(8, 4, 400, 320, 272, presets.MXFP4_A8, ()), "e4m3"),  # K and N tails
 ]
 
 
@@ -47,13 +60,17 @@ def device():
 
 
 def _layer(device, cw, rows, inner=None):
+    """(layer, block size); `inner`: the inner kernel it must run on sm_90a ("e4m3": the e4m3 form
+    of moe_wna16_wgmma)."""
     from humming_core.ops import PreparedMoe, bucket_of
 
     layer = PreparedMoe(cw, device=device, buckets=(bucket_of(rows),))
     config = layer.configs[bucket_of(rows)]
     assert config.family == "moe_wna16_a8", config
     if inner is not None and device.caps().arch == "sm_90a":
-        assert config.inner.family == inner, config
+        e4m3 = getattr(config.inner, "e4m3", False)
+        expected = ("moe_wna16_wgmma", True) if inner == "e4m3" else (inner, False)
+        assert (config.inner.family, e4m3) == expected, config
     return layer, config.block_m
 
 
@@ -68,7 +85,38 @@ def _layer(device, cw, rows, inner=None):
 )
 @pytest.mark.parametrize("router_weights", [False, True])
 def test_moe_gemm_matches_reference(device, case, inner, router_weights):
-    check_a8_moe_gemm(lambda cw, rows: _layer(device, cw, rows, inner), case, router_weights)
+    check_a8_moe_gemm(
+        lambda cw, rows: _layer(device, cw, rows, inner),
+        case,
+        router_weights,
+        e4m3_expert_bound if inner == "e4m3" else w8a8_expert_bound,
+    )
+
+
+def _wide_scales(cw):
+    """Expert 0, rows 0-3: a group 17 binades below the row's largest (rounded by the e4m3 form),
+    and a group of zero codes under the largest e8m0 scale (left out of the row's exponent:
+    counted, it would push the row's other groups below the window)."""
+    from humming_core.packing.bits import pack_k, unpack_k
+
+    codes = unpack_k(cw.qweight[0].contiguous(), 4, cw.k)
+    codes[:4, 64:96] = 0
+    cw.qweight[0] = pack_k(codes, 4)
+    scales = cw.scales[0].to(torch.int32)
+    scales[:4, 2] = 254
+    scales[:4, 5] = scales[:4, 3:].amax(-1) - 17
+    cw.scales[0] = scales.to(cw.scales.dtype)
+
+
+def test_e4m3_form_rows_past_the_exact_window(device):
+    case = Case(8, 2, 300, 256, 512, presets.MXFP4_A8, SILU)
+    check_a8_moe_gemm(
+        lambda cw, rows: _layer(device, cw, rows, "e4m3"),
+        case,
+        True,
+        e4m3_expert_bound,
+        tweak=_wide_scales,
+    )
 
 
 @pytest.mark.parametrize("index", [1, 6], ids=["decode-skew", "wgmma-oai-drop"])

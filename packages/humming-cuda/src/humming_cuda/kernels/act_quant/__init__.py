@@ -53,24 +53,44 @@ def unsupported_reason(act: ActSpec) -> str:
     return ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ActQuantFormat:
     """Template arguments of one quantizer: code type, scale mode, group size (0 unless group);
     `wide`: write each code's value as bf16 instead of the 8-bit code (exact), for the WnA16
-    kernels that run 8-bit activations."""
+    kernels that run 8-bit activations; `interleave`: codes with every 16-byte chunk in the
+    order of the e4m3 MoE kernel (byte p holds K (p >> 1) + 8 (p & 1), act_quant.cuh)."""
 
     code: str
     mode: str
     group: int
     wide: bool = False
+    interleave: bool = False
+
+    def __repr__(self) -> str:
+        # the generated repr of the fields before `interleave`: kernel names hash it, and units
+        # without interleaved codes keep their names
+        extra = ", interleave=True" if self.interleave else ""
+        return (
+            f"ActQuantFormat(code={self.code!r}, mode={self.mode!r}, group={self.group!r}, "
+            f"wide={self.wide!r}{extra})"
+        )
+
+    def __post_init__(self) -> None:
+        if self.interleave and (self.wide or self.mode == "group"):
+            raise ValueError(
+                "interleaved codes are 8-bit codes with per-token or static scales (not wide, "
+                "not per group)"
+            )
 
     @classmethod
-    def from_spec(cls, act: ActSpec, wide: bool = False) -> ActQuantFormat:
+    def from_spec(
+        cls, act: ActSpec, wide: bool = False, interleave: bool = False
+    ) -> ActQuantFormat:
         reason = unsupported_reason(act) if act.is_quantized else "activations are not quantized"
         if reason:
             raise ValueError(f"no activation quantizer for this spec: {reason}")
         mode = "static" if act.quant == "static" else act.granularity
-        return cls(act.dtype.name, mode, act.group_size or 0, wide)
+        return cls(act.dtype.name, mode, act.group_size or 0, wide, interleave)
 
     @property
     def q_dtype(self) -> torch.dtype:
@@ -89,7 +109,13 @@ class ActQuantFormat:
         """C++ text instantiating one entry per 16-bit input type."""
         lines = []
         for dt, symbol in self.entry_names(base).items():
-            macro = "HUMMING_ACT_QUANT_WIDE_ENTRY" if self.wide else "HUMMING_ACT_QUANT_ENTRY"
+            macro = (
+                "HUMMING_ACT_QUANT_WIDE_ENTRY"
+                if self.wide
+                else "HUMMING_ACT_QUANT_INTERLEAVED_ENTRY"
+                if self.interleave
+                else "HUMMING_ACT_QUANT_ENTRY"
+            )
             lines.append(
                 f"{macro}({symbol}, {INPUTS[dt][0]}, {CODES[self.code]}, "
                 f"{MODES[self.mode]}, {max(self.group, 8)})\n"

@@ -17,10 +17,11 @@ from humming_core.device import DeviceCaps
 from humming_core.spec import QuantSpec
 
 from ..family import ModuleFamily
-from ..moe_wna16.layout import MoeWna16Layout, moe_layout
+from ..moe_wna16.layout import moe_layout
 from .bind import MoeWna16A8Kernel
 from .config import MoeWna16A8Config
-from .heuristics import candidates, codes_spec, supports
+from .heuristics import candidates, codes_spec, e4m3_reason, supports
+from .layout import MoeWna16A8Layout
 from .render import render
 
 
@@ -37,9 +38,10 @@ class MoeWna16A8Family(ModuleFamily):
 
     def weight_layout(
         self, spec: QuantSpec, config: MoeWna16A8Config, caps: DeviceCaps
-    ) -> MoeWna16Layout:
-        # the WnA16 MoE layout of the codes spec, whichever inner kernel a bucket runs
-        return moe_layout(codes_spec(spec))
+    ) -> MoeWna16A8Layout:
+        # the WnA16 MoE layout of the codes spec, whichever inner kernel a bucket runs, with the
+        # e4m3 kernel's row exponents wherever the spec could run it (one layout per layer)
+        return MoeWna16A8Layout(moe_layout(codes_spec(spec)), not e4m3_reason(spec))
 
 
 FAMILY = MoeWna16A8Family()

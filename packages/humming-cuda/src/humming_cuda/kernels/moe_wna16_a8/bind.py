@@ -30,11 +30,23 @@ class MoeWna16A8Kernel:
         self.config = config
         self.name = function.symbol
         self.inner = INNER_KERNELS[config.inner.family](function, codes_spec(spec), config.inner)
-        self.quantizer = ActQuantizer.from_module(quant_format(spec), function, function.symbol)
+        # the e4m3 form reads e4m3 codes and the rows' exponents; the others bf16 code values
+        self.e4m3 = getattr(config.inner, "e4m3", False)
+        self.quantizer = ActQuantizer.from_module(
+            quant_format(spec, self.e4m3), function, function.symbol
+        )
 
     def __call__(self, **values: Any) -> None:
         x = values.pop("x")
         if not isinstance(x, torch.Tensor) or x.dim() != 2:
             raise ValueError(f"{self.name}: argument 'x': expected a 2-D tensor [M, K]")
-        codes, scales = self.quantizer(x, None)  # codes: bf16 values; scales: [1, M]
+        row_exp = values.pop("row_exp", None)
+        if self.e4m3:
+            if row_exp is None:
+                raise ValueError(
+                    f"{self.name}: argument 'row_exp' is missing: the e4m3 kernel needs the "
+                    "weights packed by moe_wna16_a8's layout (MoeWna16A8Layout)"
+                )
+            values["row_exp"] = row_exp
+        codes, scales = self.quantizer(x, None)  # scales: [1, M]
         self.inner(x=codes, a_scales=scales.view(-1), **values)

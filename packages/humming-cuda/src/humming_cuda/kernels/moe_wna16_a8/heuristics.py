@@ -19,7 +19,12 @@ from humming_core.spec.quant import ActSpec
 from ..act_quant import ActQuantFormat, unsupported_reason
 from ..moe_wna16 import FAMILY as MOE_WNA16
 from ..moe_wna16_wgmma import FAMILY as MOE_WNA16_WGMMA
+from ..moe_wna16_wgmma.config import MoeWna16WgmmaConfig, smem_bytes
+from ..wna16.config import KernelFormat
 from .config import MoeWna16A8Config
+
+# Ring depths of the e4m3 form, best first, each where it fits (4 at most with 128-row blocks).
+E4M3_STAGES = (6, 5, 4, 3)
 
 
 def codes_spec(spec: QuantSpec) -> QuantSpec:
@@ -27,9 +32,27 @@ def codes_spec(spec: QuantSpec) -> QuantSpec:
     return spec.model_copy(update={"act": ActSpec(dtype="bf16")})
 
 
-def quant_format(spec: QuantSpec) -> ActQuantFormat:
-    """The module's quantizer: per-token codes written as their bf16 values (one pass)."""
-    return ActQuantFormat.from_spec(spec.act, wide=True)
+def quant_format(spec: QuantSpec, e4m3: bool = False) -> ActQuantFormat:
+    """The module's quantizer: per-token codes written as their bf16 values (one pass), or, for
+    the e4m3 inner kernel, as e4m3 codes in its interleaved order."""
+    return ActQuantFormat.from_spec(spec.act, wide=not e4m3, interleave=e4m3)
+
+
+def e4m3_reason(spec: QuantSpec) -> str:
+    """Why `spec` cannot run on the e4m3 form of moe_wna16_wgmma ('' when it can): e2m1 codes
+    with e8m0 scales in groups of 32 or more (a k32 wgmma step reads one scale per row), and e4m3
+    activations (the form multiplies e4m3 by e4m3)."""
+    weight = spec.weight
+    if spec.act.dtype.name != "e4m3":
+        return f"activations {spec.act.dtype.name!r}: the e4m3 form multiplies e4m3 codes"
+    if weight.dtype.name != "e2m1" or weight.scale.dtype.name != "e8m0":
+        return (
+            f"{weight.dtype.name} weights with {weight.scale.dtype.name} scales: the e4m3 form "
+            "folds e8m0 scales into e2m1 codes (MXFP4)"
+        )
+    if weight.scale.granularity != "group" or weight.scale.group_size % 32:
+        return "the e4m3 form reads one scale per row and 32-deep K step: groups of 32 or more"
+    return ""
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -87,7 +110,19 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         return []
     codes, codes_problem = codes_spec(spec), _codes_problem(problem)
     family = _inner(codes, codes_problem, caps)
-    return [
-        MoeWna16A8Config(arch=caps.arch, inner=c)
-        for c in family.candidates(codes, codes_problem, caps)
+    inner = family.candidates(codes, codes_problem, caps)
+    if family is MOE_WNA16_WGMMA and not e4m3_reason(spec):
+        inner = _e4m3_configs(codes, inner, caps)
+    return [MoeWna16A8Config(arch=caps.arch, inner=c) for c in inner]
+
+
+def _e4m3_configs(
+    codes: QuantSpec, bf16: list[MoeWna16WgmmaConfig], caps: DeviceCaps
+) -> list[MoeWna16WgmmaConfig]:
+    """The e4m3 form of the bf16 configs' block, at each ring depth that fits."""
+    fmt = KernelFormat.from_spec(codes)
+    configs = [
+        MoeWna16WgmmaConfig(arch=caps.arch, stages=s, block_m=bf16[0].block_m, e4m3=True)
+        for s in E4M3_STAGES
     ]
+    return [c for c in configs if smem_bytes(fmt, c) <= caps.smem_per_block]

@@ -17,7 +17,7 @@ INNER_RENDERS = {"moe_wna16": render_moe_wna16, "moe_wna16_wgmma": render_moe_wn
 
 def render(spec: QuantSpec, config: MoeWna16A8Config, caps: DeviceCaps) -> KernelSource:
     check_config_arch(config, caps)
-    quant = quant_format(spec)
+    quant = quant_format(spec, e4m3=getattr(config.inner, "e4m3", False))
     inner = INNER_RENDERS[config.inner.family](
         codes_spec(spec), config.inner, caps, row_scale=repr(quant)
     )

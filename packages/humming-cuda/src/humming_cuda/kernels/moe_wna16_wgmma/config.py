@@ -25,6 +25,8 @@ PARTS = 2  # the epilogue stages the fp32 output tile in halves of rows
 
 STAGES = (3, 4, 5, 6, 8)  # ring depths the kernel is built with; the heuristics pick among them
 BLOCK_MS = (64, 128)  # wgmma n64 / n128 token tiles; narrower blocks are moe_wna16's
+E4M3_BLOCK_K = 128  # the e4m3 form's K step: four k32 wgmma (moe_wna16_wgmma_e4m3.cuh)
+E4M3_TABLE_BYTES = 4096  # E2m1E4m3Tables::BYTES
 
 
 class MoeWna16WgmmaConfig(KernelConfig):
@@ -34,6 +36,9 @@ class MoeWna16WgmmaConfig(KernelConfig):
     arch: str
     stages: int = 4
     block_m: int = 128
+    # The e4m3 form (moe_wna16_wgmma_e4m3.cuh): e4m3 activations x MXFP4 weights on fp8 wgmma, 128
+    # K per step. Only moe_wna16_a8 asks for it (its quantizer writes the interleaved codes).
+    e4m3: bool = False
 
     @field_validator("stages")
     @classmethod
@@ -88,10 +93,19 @@ def weight_stage_bytes(fmt: KernelFormat) -> int:
     )
 
 
+def e4m3_stage_bytes(fmt: KernelFormat, block_m: int) -> int:
+    """A ring stage of the e4m3 form (E4m3RsSteps): the e4m3 x tile, 4 x 8 layout tiles of codes,
+    the step's 4 group rows of 256 bf16 scales (groups are 32 deep or more)."""
+    return block_m * E4M3_BLOCK_K + 32 * 32 * fmt.bits * 4 + 4 * RS_BLOCK_N * 2
+
+
 def smem_bytes(fmt: KernelFormat, cfg: MoeWna16WgmmaConfig) -> int:
     """Mirrors MoeWna16WgmmaKernel::SMEM_BYTES for `fmt`: alignment slack, the ring, a part of the
-    fp32 output tile, the ring's mbarriers, the row tables."""
-    stage = cfg.block_m * BLOCK_K * 2 + weight_stage_bytes(fmt)
+    fp32 output tile, the ring's mbarriers, the row tables (and the e4m3 form's code tables)."""
+    if cfg.e4m3:
+        stage, tables = e4m3_stage_bytes(fmt, cfg.block_m), E4M3_TABLE_BYTES
+    else:
+        stage, tables = cfg.block_m * BLOCK_K * 2 + weight_stage_bytes(fmt), 0
     part = cfg.block_m // PARTS * RS_BLOCK_N * 4
     return (
         ALIGN_SLACK
@@ -99,4 +113,5 @@ def smem_bytes(fmt: KernelFormat, cfg: MoeWna16WgmmaConfig) -> int:
         + part
         + cfg.dense.barrier_bytes
         + ROW_TABLE_BYTES * cfg.block_m
+        + tables
     )

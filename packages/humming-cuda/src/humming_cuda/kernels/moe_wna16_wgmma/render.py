@@ -24,15 +24,20 @@ def render(
     weight, tile = template_arguments(fmt, config.dense)
     act, out, bias = CXX_TYPES[fmt.act], CXX_TYPES[fmt.out], str(fmt.bias).lower()
     policy = row_scaled(epilogue_policy(spec), row_scale)
+    header, macro, act_arg = "moe_wna16_wgmma", "HUMMING_MOE_WNA16_WGMMA_ENTRY", f"{act}, "
+    if config.e4m3:
+        # x holds e4m3 codes; the act type (bf16, the codes spec's) is the scales' type only
+        tile = f"humming::WgmmaE4m3RsTile<{config.stages}, {config.block_m}>"
+        header, macro, act_arg = "moe_wna16_wgmma_e4m3", "HUMMING_MOE_WNA16_WGMMA_E4M3_ENTRY", ""
     key = f"moe|{weight}|{tile}|{act}|{out}|{bias}|{policy}{row_scale_key(row_scale)}"
     name = f"humming_moe_wna16_wgmma_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
     # aliases: the template arguments hold commas, which would split the macro's arguments
     code = (
-        '#include "humming/kernel/moe_wna16_wgmma.cuh"\n'
+        f'#include "humming/kernel/{header}.cuh"\n'
         f"using Fmt = {weight};\n"
         f"using Tile = {tile};\n"
         f"using Policy = {policy};\n"
-        f"HUMMING_MOE_WNA16_WGMMA_ENTRY({name}, Fmt, Tile, {act}, {out}, {bias}, Policy)\n"
+        f"{macro}({name}, Fmt, Tile, {act_arg}{out}, {bias}, Policy)\n"
         # the launch reserves smem_bytes: the layout of the kernel must take exactly that
         f"static_assert(humming::MoeWna16WgmmaKernel<Fmt, Tile, {act}, {out}, {bias}, Policy>::"
         f'SMEM_BYTES == {smem_bytes(fmt, config)}, "the launch reserves other shared memory");\n'

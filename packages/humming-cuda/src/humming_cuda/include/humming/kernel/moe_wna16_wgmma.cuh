@@ -42,9 +42,22 @@
 
 namespace humming {
 
+// The K steps a tile runs (type), x's element type (X) and the shared memory their tables take
+// (TABLE_BYTES, filled by fill_tables at the start): the bf16 register-A steps here;
+// kernel/moe_wna16_wgmma_e4m3.cuh specializes it for its tile.
+template <class Fmt, class Tile, typename ActT, typename OutT, bool BIAS>
+struct MoeRsSteps {
+  using type = Wna16WgmmaRsKernel<Fmt, Tile, ActT, OutT, BIAS>;
+  using X = ActT;
+  static constexpr bool E4M3 = false;
+  static constexpr int TABLE_BYTES = 0;
+};
+
 template <class Fmt, class Tile, typename ActT, typename OutT, bool BIAS, typename Act>
 struct MoeWna16WgmmaKernel {
-  using Dense = Wna16WgmmaRsKernel<Fmt, Tile, ActT, OutT, BIAS>;
+  using Steps = MoeRsSteps<Fmt, Tile, ActT, OutT, BIAS>;
+  using Dense = typename Steps::type;
+  using XT = typename Steps::X;
   using DenseArgs = typename Dense::Args;
   static_assert(Tile::PRODUCER, "the producer warpgroup gathers x's rows");
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, STAGES = Tile::STAGES;
@@ -67,12 +80,13 @@ struct MoeWna16WgmmaKernel {
   // Per consumer tile, double-buffered by tile parity: the routed id of each row, then its router
   // weight and activation scale (the epilogue's; read by the consumers at the tile's start).
   static constexpr int TABLE_BYTES = BM * 4 + 2 * BM * 4;
-  // alignment slack, the ring, the staged half tile, full / empty barriers, the two row tables
-  // (mirrors MoeWna16WgmmaConfig.smem_bytes)
-  static constexpr int SMEM_BYTES = 1024 + RING + PART_BYTES + 16 * STAGES + 2 * TABLE_BYTES;
+  // alignment slack, the ring, the staged half tile, full / empty barriers, the two row tables,
+  // the steps' own tables (mirrors moe_wna16_wgmma.config.smem_bytes)
+  static constexpr int SMEM_BYTES =
+      1024 + RING + PART_BYTES + 16 * STAGES + 2 * TABLE_BYTES + Steps::TABLE_BYTES;
 
   struct Args {
-    const ActT* x;
+    const XT* x;
     const u32* qweight;
     const ActT* scales;
     const ActT* zeros;
@@ -87,6 +101,7 @@ struct MoeWna16WgmmaKernel {
     int N, n_out, K, lda, ldc, n_pad, k_tiles, groups, group_shift, top_k, numel, num_ids,
         num_experts;
     const float* a_scales;  // [M] per-token activation scales (Act::kRowScale only)
+    const int* row_exp;     // [E, n_pad] (Steps::E4M3 only)
   };
 
   // The dense kernel's arguments on expert e's slice of every weight tensor.
@@ -135,7 +150,8 @@ struct MoeWna16WgmmaKernel {
   // multiple of 8 the rows share one swizzle phase, so chunk i lands ROW_STEP * 128 * i bytes
   // after chunk 0. (Indexing a row table per chunk and step made the gather 2.5x the consumers'
   // instructions per step; the producer issued too slowly to keep the ring filled.)
-  static constexpr int CHUNKS = BK * 2 / 16;  // 16-byte chunks per x row of a step
+  static constexpr int CHUNKS = BK * static_cast<int>(sizeof(XT)) / 16;  // 16-byte chunks per x row of a step
+  static constexpr int CHUNK_VALUES = 16 / static_cast<int>(sizeof(XT));
   static constexpr int ROW_STEP = PRODUCER_THREADS / CHUNKS;
   static constexpr int ROWS_PER_THREAD = BM / ROW_STEP;
   static_assert(PRODUCER_THREADS % CHUNKS == 0 && ROW_STEP % 8 == 0 && BM % ROW_STEP == 0,
@@ -146,14 +162,14 @@ struct MoeWna16WgmmaKernel {
   // rows and chunks past K are zero-filled.
   HM_DEVICE static void gather_x(const Args& a, const int (&rows)[ROWS_PER_THREAD], u32 real,
                                  unsigned char* tile, int it, int pt) {
-    const int q = pt % CHUNKS, r0 = pt / CHUNKS, k = it * BK + q * 8;
+    const int q = pt % CHUNKS, r0 = pt / CHUNKS, k = it * BK + q * CHUNK_VALUES;
     unsigned char* dst = tile + r0 * 128 + 16 * (q ^ (r0 % 8));
-    const bool in_k = k < a.K;  // K is a multiple of 8: a chunk is whole or past the end
+    const bool in_k = k < a.K;  // K fills whole chunks: a chunk is whole or past the end
     const char* base = reinterpret_cast<const char*>(a.x + (in_k ? k : 0));
     // The row stride, 0 past K (nothing is read there): a factor that depends on the step keeps
     // the rows' 64-bit offsets from being hoisted out of the step loop as loop invariants, which
     // took 8 more register pairs and made the producer spill.
-    const int row_bytes = in_k ? a.lda * static_cast<int>(sizeof(ActT)) : 0;
+    const int row_bytes = in_k ? a.lda * static_cast<int>(sizeof(XT)) : 0;
 #pragma unroll
     for (int i = 0; i < ROWS_PER_THREAD; ++i) {
       cp_async16_zfill(dst + ROW_STEP * 128 * i, base + static_cast<long long>(rows[i]) * row_bytes,
@@ -285,7 +301,7 @@ struct MoeWna16WgmmaKernel {
   // largest stall: ncu at M = 8192, notes/session19.md.)
   HM_DEVICE static void consume_all(const Args& a, const typename Dense::Smem& sm,
                                     const unsigned char* ring, float* tile,
-                                    unsigned char* tables) {
+                                    unsigned char* tables, u32 steps_tables) {
     static_assert(BM <= CONSUMER_THREADS, "one table row per consumer thread at most");
     const Walk walk(a);
     const int r = threadIdx.x, iters = ceil_div(a.K, BK);
@@ -308,7 +324,14 @@ struct MoeWna16WgmmaKernel {
       float acc[2][Dense::ACC];
 #pragma unroll
       for (int i = 0; i < Dense::ACC; ++i) acc[0][i] = acc[1][i] = 0.f;
-      Dense::template consume<true, true>(nullptr, d, sm, ring, 0, iters, 0, n0, acc, q);
+      if constexpr (Steps::E4M3) {
+        const auto rows = Dense::rows(a.row_exp + static_cast<long long>(e) * a.n_pad, n0,
+                                      a.n_pad, steps_tables);
+        Dense::consume(d, sm, ring, iters, rows, acc, q);
+        Dense::rescale(acc, rows);
+      } else {
+        Dense::template consume<true, true>(nullptr, d, sm, ring, 0, iters, 0, n0, acc, q);
+      }
       q += iters;
       if (r < BM) factors[r] = w, factors[BM + r] = s;
       store_part<0>(a, d, acc, tile, ids, factors, n0);
@@ -326,6 +349,11 @@ struct MoeWna16WgmmaKernel {
                                   base + RING + PART_BYTES + 8 * STAGES};
     float* tile = reinterpret_cast<float*>(ring + RING);
     unsigned char* tables = ring + RING + PART_BYTES + 16 * STAGES;
+    const u32 steps_tables = base + RING + PART_BYTES + 16 * STAGES + 2 * TABLE_BYTES;
+    if constexpr (Steps::TABLE_BYTES > 0) {
+      Steps::fill_tables(reinterpret_cast<u32*>(tables + 2 * TABLE_BYTES), threadIdx.x,
+                         Tile::THREADS);
+    }
     if (threadIdx.x == 0) {
       for (int s = 0; s < STAGES; ++s) {
         mbar_init(sm.full_bar(s), PRODUCER_THREADS + 1);  // gathers, plus the weights' expect-tx
@@ -333,7 +361,7 @@ struct MoeWna16WgmmaKernel {
       }
       mbar_init_fence();
     }
-    __syncthreads();  // the barriers' initialisation
+    __syncthreads();  // the barriers' (and the steps' tables') initialisation
     // Each role reads its walk after setmaxnreg: values live across it were spilled.
     if (threadIdx.x >= CONSUMER_THREADS) {
       setmaxnreg_dec<PRODUCER_REGS>();
@@ -341,7 +369,7 @@ struct MoeWna16WgmmaKernel {
       return;
     }
     setmaxnreg_inc<CONSUMER_REGS>();
-    consume_all(a, sm, ring, tile, tables);
+    consume_all(a, sm, ring, tile, tables, steps_tables);
   }
 };
 
