@@ -8,7 +8,7 @@ Covers moe_wna16's decode form (one or two 64-column warps per CTA, a K tail) an
 and moe_wna16_wgmma's 128-row blocks (the producer warpgroup's gathered rows arriving on the full
 barriers by cp.async, padding rows, K tails; persistent CTAs walking several tiles, the ring, row
 tables and staged output reused across them), and moe_wna16_a8 (8-bit activations: the quantizer,
-then both inner kernels). The layer's kernels are built for the M bucket, so the wgmma cases' 38
+then the decode form or moe_wna16_wgmma's e4m3 form, its code tables in shared memory). The layer's kernels are built for the M bucket, so the wgmma cases' 38
 and 150 rows per expert both fall in buckets of 64 rows or more. Each result is compared with the reference
 GEMM (humming_core.numerics.moe), so a silent corruption also fails: the error relative to the
 output's largest value must stay within 2^-6, a coarse guard (the conformance tests hold the exact
@@ -34,7 +34,8 @@ CASES = [  # (preset, experts, top_k, M, N, K): rows per expert pick the kernel
     ("W8A16", 8, 4, 300, 256, 520),  # moe_wna16_wgmma, K tail
     ("W4A16_G128", 8, 4, 2048, 1024, 136),  # moe_wna16_wgmma: CTAs walk tiles, K in 3 steps
     ("MXFP4_A8", 64, 2, 8, 256, 288),  # moe_wna16_a8: quantizer, decode form, K tail
-    ("MXFP4_A8", 8, 4, 300, 256, 544),  # moe_wna16_a8 on moe_wna16_wgmma, K tail
+    ("MXFP4_A8", 8, 4, 300, 256, 544),  # moe_wna16_a8: the e4m3 form, 128-row blocks, K tail
+    ("MXFP4_A8", 32, 4, 250, 320, 512),  # the e4m3 form, 64-row blocks, an N tail
 ]
 GUARD = 2.0**-6
 

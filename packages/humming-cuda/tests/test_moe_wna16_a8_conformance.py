@@ -47,7 +47,6 @@ CASES = [  # (case, inner kernel on sm_90a)
     (Case(8, 2, 300, 256, 512, presets.MXFP4_A8, SILU), "e4m3"),
     (Case(16, 8, 600, 512, 1024, presets.MXFP4_A8, OAI, bias=True, drop=True), "e4m3"),
     (Case(8, 4, 400, 320, 272, MXINT4_I8, (), skew=True), "moe_wna16_wgmma"),  # K tail
-    (Case(32, 4, 400, 256, 512, presets.MXFP4_A8, SILU, skew=True), "e4m3"),  # 64-row blocks
     (Case(8, 4, 400, 320, 272, presets.MXFP4_A8, ()), "e4m3"),  # K and N tails
 ]
 
@@ -59,9 +58,9 @@ def device():
     return CudaDevice()
 
 
-def _layer(device, cw, rows, inner=None):
+def _layer(device, cw, rows, inner=None, block=None):
     """(layer, block size); `inner`: the inner kernel it must run on sm_90a ("e4m3": the e4m3 form
-    of moe_wna16_wgmma)."""
+    of moe_wna16_wgmma), `block`: its block size there."""
     from humming_core.ops import PreparedMoe, bucket_of
 
     layer = PreparedMoe(cw, device=device, buckets=(bucket_of(rows),))
@@ -71,6 +70,7 @@ def _layer(device, cw, rows, inner=None):
         e4m3 = getattr(config.inner, "e4m3", False)
         expected = ("moe_wna16_wgmma", True) if inner == "e4m3" else (inner, False)
         assert (config.inner.family, e4m3) == expected, config
+        assert block is None or config.block_m == block, config
     return layer, config.block_m
 
 
@@ -106,6 +106,17 @@ def _wide_scales(cw):
     scales[:4, 2] = 254
     scales[:4, 5] = scales[:4, 3:].amax(-1) - 17
     cw.scales[0] = scales.to(cw.scales.dtype)
+
+
+@pytest.mark.parametrize("router_weights", [False, True])
+def test_e4m3_form_with_64_row_blocks(device, router_weights):
+    case = Case(32, 4, 250, 256, 512, presets.MXFP4_A8, SILU, skew=True)  # 32 rows per expert
+    check_a8_moe_gemm(
+        lambda cw, rows: _layer(device, cw, rows, "e4m3", block=64),
+        case,
+        router_weights,
+        e4m3_expert_bound,
+    )
 
 
 def test_e4m3_form_rows_past_the_exact_window(device):

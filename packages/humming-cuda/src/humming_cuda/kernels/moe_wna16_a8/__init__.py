@@ -1,7 +1,12 @@
 """The MoE W4A8 family on the WnA16 MoE kernels: specs with 8-bit per-token activations and 4-bit
 weights with power-of-two scales (MXFP4, MXINT4 x e4m3 or int8) run as exact bf16 codes through
 moe_wna16 (its decode form at few rows per expert) or moe_wna16_wgmma, the token's scale applied
-to its rows before the epilogue (include/humming/kernel/moe_wna16.cuh, MoeRowScaled). Why: the
+to its rows before the epilogue (include/humming/kernel/moe_wna16.cuh, MoeRowScaled). MXFP4 x e4m3
+where moe_wna16_wgmma runs takes its e4m3 form instead (fp8 wgmma on the e4m3 codes, written by
+the quantizer in the kernel's interleaved order; the group scales folded into the e4m3 weight
+operands against each row's largest scale, packed as `row_exp` by MoeWna16A8Layout:
+include/humming/kernel/moe_wna16_wgmma_e4m3.cuh). H200, session 20: 1.36-1.43x the bf16-code
+kernel at M = 512 / 2048 / 8192 of the MoE bench's layer, conformance and racecheck passed. Why: the
 mma.sync moe_w8a8 kernels run these layers at 0.13-0.41x the published humming-kernels' speed
 (benchmarks/notes/session13.md), while the WnA16 MoE kernels run MXFP4 with bf16 activations at
 0.59-1.17x.

@@ -1,5 +1,6 @@
 """Bind a loaded MoE W4A8 module: quantize x per token with its own entries (the codes written as
-their bf16 values), then the inner WnA16 MoE kernel's call with the per-token scales."""
+their bf16 values, or as interleaved e4m3 codes for the e4m3 form), then the inner WnA16 MoE
+kernel's call with the per-token scales."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """MoE W4A8 configuration: one of the WnA16 MoE kernels' configs (moe_wna16's, decode form
-included, or moe_wna16_wgmma's) run on the exact 16-bit codes of the quantized activations."""
+included, or moe_wna16_wgmma's) run on the exact 16-bit codes of the quantized activations, or
+moe_wna16_wgmma's e4m3 form (`inner.e4m3`) on the 8-bit codes themselves."""
 
 from __future__ import annotations
 
