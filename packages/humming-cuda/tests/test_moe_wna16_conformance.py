@@ -64,6 +64,9 @@ CASES = [
     # tiles (heuristics.MANY_TILES_PER_SM), with 32-element groups too
     Case(128, 8, 40, 1024, 512, presets.W4A16_G128, SILU, skew=True),
     Case(128, 8, 40, 1024, 512, presets.MXFP4, SILU),
+    # the same on K = 2048 with 4-bit float codes: one 64-column warp, a 2-deep ring
+    # (heuristics.FLOAT4_NARROW_TILE), a ragged last group of K rows per expert
+    Case(128, 8, 40, 512, 2048, presets.MXFP4, SILU, skew=True),
 ]
 
 

@@ -72,6 +72,21 @@ def test_decode_tile_narrows_when_its_ctas_would_not_fill_the_gpu():
     assert (many[0].tokens, many[0].warps_n) == (8, 2)
 
 
+@pytest.mark.parametrize(
+    ("base", "k", "tile"),
+    [
+        (presets.MXFP4, 2048, (1, 1, 2)),  # 4-bit float codes on long K: the narrow tile
+        (presets.MXFP4, 1024, (2, 1, 3)),  # short K keeps the many-tiles tile
+        (presets.W4A16_G128, 2048, (2, 1, 3)),  # integer codes keep it
+        (presets.NVFP4, 2048, (2, 4, 3)),  # 16-element groups: the dense decode tile
+    ],
+)
+def test_many_tiles_decode_tile_per_code_kind_and_k(base, k, tile):
+    problem = GemmProblem(n=1536, k=k, m=256, num_experts=128)  # 2 rows per expert
+    first = FAMILY.candidates(moe_spec(base), problem, CAPS)[0]
+    assert first.tokens == 8 and (first.warps_n, first.warps_k, first.stages) == tile
+
+
 def test_decode_config_checks_its_tile_and_sizes_shared_memory_for_16_rows():
     with pytest.raises(ValueError, match="m_frags=1"):
         MoeWna16Config(arch="sm_90a", tokens=8, m_frags=2)

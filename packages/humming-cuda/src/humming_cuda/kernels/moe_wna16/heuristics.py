@@ -103,6 +103,14 @@ MAX_DECODE_ROWS = 8
 # M = 8 / 32 (12 and 16 tiles per SM); at M = 1 (1.5 / 2 tiles per SM) it lost 6-39%.
 MANY_TILES_PER_SM = 4
 MANY_TILES_TILE = {"warps_n": 2, "warps_k": 1, "k_steps": 8, "stages": 3}
+# 4-bit float codes (MXFP4 and its fp8-activation form) on K of FLOAT4_NARROW_MIN_K or more take
+# that tile with one 64-column warp per CTA and a 2-deep ring. H200, the MoE bench's layer
+# (benchmarks/moe_decode_sweep.py --set warps_n=1 --set stages=2, notes/session19.md): MXFP4's w13
+# (K = 2048) 0.956 / 0.968 / 0.970 of the time at M = 8 (three runs), 0.967 at M = 32, MXFP4 x
+# fp8's 0.958 / 0.959; slower for MXFP4's w2 (K = 768: 1.014) and for W4A16's w13 (1.040), and
+# every other warps_n 1-2 x stages 2-4 tile was slower for both GEMMs.
+FLOAT4_NARROW_TILE = {"warps_n": 1, "stages": 2}
+FLOAT4_NARROW_MIN_K = 2048
 
 
 def _group_rows_fit(spec: QuantSpec, cfg: MoeWna16Config) -> bool:
@@ -117,7 +125,8 @@ def decode_config(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Mo
     """The decode form (include/humming/kernel/moe_wna16_decode.cuh) when the experts expect at
     most MAX_DECODE_ROWS rows each, on the tile the dense decode kernel takes for the same weights
     and 8 tokens, or None. With MANY_TILES_PER_SM expert tiles per SM or more it takes
-    MANY_TILES_TILE instead (when the stage's group-scale rows fit); a tile of two 64-column warps
+    MANY_TILES_TILE instead (when the stage's group-scale rows fit; 4-bit float codes on long K
+    FLOAT4_NARROW_TILE over it, where theirs fit one warp's pass); a tile of two 64-column warps
     whose CTAs (one per expert block and 128 columns) would not fill two per SM takes one."""
     rows = max(problem.m if problem.m is not None else 1, 1)
     if -(-rows // max(problem.num_experts, 1)) > MAX_DECODE_ROWS:
@@ -133,6 +142,15 @@ def decode_config(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Mo
     sms = caps.sm_count or DEFAULT_SMS
     many = MoeWna16Config(tokens=MAX_DECODE_ROWS, **{**fields, **MANY_TILES_TILE})
     if blocks * -(-problem.n // 64) >= MANY_TILES_PER_SM * sms and _group_rows_fit(spec, many):
+        fmt = KernelFormat.from_spec(spec)
+        narrow = many.model_copy(update=FLOAT4_NARROW_TILE)
+        if (
+            fmt.kind == "float"
+            and fmt.bits == 4
+            and problem.k >= FLOAT4_NARROW_MIN_K
+            and _group_rows_fit(spec, narrow)
+        ):
+            return narrow
         return many
     if fields["warps_n"] > 1 and blocks * -(-problem.n // 128) < 2 * sms:
         fields["warps_n"] = 1
