@@ -102,6 +102,15 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
   using Base::W_BYTES;
   static constexpr int BM = Tile::BM, BK = Tile::BK, BN = Tile::BN, STAGES = Tile::STAGES;
   static constexpr int TILES_K = Tile::TILES_K, BLOCKS = BK / 32;  // k32 wgmma per step
+  // k32 blocks whose wgmma may still run when the next block's are issued, and the fragment sets
+  // that takes (a set is rewritten IN_FLIGHT blocks after its wgmma; the count divides BLOCKS so
+  // a block's set is a compile-time index). H200, the MoE bench's layer, same process
+  // (moe_header_ab.py, notes/session20.md): 2 in flight took 0.98x the time of 1 with 64-row
+  // blocks (M = 512) but 1.07x with 128-row blocks (M = 2048, 8192).
+  static constexpr int IN_FLIGHT = BM == 64 ? 2 : 1;
+  static constexpr int FRAG_SETS = IN_FLIGHT == 1 ? 2 : BLOCKS;
+  static_assert(IN_FLIGHT < BLOCKS && BLOCKS % FRAG_SETS == 0 && FRAG_SETS > IN_FLIGHT,
+                "a step's stage is released within the next step; sets cycle within a step");
   static_assert(Fmt::BITS == 4 && Fmt::IN_LOOP && Fmt::ZERO == 0, "4-bit codes, group scales");
 
   // This thread's four weight rows (pairs j = 4v + 2i + h of the lane, i: m64 block, h: +8):
@@ -175,13 +184,13 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
 
   // K steps 0 .. iters - 1 of a tile, ring steps q0 ..: as Base::consume<true, true> (x gathered
   // by threads, the ring carrying on to the CTA's next tile), one k32 block at a time; block c's
-  // fragments are built while block c - 1's wgmma run.
+  // fragments are built while blocks c - IN_FLIGHT .. c - 1's wgmma run.
   HM_DEVICE static void consume(const Args& a, const Smem& sm, const unsigned char* ring,
                                 int iters, const Rows& rw, float (&acc)[2][ACC], int q0) {
     const int v = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int words_off = Tile::X_BYTES + (warp * TILES_K * 32 + lane) * Fmt::BITS * 4;
     const int group_off = Tile::X_BYTES + W_BYTES + 2 * (64 * warp + 8 * (lane / 4) + 4 * v);
-    u32 frag[2][2][4] = {};
+    u32 frag[FRAG_SETS][2][4] = {};
     int j = 0;
     do {  // iters >= 1: see Base::consume
       const int q = q0 + j, s = q % STAGES;
@@ -191,18 +200,18 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
       fence_proxy_async_smem();  // x was written by cp.async (generic proxy)
 #pragma unroll
       for (int c = 0; c < BLOCKS; ++c) {
-        const int b = c % 2;
+        const int b = c % FRAG_SETS;
         build(stage, words_off, group_off, c, a.group_shift, rw, v, frag[b]);
         wgmma_fence();
         mma(acc[0], frag[b][0], desc_advance(dx, 32 * c));
         mma(acc[1], frag[b][1], desc_advance(dx, 32 * c));
         wgmma_commit();
-        // block c - 1 is done: its fragments may be rewritten; at block 1 the previous step's
-        // stage is no longer read
-        wgmma_wait<1>();
-        fence_registers_u32(frag[b ^ 1][0]);
-        fence_registers_u32(frag[b ^ 1][1]);
-        if (c == 1 && j > 0) mbar_arrive(sm.empty_bar((q - 1) % STAGES));
+        // block c - IN_FLIGHT is done: its fragments may be rewritten; at block IN_FLIGHT the
+        // previous step's stage is no longer read
+        wgmma_wait<IN_FLIGHT>();
+        fence_registers_u32(frag[(c + FRAG_SETS - IN_FLIGHT) % FRAG_SETS][0]);
+        fence_registers_u32(frag[(c + FRAG_SETS - IN_FLIGHT) % FRAG_SETS][1]);
+        if (c == IN_FLIGHT && j > 0) mbar_arrive(sm.empty_bar((q - 1) % STAGES));
       }
     } while (++j < iters);
     wgmma_wait<0>();
