@@ -58,7 +58,7 @@ class ActQuantFormat:
     """Template arguments of one quantizer: code type, scale mode, group size (0 unless group);
     `wide`: write each code's value as bf16 instead of the 8-bit code (exact), for the WnA16
     kernels that run 8-bit activations; `interleave`: codes with every 16-byte chunk in the
-    order of the e4m3 MoE kernel (byte p holds K (p >> 1) + 8 (p & 1), act_quant.cuh)."""
+    order of the e4m3 MoE kernel (byte p holds K (p >> 1) + 8 (p & 1), act_quant_interleaved.cuh)."""
 
     code: str
     mode: str
@@ -101,6 +101,12 @@ class ActQuantFormat:
         """G of the [G, M] scale tensor for K columns."""
         return -(-k // self.group) if self.mode == "group" else 1
 
+    @property
+    def include(self) -> str:
+        """The #include line of the header that defines this format's entry macro."""
+        header = "act_quant_interleaved" if self.interleave else "act_quant"
+        return f'#include "humming/kernel/{header}.cuh"\n'
+
     def entry_names(self, base: str) -> dict[str, str]:
         """Input dtype name -> C symbol of its quantizer entry."""
         return {dt: f"{base}_quant_{dt}" for dt in INPUTS}
@@ -133,7 +139,7 @@ def render_source(fmt: ActQuantFormat, arch: str) -> KernelSource:
     """A unit holding only the quantizer entries; `name` is the fp16 entry, meta["base"] the
     name `ActQuantizer.from_module` takes."""
     base = "humming_actq_" + hashlib.sha1(repr(fmt).encode()).hexdigest()[:12]
-    code = '#include "humming/kernel/act_quant.cuh"\n' + fmt.entries(base)
+    code = fmt.include + fmt.entries(base)
     meta = {"family": "act_quant", "format": repr(fmt), "base": base}
     return KernelSource(name=fmt.entry_names(base)["fp16"], code=code, arch=arch, meta=meta)
 

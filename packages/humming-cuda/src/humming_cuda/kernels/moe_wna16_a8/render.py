@@ -21,6 +21,6 @@ def render(spec: QuantSpec, config: MoeWna16A8Config, caps: DeviceCaps) -> Kerne
     inner = INNER_RENDERS[config.inner.family](
         codes_spec(spec), config.inner, caps, row_scale=repr(quant)
     )
-    code = '#include "humming/kernel/act_quant.cuh"\n' + quant.entries(inner.name) + inner.code
+    code = quant.include + quant.entries(inner.name) + inner.code
     meta = {"family": "moe_wna16_a8", "config": config.model_dump(), "spec": spec.to_json()}
     return KernelSource(name=inner.name, code=code, arch=config.arch, meta=meta)

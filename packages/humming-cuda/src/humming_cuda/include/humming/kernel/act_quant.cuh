@@ -4,9 +4,6 @@
 // WIDE: q holds each code's value as bf16 instead (exact: every int8 and e4m3 value is a bf16
 // value), the input of the WnA16 kernels that run 8-bit activations (moe_wna16_a8); one pass
 // instead of quantizing and then widening the codes in a second kernel.
-// INTERLEAVE (per-token / static codes): byte p of every 16-byte chunk of q holds the code of K
-// (p >> 1) + 8 (p & 1) of the chunk, the order in which the e4m3 MoE kernel's register A bytes
-// hold the weight codes (moe_wna16_wgmma_e4m3.cuh); K % 16 == 0.
 //
 // Bit-identical to humming_core.numerics.act.quantize_act: scale = amax / code max and value =
 // x / scale, both correctly rounded fp32 divisions (__fdiv_rn, not a reciprocal multiply), then the
@@ -81,20 +78,8 @@ HM_DEVICE void store8(Q* q, uint2 codes) {
   }
 }
 
-// Codes of K 0-7 (lo) and 8-15 (hi) of a chunk -> the chunk in INTERLEAVE order.
-HM_DEVICE uint4 interleave16(uint2 lo, uint2 hi) {
-  u32 r[4];
-  asm("prmt.b32 %0, %1, %2, 0x5140;" : "=r"(r[0]) : "r"(lo.x), "r"(hi.x));
-  asm("prmt.b32 %0, %1, %2, 0x7362;" : "=r"(r[1]) : "r"(lo.x), "r"(hi.x));
-  asm("prmt.b32 %0, %1, %2, 0x5140;" : "=r"(r[2]) : "r"(lo.y), "r"(hi.y));
-  asm("prmt.b32 %0, %1, %2, 0x7362;" : "=r"(r[3]) : "r"(lo.y), "r"(hi.y));
-  return make_uint4(r[0], r[1], r[2], r[3]);
-}
-
-template <typename T, int CODE, int MODE, int GROUP, typename Q = u8, bool INTERLEAVE = false>
+template <typename T, int CODE, int MODE, int GROUP, typename Q = u8>
 struct ActQuant {
-  static_assert(!INTERLEAVE || (sizeof(Q) == 1 && MODE != kActQuantGroup),
-                "interleaved chunks of 8-bit per-token or static codes");
   static constexpr int THREADS = kActQuantThreads;
   static constexpr int kLanes = GROUP / 8;  // lanes sharing one group (8 values per lane)
   static_assert(MODE != kActQuantGroup || (kLanes >= 1 && kLanes <= 32 && (kLanes & (kLanes - 1)) == 0),
@@ -132,20 +117,10 @@ struct ActQuant {
       scale = __fdiv_rn(block_max(amax), Code8Traits<CODE>::kMax);
     }
     if (threadIdx.x == 0) scales[m] = scale;
-    if constexpr (INTERLEAVE) {
-      for (int c = threadIdx.x; c < chunks / 2; c += THREADS) {
-        float lo[8], hi[8];
-        unpack8<T>(*reinterpret_cast<const uint4*>(row + c * 16), lo);
-        unpack8<T>(*reinterpret_cast<const uint4*>(row + c * 16 + 8), hi);
-        *reinterpret_cast<uint4*>(qrow + c * 16) =
-            interleave16(encode8<CODE>(lo, scale), encode8<CODE>(hi, scale));
-      }
-    } else {
-      for (int c = threadIdx.x; c < chunks; c += THREADS) {
-        float f[8];
-        unpack8<T>(*reinterpret_cast<const uint4*>(row + c * 8), f);
-        store8<CODE>(qrow + c * 8, encode8<CODE>(f, scale));
-      }
+    for (int c = threadIdx.x; c < chunks; c += THREADS) {
+      float f[8];
+      unpack8<T>(*reinterpret_cast<const uint4*>(row + c * 8), f);
+      store8<CODE>(qrow + c * 8, encode8<CODE>(f, scale));
     }
   }
 
@@ -189,15 +164,6 @@ struct ActQuant {
       NAME(const T* x, const float* static_scale, humming::u8* q, float* scales, int M, int K,  \
            int lda) {                                                                            \
     humming::ActQuant<T, CODE, MODE, GROUP>::run(x, static_scale, q, scales, M, K, lda);         \
-  }
-
-// The INTERLEAVE form: q [M, K] 8-bit codes, each 16-byte chunk interleaved.
-#define HUMMING_ACT_QUANT_INTERLEAVED_ENTRY(NAME, T, CODE, MODE, GROUP)                          \
-  extern "C" __global__ void __launch_bounds__(humming::kActQuantThreads)                       \
-      NAME(const T* x, const float* static_scale, humming::u8* q, float* scales, int M, int K,  \
-           int lda) {                                                                            \
-    humming::ActQuant<T, CODE, MODE, GROUP, humming::u8, true>::run(x, static_scale, q, scales, \
-                                                                   M, K, lda);                  \
   }
 
 // The WIDE form: q [M, K] bf16 (the codes' values).
