@@ -19,9 +19,9 @@ import torch
 from humming_core.packing.bits import unpack_k
 from humming_core.packing.canonical import CanonicalWeight
 
-from ..moe_wna16.layout import MoeWna16Layout, glu_order
+from ..moe_wna16.layout import MoeWna16Layout, _rows, glu_order
 from ..wna16.config import LAYOUT_TILE_N
-from ..wna16.layout import permute_columns
+from ..wna16.layout import _columns
 
 E8M0_ONE = 127  # the e8m0 code (and bf16 exponent field) of 2^0
 
@@ -39,12 +39,10 @@ def lane_order(per_row: torch.Tensor, glu_layout: str | None) -> torch.Tensor:
     """(N,) values of the canonical rows -> (N_pad,) in the packed order: GLU-reordered when
     `glu_layout` is set, padded with 0, permuted like the scale columns."""
     if glu_layout is not None:
-        order = glu_order(per_row.shape[0], glu_layout).to(per_row.device)
-        per_row = torch.cat([per_row, per_row.new_zeros(1)])[order]
+        per_row = _rows(per_row, glu_order(per_row.shape[0], glu_layout))
     n = per_row.shape[0]
     n_pad = -(-n // LAYOUT_TILE_N) * LAYOUT_TILE_N
-    padded = torch.nn.functional.pad(per_row, (0, n_pad - n)).view(1, n_pad)
-    return permute_columns(padded).reshape(n_pad)
+    return _columns(per_row.view(n, 1), 1, n_pad).reshape(n_pad)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@
 //   One prmt gathers a row's four into the low half; the wgmma's register A byte j = 0..3 of K
 //   group 4t.. then holds real K 2t, 8+2t, 2t+1, 9+2t. The activation quantizer writes x in the
 //   matching order: byte p of every 16-byte chunk holds K (p >> 1) + 8 (p & 1)
-//   (act_quant.cuh, INTERLEAVE), so wgmma multiplies matching K.
+//   (act_quant_interleaved.cuh), so wgmma multiplies matching K.
 // - A code becomes an e4m3 operand through a table lookup (one prmt for the magnitude, one for the
 //   sign) with its group's scale folded in: e2m1 value x 2^(s - smax + 6), where smax is the
 //   largest scale exponent of the weight row over groups with a nonzero code (row_exp, packed by
@@ -44,9 +44,8 @@ template <int STAGES_, int BM_>
 struct WgmmaE4m3RsTile {
   static constexpr int BM = BM_, BN = 256, BK = 128, STAGES = STAGES_, GROUP_M = 1;
   static_assert(BM == 64 || BM == 128, "wgmma N of the token side");
-  static constexpr int CONSUMERS = 2, CTAS = 1, FRAG_BUFS = 2;
+  static constexpr int CONSUMERS = 2;
   static constexpr bool PRODUCER = true;
-  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
   static constexpr int THREADS = 128 * (CONSUMERS + 1);
   static constexpr int TILES_N = BN / 64, TILES_K = BK / 16;  // layout tiles per step
   static constexpr int X_BYTES = BM * BK;                     // e4m3 codes
