@@ -36,6 +36,8 @@ CASES = [  # (preset, experts, top_k, M, N, K): rows per expert pick the kernel
     ("MXFP4_A8", 64, 2, 8, 256, 288),  # moe_wna16_a8: quantizer, decode form, K tail
     ("MXFP4_A8", 8, 4, 300, 256, 544),  # moe_wna16_a8: the e4m3 form, 128-row blocks, K tail
     ("MXFP4_A8", 32, 4, 250, 320, 512),  # the e4m3 form, 64-row blocks, an N tail
+    ("MXFP4_A8", 64, 4, 100, 256, 512),  # the e4m3 form, 16-row blocks on two CTAs per SM
+    ("MXFP4_A8", 16, 4, 60, 320, 528),  # 16-row blocks, K and N tails
 ]
 GUARD = 2.0**-6
 

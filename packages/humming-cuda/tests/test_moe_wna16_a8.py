@@ -17,9 +17,13 @@ from humming_cuda.kernels import FAMILIES, family_named
 from humming_cuda.kernels.moe_wna16 import FAMILY as MOE_WNA16
 from humming_cuda.kernels.moe_wna16.layout import glu_order
 from humming_cuda.kernels.moe_wna16_a8 import FAMILY, MoeWna16A8Config
-from humming_cuda.kernels.moe_wna16_a8.heuristics import codes_spec, e4m3_reason
+from humming_cuda.kernels.moe_wna16_a8.heuristics import (
+    E4M3_MIN_ROWS_PER_EXPERT,
+    codes_spec,
+    e4m3_reason,
+)
 from humming_cuda.kernels.moe_wna16_a8.layout import E8M0_ONE, lane_order, row_exponents
-from humming_cuda.kernels.moe_wna16_wgmma.config import smem_bytes
+from humming_cuda.kernels.moe_wna16_wgmma.config import smem_bytes, smem_limit
 from humming_cuda.kernels.wna16.config import KernelFormat
 from humming_cuda.kernels.wna16.layout import permute_columns
 
@@ -29,6 +33,10 @@ MXFP4_A8 = moe_spec(presets.MXFP4_A8, glu="silu_mul")
 MXINT4_I8 = moe_spec(
     presets.MXINT4.replace(act={"dtype": "int8", "quant": "dynamic", "granularity": "token"})
 )
+
+
+# the most routed rows of 128 experts that stay on the decode kernel
+DECODE_ROWS = 128 * (E4M3_MIN_ROWS_PER_EXPERT - 1)
 
 
 def problem(rows: int) -> GemmProblem:
@@ -76,17 +84,33 @@ def test_candidates_wrap_the_inner_kernel_the_codes_spec_would_run(rows, inner, 
     assert cfgs[0].inner == twin_first
 
 
-@pytest.mark.parametrize(("rows", "block", "stages"), [(4096, 64, 6), (65536, 128, 4)])
-def test_mxfp4_x_e4m3_takes_the_e4m3_form_of_the_wgmma_kernel(rows, block, stages):
+@pytest.mark.parametrize(
+    ("rows", "block", "stages", "ctas"),
+    [
+        (DECODE_ROWS + 1, 16, 3, 2),  # 8 rows per expert
+        (2048, 16, 3, 2),
+        (4096, 64, 6, 1),
+        (8192, 128, 4, 1),
+        (65536, 128, 4, 1),
+    ],
+)
+def test_mxfp4_x_e4m3_takes_the_e4m3_form_of_the_wgmma_kernel(rows, block, stages, ctas):
     cfgs = FAMILY.candidates(MXFP4_A8, problem(rows), SM90)
     assert cfgs and all(c.inner.family == "moe_wna16_wgmma" and c.inner.e4m3 for c in cfgs)
-    assert (cfgs[0].block_m, cfgs[0].inner.stages) == (block, stages)
-    assert all(smem_bytes(KernelFormat.from_spec(codes_spec(MXFP4_A8)), c.inner) <=
-               SM90.smem_per_block for c in cfgs)  # fmt: skip
+    first = cfgs[0].inner
+    assert (first.block_m, first.stages, first.ctas_per_sm) == (block, stages, ctas)
+    fmt = KernelFormat.from_spec(codes_spec(MXFP4_A8))
+    # two CTAs share an SM's shared memory; one-CTA configs of the block follow them
+    assert all(smem_bytes(fmt, c.inner) <= smem_limit(c.inner, SM90.smem_per_block) for c in cfgs)
+    assert all(2 * smem_bytes(fmt, c.inner) < SM90.smem_per_block
+               for c in cfgs if c.inner.ctas_per_sm == 2)  # fmt: skip
+    assert ctas == 1 or any(c.inner.ctas_per_sm == 1 for c in cfgs)
     source = FAMILY.render(MXFP4_A8, cfgs[0], SM90)
     # the interleaved e4m3 quantizer, the e4m3 entry
     assert f"HUMMING_ACT_QUANT_INTERLEAVED_ENTRY({source.name}_quant_bf16" in source.code
     assert f"HUMMING_MOE_WNA16_WGMMA_E4M3_ENTRY({source.name}, Fmt, Tile, " in source.code
+    split = f", {ctas}" if ctas == 2 else ""
+    assert f"using Tile = humming::WgmmaE4m3RsTile<{stages}, {block}{split}>;" in source.code
 
 
 @pytest.mark.parametrize(
@@ -102,6 +126,11 @@ def test_e4m3_form_refusals_name_the_reason(spec, words):
     assert cfgs and not any(c.inner.e4m3 for c in cfgs)
 
 
+def test_decode_form_below_the_e4m3_forms_rows():
+    cfgs = FAMILY.candidates(MXFP4_A8, problem(DECODE_ROWS), SM90)
+    assert cfgs and all(c.inner.family == "moe_wna16" for c in cfgs)
+
+
 def test_wgmma_inner_only_on_sm90a():
     cfgs = FAMILY.candidates(MXFP4_A8, problem(65536), caps_for_arch("sm_89"))
     assert cfgs and cfgs[0].inner.family == "moe_wna16"
@@ -113,7 +142,7 @@ def test_config_round_trips_with_its_inner_kind():
     assert again == cfg and type(again.inner) is type(cfg.inner)
 
 
-@pytest.mark.parametrize("rows", [8, 2048])
+@pytest.mark.parametrize("rows", [8, DECODE_ROWS])
 def test_render_carries_the_quantizer_and_a_row_scaled_policy(rows):
     cfg = FAMILY.candidates(MXFP4_A8, problem(rows), SM90)[0]
     source = FAMILY.render(MXFP4_A8, cfg, SM90)

@@ -1,7 +1,8 @@
 """moe_wna16_a8 conformance on the GPU against humming_core.numerics.moe (reference_moe_gemm and
 reference_fused_moe): MXFP4 x e4m3 and MXINT4 x int8 MoE layers through each inner kernel
 (moe_wna16's decode form at <= 8 rows per expert, its dense K loop above, moe_wna16_wgmma from 32
-rows per expert on sm_90a: its e4m3 form for MXFP4 x e4m3, 64- and 128-row blocks), uniform and
+rows per expert on sm_90a; MXFP4 x e4m3 on sm_90a takes the e4m3 form from 8 rows per expert, in
+16-row blocks on two CTAs per SM, then 64- and 128-row blocks), uniform and
 skewed routing, SiLU and gpt-oss's clamped SwiGLU with biases, w2 router weights, experts dropped
 by an expert map, K and N tails, and MXFP4 rows whose scales span more than the e4m3 form's exact
 window, with a group of zero codes under a huge scale (the family's hardware check: it passed on
@@ -40,11 +41,11 @@ MXINT4_I8 = presets.MXINT4.replace(
 
 CASES = [  # (case, inner kernel on sm_90a)
     (Case(8, 2, 1, 256, 256, presets.MXFP4_A8, SILU), "moe_wna16"),  # decode form
-    (Case(64, 8, 33, 512, 1040, presets.MXFP4_A8, SILU, skew=True), "moe_wna16"),  # K tail
-    (Case(32, 4, 40, 320, 512, presets.MXFP4_A8, OAI, bias=True), "moe_wna16"),
-    (Case(16, 4, 60, 256, 384, presets.MXFP4_A8, (), drop=True), "moe_wna16"),  # dense K loop
+    (Case(64, 8, 33, 512, 1040, presets.MXFP4_A8, SILU, skew=True), "e4m3"),  # 16 rows, K tail
+    (Case(32, 4, 40, 320, 512, presets.MXFP4_A8, OAI, bias=True), "e4m3"),  # 16-row blocks
+    (Case(16, 4, 60, 256, 384, presets.MXFP4_A8, (), drop=True), "e4m3"),  # 16-row blocks
     (Case(64, 4, 200, 384, 512, MXINT4_I8, SILU, skew=True), "moe_wna16"),
-    (Case(8, 2, 300, 256, 512, presets.MXFP4_A8, SILU), "e4m3"),
+    (Case(8, 2, 300, 256, 512, presets.MXFP4_A8, SILU), "e4m3"),  # 128-row blocks
     (Case(16, 8, 600, 512, 1024, presets.MXFP4_A8, OAI, bias=True, drop=True), "e4m3"),
     (Case(8, 4, 400, 320, 272, MXINT4_I8, (), skew=True), "moe_wna16_wgmma"),  # K tail
     (Case(8, 4, 400, 320, 272, presets.MXFP4_A8, ()), "e4m3"),  # K and N tails
@@ -108,14 +109,34 @@ def _wide_scales(cw):
     cw.scales[0] = scales.to(cw.scales.dtype)
 
 
+@pytest.mark.parametrize(
+    ("case", "block"),
+    [  # rows per expert of the M bucket: 16, 16 (K tail), 32 (K tail)
+        (Case(32, 4, 100, 256, 512, presets.MXFP4_A8, SILU, skew=True), 16),
+        (Case(16, 4, 60, 320, 528, presets.MXFP4_A8, SILU, skew=True), 16),
+        (Case(32, 4, 250, 256, 528, presets.MXFP4_A8, SILU, skew=True), 64),
+    ],
+    ids=lambda c: str(c) if isinstance(c, int) else f"E{c.experts}M{c.m}K{c.k}",
+)
 @pytest.mark.parametrize("router_weights", [False, True])
-def test_e4m3_form_with_64_row_blocks(device, router_weights):
-    case = Case(32, 4, 250, 256, 512, presets.MXFP4_A8, SILU, skew=True)  # 32 rows per expert
+def test_e4m3_form_block_sizes(device, case, block, router_weights):
     check_a8_moe_gemm(
-        lambda cw, rows: _layer(device, cw, rows, "e4m3", block=64),
+        lambda cw, rows: _layer(device, cw, rows, "e4m3", block=block),
         case,
         router_weights,
         e4m3_expert_bound,
+    )
+
+
+def test_bf16_codes_where_the_e4m3_form_does_not_run(device, monkeypatch):
+    """moe_wna16's dense K loop on the widened codes: what MXFP4 x e4m3 runs on GPUs without the
+    e4m3 form (it runs on the H200 from 64 routed rows)."""
+    from humming_cuda.kernels.moe_wna16_a8 import heuristics
+
+    monkeypatch.setattr(heuristics, "e4m3_block", lambda problem: None)
+    case = Case(16, 4, 60, 256, 384, presets.MXFP4_A8, OAI, bias=True, drop=True)
+    check_a8_moe_gemm(
+        lambda cw, rows: _layer(device, cw, rows, "moe_wna16"), case, True, w8a8_expert_bound
     )
 
 
@@ -130,6 +151,6 @@ def test_e4m3_form_rows_past_the_exact_window(device):
     )
 
 
-@pytest.mark.parametrize("index", [1, 6], ids=["decode-skew", "wgmma-oai-drop"])
+@pytest.mark.parametrize("index", [0, 1, 6], ids=["decode", "e4m3-16-skew", "e4m3-128-oai-drop"])
 def test_fused_moe_matches_reference(device, index):
     check_a8_fused_moe(lambda cw, rows: _layer(device, cw, rows), CASES[index][0])

@@ -64,6 +64,9 @@ def test_registered_before_moe_wna16_and_verified():
         ({"stages": 7}, r"stages=7: .* \(3, 4, 5, 6, 8\)"),
         ({"block_m": 32}, r"block_m=32: .* \(64, 128\) rows .* moe_wna16"),
         ({"block_m": 256}, r"block_m=256: .* \(64, 128\)"),
+        ({"block_m": 48, "e4m3": True}, r"block_m=48: .* e4m3 form takes \(16, 32, 64, 128\)"),
+        ({"block_m": 32, "e4m3": True, "ctas_per_sm": 2}, r"ctas_per_sm=2 .* at most 16 rows"),
+        ({"block_m": 64, "ctas_per_sm": 2}, r"ctas_per_sm=2 with e4m3=False"),
     ],
 )
 def test_config_refuses_what_the_kernel_is_not_built_for(fields, words):

@@ -19,12 +19,30 @@ from humming_core.spec.quant import ActSpec
 from ..act_quant import ActQuantFormat, unsupported_reason
 from ..moe_wna16 import FAMILY as MOE_WNA16
 from ..moe_wna16_wgmma import FAMILY as MOE_WNA16_WGMMA
-from ..moe_wna16_wgmma.config import MoeWna16WgmmaConfig, smem_bytes
+from ..moe_wna16_wgmma.config import (
+    E4M3_TWO_CTA_BLOCK_M,
+    MoeWna16WgmmaConfig,
+    smem_bytes,
+    smem_limit,
+)
+from ..moe_wna16_wgmma.heuristics import MAX_ROWS_FOR_BLOCK_64, rows_per_expert
 from ..wna16.config import KernelFormat
 from .config import MoeWna16A8Config
 
 # Ring depths of the e4m3 form, best first, each where it fits (4 at most with 128-row blocks).
 E4M3_STAGES = (6, 5, 4, 3)
+# Rows an expert can expect (moe_wna16_wgmma.heuristics.rows_per_expert) from which the e4m3 form
+# runs; below, moe_wna16's decode kernel on bf16 codes. H200, the MoE bench's layer (128 experts,
+# top 8), benchmarks/moe_a8_block_sweep.py, e4m3 form with 16-row blocks (two CTAs per SM) over
+# the decode kernel, same run (notes/session21.md): 2 rows (M = 32) 1.07x the time, 4 rows
+# (M = 64) 1.01x, 8 rows (M = 128) 0.76x.
+E4M3_MIN_ROWS_PER_EXPERT = 8
+# Up to 16 rows per expert 16-row blocks (wgmma n16); above, the bf16 form's 64 / 128: at 32 rows
+# per expert (M = 512) 32-row blocks took 1.36x and 16-row ones 1.59x the time of 64-row ones.
+E4M3_NARROW_BLOCK = 16
+E4M3_NARROW_CTAS = 2  # CTAs per SM of the narrow blocks' configs tried first
+# Their ring depth: 4 fits half an SM too, but ptxas serializes its wgmmas (C7513).
+E4M3_TWO_CTA_STAGES = (3,)
 
 
 def codes_spec(spec: QuantSpec) -> QuantSpec:
@@ -104,25 +122,45 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
     return MOE_WNA16.supports(codes_spec(spec), _codes_problem(problem), caps)
 
 
+def e4m3_block(problem: GemmProblem) -> int | None:
+    """The e4m3 form's block for `problem` (routed rows), None where the decode kernel runs."""
+    rows = rows_per_expert(problem)
+    if rows < E4M3_MIN_ROWS_PER_EXPERT:
+        return None
+    if rows <= E4M3_NARROW_BLOCK:
+        return E4M3_NARROW_BLOCK
+    return 64 if rows <= MAX_ROWS_FOR_BLOCK_64 else 128
+
+
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[MoeWna16A8Config]:
-    """The inner family's configs for the codes spec, best first."""
+    """The inner family's configs for the codes spec, best first: the e4m3 form where the spec
+    and the GPU take it (e4m3_block), else the WnA16 MoE kernel the device would route the codes
+    spec to."""
     if not supports(spec, problem, caps):
         return []
     codes, codes_problem = codes_spec(spec), _codes_problem(problem)
-    family = _inner(codes, codes_problem, caps)
-    inner = family.candidates(codes, codes_problem, caps)
-    if family is MOE_WNA16_WGMMA and not e4m3_reason(spec):
-        inner = _e4m3_configs(codes, inner, caps)
+    block = None
+    if not e4m3_reason(spec) and MOE_WNA16_WGMMA.supports(codes, codes_problem, caps):
+        block = e4m3_block(codes_problem)
+    if block is not None:
+        inner = _e4m3_configs(codes, block, caps)
+    else:
+        family = _inner(codes, codes_problem, caps)
+        inner = family.candidates(codes, codes_problem, caps)
     return [MoeWna16A8Config(arch=caps.arch, inner=c) for c in inner]
 
 
-def _e4m3_configs(
-    codes: QuantSpec, bf16: list[MoeWna16WgmmaConfig], caps: DeviceCaps
-) -> list[MoeWna16WgmmaConfig]:
-    """The e4m3 form of the bf16 configs' block, at each ring depth that fits."""
+def _e4m3_configs(codes: QuantSpec, block_m: int, caps: DeviceCaps) -> list[MoeWna16WgmmaConfig]:
+    """The e4m3 form with `block_m`-row blocks, at each ring depth that fits: with narrow blocks
+    first split for E4M3_NARROW_CTAS CTAs per SM, then for one."""
     fmt = KernelFormat.from_spec(codes)
     configs = [
-        MoeWna16WgmmaConfig(arch=caps.arch, stages=s, block_m=bf16[0].block_m, e4m3=True)
+        MoeWna16WgmmaConfig(arch=caps.arch, stages=s, block_m=block_m, e4m3=True)
         for s in E4M3_STAGES
     ]
-    return [c for c in configs if smem_bytes(fmt, c) <= caps.smem_per_block]
+    if block_m <= E4M3_TWO_CTA_BLOCK_M and E4M3_NARROW_CTAS == 2:
+        configs[:0] = [
+            MoeWna16WgmmaConfig(arch=caps.arch, stages=s, block_m=block_m, e4m3=True, ctas_per_sm=2)
+            for s in E4M3_TWO_CTA_STAGES
+        ]
+    return [c for c in configs if smem_bytes(fmt, c) <= smem_limit(c, caps.smem_per_block)]

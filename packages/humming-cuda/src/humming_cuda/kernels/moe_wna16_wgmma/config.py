@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 
 from ..base import KernelConfig
 from ..wgmma_tile import ALIGN_SLACK
@@ -25,6 +25,10 @@ PARTS = 2  # the epilogue stages the fp32 output tile in halves of rows
 
 STAGES = (3, 4, 5, 6, 8)  # ring depths the kernel is built with; the heuristics pick among them
 BLOCK_MS = (64, 128)  # wgmma n64 / n128 token tiles; narrower blocks are moe_wna16's
+# The e4m3 form also takes narrow blocks (wgmma n16 / n32: few rows per expert, where its fp8
+# operands still beat the mma.sync decode kernels on bf16 codes).
+E4M3_BLOCK_MS = (16, 32, 64, 128)
+E4M3_TWO_CTA_BLOCK_M = 16  # 32-row blocks spilled at two CTAs per SM
 E4M3_BLOCK_K = 128  # the e4m3 form's K step: four k32 wgmma (moe_wna16_wgmma_e4m3.cuh)
 E4M3_TABLE_BYTES = 4096  # E2m1E4m3Tables::BYTES
 
@@ -39,6 +43,10 @@ class MoeWna16WgmmaConfig(KernelConfig):
     # The e4m3 form (moe_wna16_wgmma_e4m3.cuh): e4m3 activations x MXFP4 weights on fp8 wgmma, 128
     # K per step. Only moe_wna16_a8 asks for it (its quantizer writes the interleaved codes).
     e4m3: bool = False
+    # CTAs per SM the registers are split for (WgmmaE4m3RsTile::CTAS): 2 for the e4m3 form's
+    # narrow blocks (E4M3_TWO_CTA_BLOCK_M rows at most), whose shared memory must then fit half
+    # an SM (two_cta_smem).
+    ctas_per_sm: Literal[1, 2] = 1
 
     @field_validator("stages")
     @classmethod
@@ -47,15 +55,25 @@ class MoeWna16WgmmaConfig(KernelConfig):
             raise ValueError(f"stages={v}: the moe_wna16_wgmma ring takes {STAGES} stages")
         return v
 
-    @field_validator("block_m")
-    @classmethod
-    def _block_m(cls, v: int) -> int:
-        if v not in BLOCK_MS:
-            raise ValueError(
-                f"block_m={v}: the moe_wna16_wgmma tile takes {BLOCK_MS} rows (smaller alignment "
-                "blocks are the moe_wna16 family's)"
+    @model_validator(mode="after")
+    def _block_m(self) -> MoeWna16WgmmaConfig:
+        allowed = E4M3_BLOCK_MS if self.e4m3 else BLOCK_MS
+        if self.block_m not in allowed:
+            form, rest = (
+                ("e4m3 form", "")
+                if self.e4m3
+                else ("bf16 form", " (smaller alignment blocks are the moe_wna16 family's)")
             )
-        return v
+            raise ValueError(
+                f"block_m={self.block_m}: the moe_wna16_wgmma {form} takes {allowed} rows{rest}"
+            )
+        if self.ctas_per_sm == 2 and not (self.e4m3 and self.block_m <= E4M3_TWO_CTA_BLOCK_M):
+            raise ValueError(
+                f"ctas_per_sm=2 with e4m3={self.e4m3}, block_m={self.block_m}: two CTAs per SM "
+                f"take the e4m3 form with blocks of at most {E4M3_TWO_CTA_BLOCK_M} rows (their "
+                "consumers fit 96 registers)"
+            )
+        return self
 
     @property
     def dense(self) -> WgmmaWna16Config:
@@ -97,6 +115,12 @@ def e4m3_stage_bytes(fmt: KernelFormat, block_m: int) -> int:
     """A ring stage of the e4m3 form (E4m3RsSteps): the e4m3 x tile, 4 x 8 layout tiles of codes,
     the step's 4 group rows of 256 bf16 scales (groups are 32 deep or more)."""
     return block_m * E4M3_BLOCK_K + 32 * 32 * fmt.bits * 4 + 4 * RS_BLOCK_N * 2
+
+
+def smem_limit(cfg: MoeWna16WgmmaConfig, smem_per_block: int) -> int:
+    """The shared memory one CTA of `cfg` may take: the arch's per-block limit, or with two CTAs
+    per SM half of it less the 1 KB the driver reserves per CTA."""
+    return smem_per_block if cfg.ctas_per_sm == 1 else smem_per_block // 2 - 1024
 
 
 def smem_bytes(fmt: KernelFormat, cfg: MoeWna16WgmmaConfig) -> int:

@@ -27,7 +27,8 @@ def render(
     header, macro, act_arg = "moe_wna16_wgmma", "HUMMING_MOE_WNA16_WGMMA_ENTRY", f"{act}, "
     if config.e4m3:
         # x holds e4m3 codes; the act type (bf16, the codes spec's) is the scales' type only
-        tile = f"humming::WgmmaE4m3RsTile<{config.stages}, {config.block_m}>"
+        ctas = f", {config.ctas_per_sm}" if config.ctas_per_sm != 1 else ""
+        tile = f"humming::WgmmaE4m3RsTile<{config.stages}, {config.block_m}{ctas}>"
         header, macro, act_arg = "moe_wna16_wgmma_e4m3", "HUMMING_MOE_WNA16_WGMMA_E4M3_ENTRY", ""
     key = f"moe|{weight}|{tile}|{act}|{out}|{bias}|{policy}{row_scale_key(row_scale)}"
     name = f"humming_moe_wna16_wgmma_{hashlib.sha1(key.encode()).hexdigest()[:16]}"

@@ -69,11 +69,15 @@ struct MoeWna16WgmmaKernel {
   // worst) and with row-scaled MXFP4 (moe_wna16_a8: 1.09-1.18x slower at M = 512 / 8192 than at
   // 80, notes/session19.md); those take 80 (consumers 200), the rest 72 (consumers 208: W4A16
   // g128 3% faster at M = 8192 than at 80).
+  // Two CTAs per SM (Tile::CTAS, narrow blocks: one row per producer thread) split the 80
+  // registers per thread their launch reserves (65536 / (2 x 384), in steps of 8): 40 for the
+  // producer (32 spilled) and 96 per consumer thread.
   static constexpr bool WIDE_PRODUCER = Fmt::ZERO != 0 || Act::kRowScale;
-  static constexpr int PRODUCER_REGS = WIDE_PRODUCER ? 80 : 72;
-  static constexpr int CONSUMER_REGS = WIDE_PRODUCER ? 200 : 208;
-  static_assert(PRODUCER_THREADS * PRODUCER_REGS + CONSUMER_THREADS * CONSUMER_REGS <= 65536,
-                "one CTA per SM");
+  static constexpr int PRODUCER_REGS = Tile::CTAS == 2 ? 40 : WIDE_PRODUCER ? 80 : 72;
+  static constexpr int CONSUMER_REGS = Tile::CTAS == 2 ? 96 : WIDE_PRODUCER ? 200 : 208;
+  static_assert(PRODUCER_THREADS * PRODUCER_REGS + CONSUMER_THREADS * CONSUMER_REGS <=
+                    (Tile::CTAS == 2 ? 384 * 80 : 65536),
+                "the registers the launch reserves per CTA");
   static constexpr int RING = STAGES * Dense::STAGE_BYTES;
   static constexpr int PARTS = 2;  // the epilogue stages the tile in halves of rows
   static constexpr int PART_BYTES = BM / PARTS * BN * 4;

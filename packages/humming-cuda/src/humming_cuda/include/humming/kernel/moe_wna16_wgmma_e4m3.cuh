@@ -39,11 +39,15 @@
 namespace humming {
 
 // STAGES-deep ring of 128-deep K steps over BM tokens x 256 weight rows; the rest as the bf16
-// register-A tile with a producer warpgroup (WgmmaWna16RsTile).
-template <int STAGES_, int BM_>
+// register-A tile with a producer warpgroup (WgmmaWna16RsTile). CTAS: CTAs resident per SM the
+// registers are split for (MoeWna16WgmmaKernel): 2 with narrow blocks, whose consumers are bound
+// by the latency of their conversions (ncu, notes/session21.md), so twice the warps hide more.
+template <int STAGES_, int BM_, int CTAS_ = 1>
 struct WgmmaE4m3RsTile {
   static constexpr int BM = BM_, BN = 256, BK = 128, STAGES = STAGES_, GROUP_M = 1;
-  static_assert(BM == 64 || BM == 128, "wgmma N of the token side");
+  static_assert(BM == 16 || BM == 32 || BM == 64 || BM == 128, "wgmma N of the token side");
+  static constexpr int CTAS = CTAS_;
+  static_assert(CTAS == 1 || (CTAS == 2 && BM == 16), "two CTAs per SM: 16-row blocks");
   static constexpr int CONSUMERS = 2;
   static constexpr bool PRODUCER = true;
   static constexpr int THREADS = 128 * (CONSUMERS + 1);
@@ -79,16 +83,27 @@ struct E2m1E4m3Tables {
   }
 };
 
-// d[64x64] (+)= A[64x32] (e4m3 registers) * B[64x32]^T (e4m3, K-major smem).
-HM_DEVICE void wgmma_m64n64k32_e4m3_rs(float (&d)[32], const u32 (&a)[4], u64 desc_b,
-                                       bool accumulate) {
-  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " HM_WGMMA_N64_PRED
-               ", 0;\n wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {" HM_WGMMA_N64_TEXT
-               ", p, 1, 1;\n}"
-               : HM_WGMMA_N64_OUTPUTS
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b),
-                 "r"(static_cast<int>(accumulate)));
-}
+// d[64xN] (+)= A[64x32] (e4m3 registers) * B[Nx32]^T (e4m3, K-major smem) for N in {16, 32, 64},
+// with wgmma_narrow.cuh's operand lists (fp8 wgmma takes no transpose operands).
+template <int N>
+struct WgmmaE4m3Rs;
+
+#define HM_WGMMA_E4M3_RS_CASE(N)                                                                 \
+  template <>                                                                                    \
+  struct WgmmaE4m3Rs<N> {                                                                        \
+    HM_DEVICE static void run(float (&d)[N / 2], const u32 (&a)[4], u64 desc_b, bool accumulate) { \
+      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " HM_WGMMA_N##N##_PRED                     \
+                   ", 0;\n wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 {"            \
+                   HM_WGMMA_N##N##_TEXT ", p, 1, 1;\n}"                                          \
+                   : HM_WGMMA_N##N##_OUTPUTS                                                     \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b),                    \
+                     "r"(static_cast<int>(accumulate)));                                          \
+    }                                                                                            \
+  };
+
+HM_WGMMA_E4M3_RS_CASE(16)
+HM_WGMMA_E4M3_RS_CASE(32)
+HM_WGMMA_E4M3_RS_CASE(64)
 
 template <class Fmt, class Tile, typename OutT, bool BIAS>
 struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
@@ -106,7 +121,8 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
   // a block's set is a compile-time index). H200, the MoE bench's layer, same process
   // (moe_header_ab.py, notes/session20.md): 2 in flight took 0.98x the time of 1 with 64-row
   // blocks (M = 512) but 1.07x with 128-row blocks (M = 2048, 8192).
-  static constexpr int IN_FLIGHT = BM == 64 ? 2 : 1;
+  // Narrower blocks (16 / 32 rows: few rows per expert) keep two in flight as 64-row ones do.
+  static constexpr int IN_FLIGHT = BM == 128 ? 1 : 2;
   static constexpr int FRAG_SETS = IN_FLIGHT == 1 ? 2 : BLOCKS;
   static_assert(IN_FLIGHT < BLOCKS && BLOCKS % FRAG_SETS == 0 && FRAG_SETS > IN_FLIGHT,
                 "a step's stage is released within the next step; sets cycle within a step");
@@ -141,15 +157,18 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
 
   // Four codes (nibbles of bits [0, 16)) -> four e4m3 bytes through one row's table (mag: the
   // magnitudes 0..7, 8 bytes). The sign prmt yields 0x80 per byte, 0xFF for a negative code.
-  HM_DEVICE static u32 to_e4m3(u32 codes, uint2 mag) {
+  // sign_bytes: 0x80808080 as a pinned_constant (ptxas otherwise moved it into a register before
+  // every sign prmt: 8 instructions per k32 block, SASS of the 16-row kernel).
+  HM_DEVICE static u32 to_e4m3(u32 codes, uint2 mag, u32 sign_bytes) {
     const u32 m = prmt(mag.x, mag.y, codes & 0x7777u);
-    const u32 s = prmt(0x80808080u, 0x80808080u, codes);
+    const u32 s = prmt(sign_bytes, sign_bytes, codes);
     return m | ((s << 1) & 0x80808080u);
   }
 
   // The register A fragments of k32 block c of a stage for both m64 blocks.
   HM_DEVICE static void build(const unsigned char* stage, int words_off, int group_off, int c,
-                              int group_shift, const Rows& rw, int v, u32 (&frag)[2][4]) {
+                              int group_shift, const Rows& rw, int v, u32 sign_bytes,
+                              u32 (&frag)[2][4]) {
     const uint2 s = *reinterpret_cast<const uint2*>(stage + group_off +
                                                     ((32 * c) >> group_shift) * BN * 2);
     const u32 ex[4] = {(s.x >> 7) & 0xFFu, (s.x >> 23) & 0xFFu, (s.y >> 7) & 0xFFu,
@@ -166,10 +185,10 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
     hi.load(reinterpret_cast<const u32*>(stage + words_off + (2 * c + 1) * TILE_BYTES), v);
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      frag[i][0] = to_e4m3(prmt(lo.w[i], lo.w[i], 0x2020u), tab[2 * i]);
-      frag[i][1] = to_e4m3(prmt(lo.w[i], lo.w[i], 0x3131u), tab[2 * i + 1]);
-      frag[i][2] = to_e4m3(prmt(hi.w[i], hi.w[i], 0x2020u), tab[2 * i]);
-      frag[i][3] = to_e4m3(prmt(hi.w[i], hi.w[i], 0x3131u), tab[2 * i + 1]);
+      frag[i][0] = to_e4m3(prmt(lo.w[i], lo.w[i], 0x2020u), tab[2 * i], sign_bytes);
+      frag[i][1] = to_e4m3(prmt(lo.w[i], lo.w[i], 0x3131u), tab[2 * i + 1], sign_bytes);
+      frag[i][2] = to_e4m3(prmt(hi.w[i], hi.w[i], 0x2020u), tab[2 * i], sign_bytes);
+      frag[i][3] = to_e4m3(prmt(hi.w[i], hi.w[i], 0x3131u), tab[2 * i + 1], sign_bytes);
     }
   }
 
@@ -177,7 +196,7 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
     if constexpr (BM == 128) {
       wgmma_m64n128k32_e4m3_rs(acc, frag, dx, true);
     } else {
-      wgmma_m64n64k32_e4m3_rs(acc, frag, dx, true);
+      WgmmaE4m3Rs<BM>::run(acc, frag, dx, true);
     }
   }
 
@@ -189,6 +208,7 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
     const int v = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int words_off = Tile::X_BYTES + (warp * TILES_K * 32 + lane) * Fmt::BITS * 4;
     const int group_off = Tile::X_BYTES + W_BYTES + 2 * (64 * warp + 8 * (lane / 4) + 4 * v);
+    const u32 sign_bytes = pinned_constant(0x80808080u, a.k_tiles);
     u32 frag[FRAG_SETS][2][4] = {};
     int j = 0;
     do {  // iters >= 1: see Base::consume
@@ -200,7 +220,7 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
 #pragma unroll
       for (int c = 0; c < BLOCKS; ++c) {
         const int b = c % FRAG_SETS;
-        build(stage, words_off, group_off, c, a.group_shift, rw, v, frag[b]);
+        build(stage, words_off, group_off, c, a.group_shift, rw, v, sign_bytes, frag[b]);
         wgmma_fence();
         mma(acc[0], frag[b][0], desc_advance(dx, 32 * c));
         mma(acc[1], frag[b][1], desc_advance(dx, 32 * c));
@@ -229,9 +249,9 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
   }
 };
 
-template <class Fmt, int STAGES, int BM, typename ActT, typename OutT, bool BIAS>
-struct MoeRsSteps<Fmt, WgmmaE4m3RsTile<STAGES, BM>, ActT, OutT, BIAS> {
-  using type = E4m3RsSteps<Fmt, WgmmaE4m3RsTile<STAGES, BM>, OutT, BIAS>;
+template <class Fmt, int STAGES, int BM, int CTAS, typename ActT, typename OutT, bool BIAS>
+struct MoeRsSteps<Fmt, WgmmaE4m3RsTile<STAGES, BM, CTAS>, ActT, OutT, BIAS> {
+  using type = E4m3RsSteps<Fmt, WgmmaE4m3RsTile<STAGES, BM, CTAS>, OutT, BIAS>;
   using X = u8;
   static constexpr bool E4M3 = true;
   static constexpr int TABLE_BYTES = E2m1E4m3Tables::BYTES;
@@ -245,7 +265,7 @@ struct MoeRsSteps<Fmt, WgmmaE4m3RsTile<STAGES, BM>, ActT, OutT, BIAS> {
 // The e4m3 form's entry: HUMMING_MOE_WNA16_WGMMA_ENTRY's parameters with x as e4m3 codes (in the
 // quantizer's interleaved order), then the expert rows' exponents (row_exp, [E, n_pad]).
 #define HUMMING_MOE_WNA16_WGMMA_E4M3_ENTRY(NAME, FMT, TILE, OUT, BIAS, POLICY)                     \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                             \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, TILE::CTAS) NAME(                    \
       const humming::u8* x, const humming::u32* qweight, const nv_bfloat16* scales,               \
       const nv_bfloat16* zeros, const float* channel_scale, const float* global_scale,             \
       const float* bias, const float* topk_weights, const int* sorted_ids, const int* expert_ids,  \
