@@ -1,7 +1,8 @@
-// Indexed MoE GEMM for MXFP4 weights x e4m3 activations on sm_90a at large M, on fp8 tensor cores
-// (humming_cuda.kernels.moe_wna16_a8 with an e4m3 inner config): the persistent MoE kernel of
-// kernel/moe_wna16_wgmma.cuh, whose K steps are run by E4m3RsSteps below instead of the bf16
-// register-A steps.
+// Indexed MoE GEMM for MXFP4 weights x e4m3 activations on sm_90a from 8 rows per expert, on fp8
+// tensor cores (humming_cuda.kernels.moe_wna16_a8 with an e4m3 inner config): the persistent MoE
+// kernel of kernel/moe_wna16_wgmma.cuh, whose K steps are run by E4m3RsSteps below instead of the
+// bf16 register-A steps; 16-row blocks (wgmma n16, two CTAs per SM) up to 16 rows per expert,
+// 64- and 128-row blocks above.
 //
 // Why: moe_wna16_a8 otherwise widens the e4m3 codes to bf16 and runs the bf16 kernel at half the
 // fp8 tensor rate; at M >= 512 it took 2.0-2.5x the published humming-kernels' time, which runs
@@ -119,10 +120,11 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
   // k32 blocks whose wgmma may still run when the next block's are issued, and the fragment sets
   // that takes (a set is rewritten IN_FLIGHT blocks after its wgmma; the count divides BLOCKS so
   // a block's set is a compile-time index). H200, the MoE bench's layer, same process
-  // (moe_header_ab.py, notes/session20.md): 2 in flight took 0.98x the time of 1 with 64-row
-  // blocks (M = 512) but 1.07x with 128-row blocks (M = 2048, 8192).
-  // Narrower blocks (16 / 32 rows: few rows per expert) keep two in flight as 64-row ones do.
-  static constexpr int IN_FLIGHT = BM == 128 ? 1 : 2;
+  // (moe_header_ab.py, notes/session20.md and session21.md): 2 in flight took 0.98x the time of 1
+  // with 64-row blocks (M = 512) but 1.07x with 128-row blocks (M = 2048, 8192); with 16-row
+  // blocks on two CTAs per SM 1 took 0.99x the time of 2 (M = 128, 256) and 3 took 1.12x (M = 32,
+  // 128).
+  static constexpr int IN_FLIGHT = BM == 64 ? 2 : 1;
   static constexpr int FRAG_SETS = IN_FLIGHT == 1 ? 2 : BLOCKS;
   static_assert(IN_FLIGHT < BLOCKS && BLOCKS % FRAG_SETS == 0 && FRAG_SETS > IN_FLIGHT,
                 "a step's stage is released within the next step; sets cycle within a step");
