@@ -59,12 +59,16 @@ def test_configs_mirror_the_header():
     assert all(c.smem_bytes <= SM90.smem_per_block for c in configs)
     assert "A_BYTES = BM * BK, P_BYTES = BN * BK / 2, STAGE_BYTES = A_BYTES + P_BYTES" in HEADER
     assert "X_BYTES = BN * BK, X_BUFFERS = REG_A ? 0 : 2" in HEADER
-    assert "1024 + STAGES * STAGE_BYTES + CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES" in HEADER
+    assert (
+        "1024 + STAGES * STAGE_BYTES + CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES + 4" in HEADER
+    )
     assert W4a8WgmmaConfig(arch="sm_90a", stages=4, weights_in_registers=False).smem_bytes == (
-        1024 + 4 * (16384 + 8192) + 2 * 2 * 16384 + 64
+        1024 + 4 * (16384 + 8192) + 2 * 2 * 16384 + 64 + 4
     )
     # the out^T form (the default) keeps no expanded tiles
-    assert W4a8WgmmaConfig(arch="sm_90a", stages=4).smem_bytes == (1024 + 4 * (16384 + 8192) + 64)
+    assert W4a8WgmmaConfig(arch="sm_90a", stages=4).smem_bytes == (
+        1024 + 4 * (16384 + 8192) + 64 + 4
+    )
 
 
 def test_register_a_form_is_the_default_and_each_form_renders_its_tile():
@@ -131,3 +135,46 @@ def test_the_call_is_w8a8_wgmmas_with_the_packed_map_and_w4a8_shapes():
     assert (W4a8WgmmaKernel.PACKED, W8a8WgmmaKernel.PACKED) == (True, False)
     assert w4.k_dims(1000) == {"KW": 8 * 16, "WG": 8}  # 8 slabs of 128 K, 8 groups of 128
     assert w8.k_dims(1000) == {"KB": 8}
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "m", "split"),
+    [
+        (4096, 14336, 32, 4),  # 32 tiles: 128 CTAs of 28 K blocks
+        (4096, 14336, 256, 2),
+        (8192, 28672, 128, 2),  # 64 tiles
+        (6144, 4096, 64, 2),  # 48 tiles of 32 blocks
+        (57344, 8192, 32, 1),  # 448 tiles: more than the SMs
+        (4096, 14336, 1024, 1),
+    ],
+)
+def test_small_grids_split_k_as_w8a8_wgmma_does(n, k, m, split):
+    """Grids of fewer tiles than SMs split along K (w8a8_wgmma's pick_split_k: the same tiles and
+    128-deep blocks), each split config followed by its unsplit twin; the split is a launch
+    parameter, so both render one source."""
+    from humming_cuda.kernels.w8a8_wgmma.heuristics import pick_split_k
+
+    problem = GemmProblem(n=n, k=k, m=m)
+    configs = FAMILY.candidates(presets.W4A8_FP8, problem, SM90)
+    assert configs[0].split_k == split == pick_split_k(problem, SM90)
+    if split > 1:
+        assert [c.split_k for c in configs] == [split, split, 1, 1]
+        unsplit = configs[0].model_copy(update={"split_k": 1})
+        assert configs[2] == unsplit
+        assert (
+            FAMILY.render(presets.W4A8_FP8, configs[0], SM90).code
+            == FAMILY.render(presets.W4A8_FP8, unsplit, SM90).code
+        )
+
+
+def test_the_kernel_takes_the_split_k_arguments_in_the_signature_order():
+    """The entry's trailing parameters are the signature's split-K arguments, in order (a
+    mismatch would launch with the workspace pointer read as a count)."""
+    from humming_cuda.kernels.w4a8_wgmma.bind import signature
+    from humming_cuda.kernels.w8a8.config import W8a8Format
+
+    names = signature(W8a8Format.from_spec(presets.W4A8_FP8), "k").names
+    assert names[-4:] == ("ldc", "workspace", "counters", "iters_per_split")
+    assert re.search(
+        r"int ldc,\s*\\\s*float\* workspace, int\* counters, int iters_per_split\)", HEADER
+    )

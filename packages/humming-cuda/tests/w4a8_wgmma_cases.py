@@ -6,7 +6,7 @@ kernel promotes each 128-deep K block times its group's scale in fp32, as that b
 from __future__ import annotations
 
 from w8a8_cases import Case, make_w4_spec
-from w8a8_wgmma_cases import SHAPES
+from w8a8_wgmma_cases import SHAPES, SPLIT_SHAPES
 
 # (weight dtype, activation code, act mode, weight group, scale dtype)
 W4_WGMMA_FORMATS = (
@@ -16,13 +16,24 @@ W4_WGMMA_FORMATS = (
 )
 
 
-def wgmma_cases() -> list[Case]:
+def _rotated_cases(shapes, first_seed: int) -> list[Case]:
     """Every format on every shape; output dtype, bias and input dtype rotate deterministically."""
     outs = ("bf16", "fp16", "fp32")
     cases = []
     for i, fmt in enumerate(W4_WGMMA_FORMATS):
-        for j, (m, n, k) in enumerate(SHAPES):
-            seed = 3000 + i * len(SHAPES) + j
+        for j, (m, n, k) in enumerate(shapes):
+            seed = first_seed + i * len(shapes) + j
             spec = make_w4_spec(*fmt, bias=seed % 2 == 1, out=outs[seed % 3])
             cases.append(Case(spec, ("bf16", "fp16")[seed % 2], m, n, k, seed))
     return cases
+
+
+def wgmma_cases() -> list[Case]:
+    return _rotated_cases(SHAPES, 3000)
+
+
+def split_cases() -> list[Case]:
+    """Every format on w8a8_wgmma's split-K shapes (17 K blocks less a tail: 2, 3 and 5 splits
+    run uneven ranges; 2 splits, 9 + 8 blocks, cut a 256-deep group in two, so each split must
+    scale its blocks by their own group's scale)."""
+    return _rotated_cases(SPLIT_SHAPES, 3500)

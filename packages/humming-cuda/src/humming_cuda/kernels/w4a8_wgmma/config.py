@@ -1,9 +1,11 @@
-"""W4A8-wgmma kernel configuration: a fixed 128x128x128 CTA tile, a chosen pipeline depth.
+"""W4A8-wgmma kernel configuration: a fixed 128x128x128 CTA tile, a chosen pipeline depth and
+split-K factor.
 
 The tile is fixed by the kernel's structure (include/humming/kernel/w4a8_wgmma.cuh): two consumer
 warpgroups of 64 rows, one wgmma m64n128k32 column block, 128-deep stages (one slab of the W4A8
 layout). Each stage holds the A tile and the packed 4-bit slab; each consumer warpgroup expands its
-rows of the slab in registers (the default out^T form) or into one of its two e4m3 tiles.
+rows of the slab in registers (the default out^T form) or into one of its two e4m3 tiles. K may be
+split over several CTAs per tile as in w8a8_wgmma (a launch parameter: the code is the same).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from ..w8a8_wgmma.config import SPLIT_FLAG_BYTES
 from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, CONSUMERS, WgmmaTileConfig
 
 BLOCK_K = 128
@@ -21,10 +24,13 @@ __all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "W4a8WgmmaConfig"]
 
 
 class W4a8WgmmaConfig(WgmmaTileConfig):
-    """One producer and two consumer warpgroups over a `stages`-deep ring of A tiles and slabs."""
+    """One producer and two consumer warpgroups over a `stages`-deep ring of A tiles and slabs;
+    split_k as W8a8WgmmaConfig's (whole 128-deep blocks per split, summed in fp32 through a
+    workspace)."""
 
     family: Literal["w4a8_wgmma"] = "w4a8_wgmma"
     stages: int = Field(4, ge=2, le=8)
+    split_k: int = Field(1, ge=1, le=16)
     # The out^T form (default): weights as wgmma's register A operand, expanded in registers (no
     # expanded tiles in shared memory), activations as its B operand. False: the shared-memory form,
     # each consumer expanding the slab into an e4m3 tile for a smem x smem wgmma. H200, same run
@@ -40,7 +46,13 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
     @property
     def smem_bytes(self) -> int:
         """Mirrors WgmmaW4a8Tile::SMEM_BYTES: alignment slack, the ring, the expanded tiles, the
-        ring's mbarriers."""
+        ring's mbarriers, the split flag."""
         buffers = 0 if self.weights_in_registers else EXPANDED_BUFFERS
         expanded = CONSUMERS * buffers * BLOCK_N * BLOCK_K
-        return ALIGN_SLACK + self.stages * self.stage_bytes + expanded + self.barrier_bytes
+        return (
+            ALIGN_SLACK
+            + self.stages * self.stage_bytes
+            + expanded
+            + self.barrier_bytes
+            + SPLIT_FLAG_BYTES
+        )

@@ -14,7 +14,7 @@ from humming_core.spec import QuantSpec
 
 from ..act_quant import unsupported_reason
 from ..w8a8.config import W8a8Format
-from ..w8a8_wgmma.heuristics import MIN_M, WGMMA_FORM
+from ..w8a8_wgmma.heuristics import MIN_M, WGMMA_FORM, split_first
 from ..wgmma_tile import arch_reason, fitting_configs, problem_reason
 from ..wna16.heuristics import DEFAULT_SMS
 from .config import BLOCK_K, BLOCK_N, W4a8WgmmaConfig
@@ -73,8 +73,10 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W4a8WgmmaConfig]:
-    """Configs for this problem, best first (ring depths that fit the arch's shared memory)."""
-    return fitting_configs(supports, W4a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)
+    """Configs for this problem, best first: ring depths that fit the arch's shared memory, split
+    along K as w8a8_wgmma splits its grids of fewer tiles than SMs, then unsplit."""
+    configs = fitting_configs(supports, W4a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)
+    return split_first(configs, problem, caps)
 
 
 def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:

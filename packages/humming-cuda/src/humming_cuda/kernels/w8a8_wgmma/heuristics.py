@@ -7,12 +7,21 @@ so `supports` refuses it (and an unknown M) with a reason, and CudaDevice moves 
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
 from ..act_quant import unsupported_reason
 from ..split_k import clamp_split
-from ..wgmma_tile import BLOCK_M, BLOCK_N, arch_reason, fitting_configs, problem_reason
+from ..wgmma_tile import (
+    BLOCK_M,
+    BLOCK_N,
+    WgmmaTileConfig,
+    arch_reason,
+    fitting_configs,
+    problem_reason,
+)
 from ..wna16.heuristics import DEFAULT_SMS
 from .config import BLOCK_K, W8a8WgmmaConfig
 
@@ -100,6 +109,15 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     """Configs for this problem, best first: ring depths that fit the arch's shared memory, split
     along K by `pick_split_k` when that pays, then unsplit (a tuner's alternatives)."""
     configs = fitting_configs(supports, W8a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)
+    return split_first(configs, problem, caps)
+
+
+C = TypeVar("C", bound=WgmmaTileConfig)
+
+
+def split_first(configs: list[C], problem: GemmProblem, caps: DeviceCaps) -> list[C]:
+    """`configs` split along K by `pick_split_k` (a `split_k` field), then unsplit, when the split
+    pays; else `configs` unchanged. Shared with w4a8_wgmma (the same tiles and K blocks)."""
     split = pick_split_k(problem, caps) if configs else 1
     if split == 1:
         return configs
