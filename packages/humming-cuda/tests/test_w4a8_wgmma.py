@@ -138,33 +138,80 @@ def test_the_call_is_w8a8_wgmmas_with_the_packed_map_and_w4a8_shapes():
 
 
 @pytest.mark.parametrize(
-    ("n", "k", "m", "split"),
+    ("n", "k", "m", "tokens", "ctas", "split"),
     [
-        (4096, 14336, 32, 4),  # 32 tiles: 128 CTAs of 28 K blocks
-        (4096, 14336, 256, 2),
-        (8192, 28672, 128, 2),  # 64 tiles
-        (6144, 4096, 64, 2),  # 48 tiles of 32 blocks
-        (57344, 8192, 32, 1),  # 448 tiles: more than the SMs
-        (4096, 14336, 1024, 1),
+        (4096, 14336, 32, 32, 2, 8),  # 32 tiles for 264 CTA slots: 256 CTAs of 14 K blocks
+        (4096, 14336, 64, 64, 1, 4),
+        (4096, 14336, 256, 128, 1, 2),
+        (8192, 28672, 128, 128, 1, 2),  # 64 tiles
+        (6144, 4096, 20, 32, 2, 5),  # 48 tiles of 32 blocks
+        (57344, 8192, 32, 32, 2, 1),  # 448 tiles: more than the CTA slots
+        (57344, 8192, 64, 64, 1, 1),
+        (4096, 14336, 1024, 128, 1, 1),
     ],
 )
-def test_small_grids_split_k_as_w8a8_wgmma_does(n, k, m, split):
-    """Grids of fewer tiles than SMs split along K (w8a8_wgmma's pick_split_k: the same tiles and
-    128-deep blocks), each split config followed by its unsplit twin; the split is a launch
-    parameter, so both render one source."""
+def test_token_tile_and_split_k_follow_m_and_the_grid(n, k, m, tokens, ctas, split):
+    """The first config holds M in the fewest tokens (32 on two CTAs per SM, 64, 128) and splits K
+    as w8a8_wgmma's pick_split_k does for its CTA slots; the 128-token tile's configs follow the
+    narrow ones, and a split config's unsplit twin follows its group (the split is a launch
+    parameter: both render one source)."""
     from humming_cuda.kernels.w8a8_wgmma.heuristics import pick_split_k
 
     problem = GemmProblem(n=n, k=k, m=m)
     configs = FAMILY.candidates(presets.W4A8_FP8, problem, SM90)
-    assert configs[0].split_k == split == pick_split_k(problem, SM90)
+    first = configs[0]
+    assert (first.rs_block_m, first.rs_ctas_per_sm, first.split_k) == (tokens, ctas, split)
+    assert split == pick_split_k(problem, SM90, ctas)
+    assert all(c.rs_block_m == 128 for c in configs[-2:])
+    assert all(c.fits_smem(SM90) for c in configs)
     if split > 1:
-        assert [c.split_k for c in configs] == [split, split, 1, 1]
-        unsplit = configs[0].model_copy(update={"split_k": 1})
-        assert configs[2] == unsplit
+        unsplit = first.model_copy(update={"split_k": 1})
+        assert unsplit in configs[configs.index(first) + 1 :]
         assert (
-            FAMILY.render(presets.W4A8_FP8, configs[0], SM90).code
+            FAMILY.render(presets.W4A8_FP8, first, SM90).code
             == FAMILY.render(presets.W4A8_FP8, unsplit, SM90).code
         )
+
+
+def test_narrow_token_tiles_render_their_tile_and_launch_bound():
+    """The 128-token tile keeps its text (and its kernels their names); narrow tiles add their
+    tokens and CTAs per SM, which the entry's launch bound and the register split take."""
+    cfg = FAMILY.candidates(presets.W4A8_FP8, GemmProblem(n=4096, k=4096, m=32), SM90)[0]
+    source = FAMILY.render(presets.W4A8_FP8, cfg, SM90)
+    assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}, true, 32, 2>" in source.code
+    assert cfg.block_m == 32 and cfg.ctas_per_sm == 2 and cfg.threads == 384
+    assert cfg.smem_bytes == 1024 + cfg.stages * (32 * 128 + 128 * 64) + 16 * cfg.stages + 4
+    assert "__launch_bounds__(TILE::THREADS, TILE::CTAS)" in HEADER
+    assert "CONSUMER_REGS = CTAS == 2 ? 96 : 232" in HEADER
+    wide = cfg.model_copy(update={"rs_block_m": 128, "rs_ctas_per_sm": 1})
+    assert (
+        f"WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}, true>"
+        in FAMILY.render(presets.W4A8_FP8, wide, SM90).code
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"rs_block_m": 64, "weights_in_registers": False}, "out^T form"),
+        ({"rs_block_m": 64, "rs_ctas_per_sm": 2}, "rs_block_m=32"),
+        ({"rs_ctas_per_sm": 2}, "rs_block_m=32"),
+    ],
+)
+def test_tiles_the_kernel_cannot_build_are_refused(fields, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        W4a8WgmmaConfig(arch="sm_90a", stages=4, **fields)
+
+
+def test_the_activation_box_is_the_token_tile():
+    """The kernel expects BM x 128 bytes of activations per stage: the box the map is encoded
+    with, whatever M is."""
+    from humming_cuda.kernels.w4a8_wgmma import W4a8WgmmaKernel
+
+    kernel = object.__new__(W4a8WgmmaKernel)
+    for tokens in (32, 64, 128):
+        kernel.config = W4a8WgmmaConfig(arch="sm_90a", stages=4, rs_block_m=tokens)
+        assert kernel.a_box_rows(20) == kernel.a_box_rows(1000) == tokens
 
 
 def test_the_kernel_takes_the_split_k_arguments_in_the_signature_order():

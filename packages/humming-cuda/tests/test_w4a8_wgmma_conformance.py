@@ -6,8 +6,8 @@ w8a8_cases.error_bound, (2) no write outside the [M, N] output view, (3) no NaN 
 K are NaN: a read past K would reach the output). Both ring depths run on the largest-K shape; the
 device routes W4A8-fp8 above decode size here (M <= 16 stays w8a8, one packed copy
 serves both); a call replays correctly from a CUDA graph. The heuristics split K on these small
-grids (tests/test_w4a8_wgmma.py), and split-K runs 2, 3 and 5 splits of uneven K ranges twice in a
-row (the tile counters must be back at zero).
+grids and take 32- / 64-token tiles up to M = 64 (tests/test_w4a8_wgmma.py); split-K runs 2, 3 and
+5 splits of uneven K ranges twice in a row (the tile counters must be back at zero).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ pytestmark = [
 
 CASES = wgmma_cases()
 # the largest-K shape of each format (16 K blocks: both rings wrap) also runs the 6-stage config
-DEEP = CASES[len(SHAPES) - 1 :: len(SHAPES)]
+DEEP = [c for c in CASES if (c.m, c.n, c.k) == SHAPES[-1]]
 SPLIT_CASES = split_cases()
 
 
@@ -70,12 +70,13 @@ def test_deeper_ring_matches_reference(case: Case, device, kernels):
 
 @pytest.fixture(scope="module")
 def shared_memory_kernels(device):
-    """The shared-memory form (weights_in_registers off): every case with the heuristic's config
-    so changed."""
+    """The shared-memory form (weights_in_registers off, 128-token tiles): every case with the
+    heuristic's config so changed."""
     from humming_cuda.kernels.w4a8_wgmma import FAMILY
 
     jobs = [(c, 0) for c in CASES]
-    built = build_kernels(device, FAMILY, jobs, update={"weights_in_registers": False})
+    shared = {"weights_in_registers": False, "rs_block_m": 128, "rs_ctas_per_sm": 1}
+    built = build_kernels(device, FAMILY, jobs, update=shared)
     return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
 
 

@@ -6,7 +6,7 @@ kernel promotes each 128-deep K block times its group's scale in fp32, as that b
 from __future__ import annotations
 
 from w8a8_cases import Case, make_w4_spec
-from w8a8_wgmma_cases import SHAPES, SPLIT_SHAPES
+from w8a8_wgmma_cases import SHAPES, SPLIT_K, SPLIT_SHAPES
 
 # (weight dtype, activation code, act mode, weight group, scale dtype)
 W4_WGMMA_FORMATS = (
@@ -28,12 +28,18 @@ def _rotated_cases(shapes, first_seed: int) -> list[Case]:
     return cases
 
 
+# M <= 32: the 32-token tile on two CTAs per SM (M = 40 and 64 of SHAPES take the 64-token one);
+# N and K tails against it.
+NARROW_SHAPES = ((20, 264, 384), (32, 200, 2000))
+
+
 def wgmma_cases() -> list[Case]:
-    return _rotated_cases(SHAPES, 3000)
+    return _rotated_cases((*SHAPES, *NARROW_SHAPES), 3000)
 
 
 def split_cases() -> list[Case]:
-    """Every format on w8a8_wgmma's split-K shapes (17 K blocks less a tail: 2, 3 and 5 splits
+    """Every format on w8a8_wgmma's split-K shapes and M = 24 (a 32-token tile; 17 K blocks less a
+    tail: 2, 3 and 5 splits
     run uneven ranges; 2 splits, 9 + 8 blocks, cut a 256-deep group in two, so each split must
     scale its blocks by their own group's scale)."""
-    return _rotated_cases(SPLIT_SHAPES, 3500)
+    return _rotated_cases((*SPLIT_SHAPES, (24, 264, SPLIT_K)), 3500)

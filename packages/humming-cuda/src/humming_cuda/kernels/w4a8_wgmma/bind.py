@@ -12,7 +12,6 @@ from ..common_bind import out_arg
 from ..w8a8.config import W8a8Format
 from ..w8a8.nibbles import slab_words
 from ..w8a8_wgmma.bind import W8a8WgmmaKernel
-from ..w8a8_wgmma.tma import BOX_ROWS
 
 
 def signature(fmt: W8a8Format, name: str) -> Signature:
@@ -48,5 +47,5 @@ class W4a8WgmmaKernel(W8a8WgmmaKernel):
         return {"KW": slab_words(k), "WG": -(-k // self.fmt.group)}
 
     def a_box_rows(self, m: int) -> int:
-        """Always the full tile: both of the W4A8 kernel's consumer warpgroups read their rows."""
-        return BOX_ROWS
+        """The tile's tokens: both of the W4A8 kernel's consumer warpgroups read all of them."""
+        return self.config.rs_block_m

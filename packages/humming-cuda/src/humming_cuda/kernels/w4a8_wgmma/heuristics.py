@@ -17,7 +17,7 @@ from ..w8a8.config import W8a8Format
 from ..w8a8_wgmma.heuristics import MIN_M, WGMMA_FORM, split_first
 from ..wgmma_tile import arch_reason, fitting_configs, problem_reason
 from ..wna16.heuristics import DEFAULT_SMS
-from .config import BLOCK_K, BLOCK_N, W4a8WgmmaConfig
+from .config import BLOCK_K, BLOCK_M, BLOCK_N, TWO_CTA_BLOCK_M, W4a8WgmmaConfig
 
 WEIGHTS = ("int4", "e2m1")  # 4-bit codes whose every value is exact in e4m3
 STAGE_CHOICES = (4, 6)
@@ -28,6 +28,11 @@ STAGE_CHOICES = (4, 6)
 # to 128 (one M tile), so from M = 65 this family wins on every layer, and below it where the
 # grid has 0.45 tiles per SM or more.
 PREFER_MIN_M = 65
+# Tiles of fewer tokens for M <= 64 (wgmma N 32 / 64 in the out^T form; 32-token tiles on two CTAs
+# per SM), with deeper rings: a stage carries 8 KB of weights and only 4-8 KB of activations.
+# Compile-checked (no spills, no serialized wgmma); not yet timed against the 128-token tile.
+NARROW_BLOCK_MS = (32, 64)
+NARROW_STAGE_CHOICES = (6, 4)
 SMALL_M_MIN_TILES_PER_SM = 0.45
 
 
@@ -73,10 +78,25 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W4a8WgmmaConfig]:
-    """Configs for this problem, best first: ring depths that fit the arch's shared memory, split
-    along K as w8a8_wgmma splits its grids of fewer tiles than SMs, then unsplit."""
-    configs = fitting_configs(supports, W4a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)
-    return split_first(configs, problem, caps)
+    """Configs for this problem, best first: at M <= 64 the narrow token tile's ring depths, then
+    the 128-token tile's that fit the arch's shared memory; each group split along K as
+    w8a8_wgmma splits its grids of fewer tiles than CTA slots, then unsplit."""
+    wide = fitting_configs(supports, W4a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)
+    tokens = token_tile(problem.m or BLOCK_M)
+    if not wide or tokens == BLOCK_M:
+        return split_first(wide, problem, caps)
+    ctas = 2 if tokens == TWO_CTA_BLOCK_M else 1
+    narrow = [
+        W4a8WgmmaConfig(arch=caps.arch, stages=s, rs_block_m=tokens, rs_ctas_per_sm=ctas)
+        for s in NARROW_STAGE_CHOICES
+    ]
+    narrow = [c for c in narrow if c.fits_smem(caps)]
+    return split_first(narrow, problem, caps) + split_first(wide, problem, caps)
+
+
+def token_tile(m: int) -> int:
+    """The fewest tokens per tile (32, 64 or 128) that hold all M rows, 128 beyond."""
+    return next((t for t in NARROW_BLOCK_MS if m <= t), BLOCK_M)
 
 
 def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:

@@ -6,11 +6,12 @@
 // per row and 128-deep K slab 64 bytes, word 4t + ks = K elements 32ks + 4t + 0..3 and
 // 32ks + 16 + 4t + 0..3), so the mma.sync kernels at decode size and this one share one copy.
 //
-// CTA: 3 warpgroups over a 128 x 128 tile. Warpgroup 0 is the producer: one thread streams A
-// (128 x 128 bytes, 128B swizzle) and the packed W slab (128 rows x 64 bytes, no swizzle) of every
-// stage through a `STAGES`-deep mbarrier ring. In the out^T form (Tile::REG_A, the configs'
-// default; consume_t below) each consumer thread expands its two weight rows of the slab straight
-// into wgmma's register A fragments, the A tile being wgmma's B operand. Otherwise warpgroups 1
+// CTA: 3 warpgroups over a tile of BM tokens x 128 weight rows (BM = 128, or 32 / 64 at small M
+// in the out^T form). Warpgroup 0 is the producer: one thread streams A (BM x 128 bytes, 128B
+// swizzle) and the packed W slab (128 rows x 64 bytes, no swizzle) of every stage through a
+// `STAGES`-deep mbarrier ring. In the out^T form (Tile::REG_A, the configs' default; consume_t
+// below) each consumer thread expands its two weight rows of the slab straight into wgmma's
+// register A fragments, the A tile being wgmma's B operand (m64nBMk32). Otherwise warpgroups 1
 // and 2 (rows 0-63 and 64-127) each expand the slab through the 16-entry code table
 // (humming/datatype/nibble8.cuh; every int4 and E2M1 value is exact in e4m3) into their own
 // 128B-swizzled K-major e4m3 tile, alternating two
@@ -31,6 +32,7 @@
 #include "humming/kernel/wgmma_cta.cuh"
 #include "humming/memory/tile_order.cuh"
 #include "humming/mma/wgmma.cuh"
+#include "humming/mma/wgmma_e4m3_rs.cuh"
 #include "humming/ptx/sm90_tma.cuh"
 
 namespace humming {
@@ -47,10 +49,21 @@ struct WgmmaW4a8Format {
 // GROUP_M: M tiles walked down before moving one N tile right (humming/memory/tile_order.cuh).
 // REG_A: the out^T form (W4a8WgmmaKernel::consume_t): the weights are wgmma's A operand, expanded
 // in registers, and the activations its B operand, so no expanded tiles in shared memory.
-template <int STAGES_, int GROUP_M_, bool REG_A_ = false>
+// BM: the tile's tokens, wgmma's N in the out^T form: 32 or 64 where M is that small (a 128-token
+// tile would multiply mostly TMA-filled zero rows, 4x the tensor work at M = 32); 128 otherwise.
+// CTAS: CTAs per SM the registers are split for (__launch_bounds__, setmaxnreg); 2 only with
+// 32-token tiles, whose consumers then fit 96 registers.
+template <int STAGES_, int GROUP_M_, bool REG_A_ = false, int BM_ = 128, int CTAS_ = 1>
 struct WgmmaW4a8Tile {
-  static constexpr int BM = 128, BN = 128, BK = 128, STAGES = STAGES_, GROUP_M = GROUP_M_;
+  static constexpr int BM = BM_, BN = 128, BK = 128, STAGES = STAGES_, GROUP_M = GROUP_M_;
   static constexpr bool REG_A = REG_A_;
+  static constexpr int CTAS = CTAS_;
+  static_assert(BM == 128 || (REG_A && (BM == 32 || BM == 64)), "narrow tiles: the out^T form");
+  static_assert(CTAS == 1 || (CTAS == 2 && BM == 32), "two CTAs per SM: 32-token tiles");
+  // the registers each producer / consumer thread keeps after setmaxnreg (multiples of 8, within
+  // the launch bound's pool of 65536 / CTAS per CTA)
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = CTAS == 2 ? 96 : 232;
+  static_assert((PRODUCER_REGS + 2 * CONSUMER_REGS) * 128 <= 65536 / CTAS, "the register pool");
   static constexpr int CONSUMERS = 2;  // warpgroups of 64 rows each
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
   static constexpr int A_BYTES = BM * BK, P_BYTES = BN * BK / 2, STAGE_BYTES = A_BYTES + P_BYTES;
@@ -66,7 +79,9 @@ struct WgmmaW4a8Tile {
 template <class Fmt, class Tile, typename OutT, bool BIAS>
 struct W4a8WgmmaKernel {
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, STAGES = Tile::STAGES;
-  static constexpr int ACC = 64;  // 64x128 fp32 per warpgroup / 128 threads
+  // fp32 accumulators per thread: a warpgroup's 64 x BN (shared form: its 64 tokens x 128 weight
+  // rows) or 64 weight rows x BM tokens (out^T form), over 128 threads
+  static constexpr int ACC = (Tile::REG_A ? BM : BN) / 2;
 
   struct Args {
     const float* a_scales;  // [1, M] per token (or the static scale broadcast)
@@ -238,7 +253,7 @@ struct W4a8WgmmaKernel {
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
-      wgmma_m64n128k32_e4m3_rs(acc, cur[ks], desc_advance(db, 32 * ks), ks > 0);
+      WgmmaE4m3Rs<BM>::run(acc, cur[ks], desc_advance(db, 32 * ks), ks > 0);
     }
     wgmma_commit();
     if (it + 1 < iters) {
@@ -284,7 +299,7 @@ struct W4a8WgmmaKernel {
     for (int h = 0; h < 2; ++h) {
       const int n = n0 + 64 * wg + tile_row() + 8 * h;
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
+      for (int j = 0; j < BM / 8; ++j) {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int m = m0 + 8 * j + 2 * t + c;
@@ -319,14 +334,14 @@ struct W4a8WgmmaKernel {
     if (wg == 0) {
       // The consumers synchronise on their own named barriers: the producer warpgroup may exit.
       // The out^T form hands its registers to the consumers (two fragment sets in flight).
-      if constexpr (Tile::REG_A) setmaxnreg_dec<40>();
+      if constexpr (Tile::REG_A) setmaxnreg_dec<Tile::PRODUCER_REGS>();
       if (threadIdx.x == 0) {
         // the slab holds two 4-bit codes per byte: BK / 2 bytes of K per step
         produce_ab_ring<STAGES>(&ta, &tw, sm, Tile::STAGE_BYTES, kb0, iters, BK, BK / 2, m0, n0);
       }
       return;
     }
-    if constexpr (Tile::REG_A) setmaxnreg_inc<232>();
+    if constexpr (Tile::REG_A) setmaxnreg_inc<Tile::CONSUMER_REGS>();
     float total[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) total[i] = 0.f;
@@ -354,7 +369,7 @@ struct W4a8WgmmaKernel {
 // The C entry point every rendered W4A8-wgmma translation unit instantiates (parameters in the
 // order of humming_cuda.kernels.w4a8_wgmma.bind.signature; the tensor maps come first).
 #define HUMMING_W4A8_WGMMA_ENTRY(NAME, FMT, TILE, OUT, BIAS)                                    \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                          \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, TILE::CTAS) NAME(                 \
       const __grid_constant__ humming::TmaDescriptor tmap_a,                                   \
       const __grid_constant__ humming::TmaDescriptor tmap_w, const float* a_scales,            \
       const float* w_scales, const float* bias, OUT* out, int M, int N, int K, int ldc,        \
