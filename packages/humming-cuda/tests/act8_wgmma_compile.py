@@ -1,8 +1,8 @@
 """What the compile tests of the two fp8-activation wgmma families (w8a8_wgmma, w4a8_wgmma) share:
 the units (every format x every candidate over the M buckets the families take, bias and bf16
 output; fp16 / fp32 outputs without bias on the first candidate) and their checks (the GEMM and
-its two activation-quantizer entries compile without spills, fit the CTA's registers, and the PTX
-holds the Hopper instructions that make it this kernel)."""
+its two activation-quantizer entries compile without spills, fit the registers of the CTAs they
+keep per SM, and the PTX holds the Hopper instructions that make it this kernel)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from humming_cuda.kernels.w8a8_wgmma.heuristics import MIN_M
 
 SHAPE = (4096, 4096)
 PTX_NEEDS = (
-    "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3",
+    "wgmma.mma_async.sync.aligned.m64n",  # n128, or w4a8_wgmma's narrow token tiles (n32 / n64)
+    "k32.f32.e4m3.e4m3",
     "cp.async.bulk.tensor.2d",
     "mbarrier.arrive.expect_tx",
     "wgmma.wait_group",
@@ -43,5 +44,6 @@ def check_act8_wgmma_units(units: Units, dump_dir: Path, needs: Sequence[str]) -
         for name, res in functions.items():
             where = f"{name} {spec.weight} {spec.act} {cfg}"
             assert res["spill_stores"] == 0 and res["spill_loads"] == 0, f"spills: {where} {res}"
-        assert_fits_registers(artifact, cfg.threads, f"{spec.weight} {spec.act} {cfg}")
+        where = f"{spec.weight} {spec.act} {cfg}"
+        assert_fits_registers(artifact, cfg.threads * cfg.ctas_per_sm, where)
     dumped_ptx(dump_dir, units, needs)

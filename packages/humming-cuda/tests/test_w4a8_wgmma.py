@@ -59,12 +59,16 @@ def test_configs_mirror_the_header():
     assert all(c.smem_bytes <= SM90.smem_per_block for c in configs)
     assert "A_BYTES = BM * BK, P_BYTES = BN * BK / 2, STAGE_BYTES = A_BYTES + P_BYTES" in HEADER
     assert "X_BYTES = BN * BK, X_BUFFERS = REG_A ? 0 : 2" in HEADER
-    assert "1024 + STAGES * STAGE_BYTES + CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES" in HEADER
+    assert (
+        "1024 + STAGES * STAGE_BYTES + CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES + 4" in HEADER
+    )
     assert W4a8WgmmaConfig(arch="sm_90a", stages=4, weights_in_registers=False).smem_bytes == (
-        1024 + 4 * (16384 + 8192) + 2 * 2 * 16384 + 64
+        1024 + 4 * (16384 + 8192) + 2 * 2 * 16384 + 64 + 4
     )
     # the out^T form (the default) keeps no expanded tiles
-    assert W4a8WgmmaConfig(arch="sm_90a", stages=4).smem_bytes == (1024 + 4 * (16384 + 8192) + 64)
+    assert W4a8WgmmaConfig(arch="sm_90a", stages=4).smem_bytes == (
+        1024 + 4 * (16384 + 8192) + 64 + 4
+    )
 
 
 def test_register_a_form_is_the_default_and_each_form_renders_its_tile():
@@ -105,17 +109,11 @@ def test_before_w8a8_and_sharing_its_packed_weights(monkeypatch):
     mine = device.candidates(presets.W4A8_FP8, LARGE)[0]
     decode = device.candidates(presets.W4A8_FP8, GemmProblem(n=4096, k=4096, m=16))[0]
     assert (mine.family, decode.family) == ("w4a8_wgmma", "w8a8")
-    # M 17..64: this family runs it (supports), but the mma.sync kernels are faster on grids of
-    # fewer than 0.45 tiles per SM (6144 columns: 48 tiles on 132 SMs; 8192: 64)
-    mid = GemmProblem(n=6144, k=4096, m=64)
-    assert FAMILY.supports(presets.W4A8_FP8, mid, SM90)
-    assert not FAMILY.prefers(presets.W4A8_FP8, mid, SM90)
-    assert device.candidates(presets.W4A8_FP8, mid)[0].family == "w8a8"
-    wide = GemmProblem(n=8192, k=28672, m=32)
-    assert device.candidates(presets.W4A8_FP8, wide)[0].family == "w4a8_wgmma"
-    assert device.candidates(presets.W4A8_FP8, GemmProblem(n=4096, k=4096, m=65))[0].family == (
-        "w4a8_wgmma"
-    )
+    # every M above decode size, small grids included (family_compare, session 23: 1.5x the
+    # mma.sync kernels on 6144x4096 at M = 32)
+    for n, k, m in ((6144, 4096, 17), (6144, 4096, 64), (8192, 28672, 32), (4096, 4096, 65)):
+        routed = device.candidates(presets.W4A8_FP8, GemmProblem(n=n, k=k, m=m))[0]
+        assert routed.family == "w4a8_wgmma", (n, k, m)
     layouts = [device.weight_layout(presets.W4A8_FP8, c) for c in (mine, decode)]
     assert layouts[0].identity == layouts[1].identity
 
@@ -131,3 +129,93 @@ def test_the_call_is_w8a8_wgmmas_with_the_packed_map_and_w4a8_shapes():
     assert (W4a8WgmmaKernel.PACKED, W8a8WgmmaKernel.PACKED) == (True, False)
     assert w4.k_dims(1000) == {"KW": 8 * 16, "WG": 8}  # 8 slabs of 128 K, 8 groups of 128
     assert w8.k_dims(1000) == {"KB": 8}
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "m", "tokens", "ctas", "split"),
+    [
+        (4096, 14336, 32, 32, 2, 8),  # 32 tiles for 264 CTA slots: 256 CTAs of 14 K blocks
+        (4096, 14336, 64, 64, 1, 4),
+        (4096, 14336, 256, 128, 1, 2),
+        (8192, 28672, 128, 128, 1, 2),  # 64 tiles
+        (6144, 4096, 20, 32, 2, 5),  # 48 tiles of 32 blocks
+        (57344, 8192, 32, 32, 2, 1),  # 448 tiles: more than the CTA slots
+        (57344, 8192, 64, 64, 1, 1),
+        (4096, 14336, 1024, 128, 1, 1),
+    ],
+)
+def test_token_tile_and_split_k_follow_m_and_the_grid(n, k, m, tokens, ctas, split):
+    """The first config holds M in the fewest tokens (32 on two CTAs per SM, 64, 128) and splits K
+    as w8a8_wgmma's pick_split_k does for its CTA slots; the 128-token tile's configs follow the
+    narrow ones, and a split config's unsplit twin follows its group (the split is a launch
+    parameter: both render one source)."""
+    from humming_cuda.kernels.w8a8_wgmma.heuristics import pick_split_k
+
+    problem = GemmProblem(n=n, k=k, m=m)
+    configs = FAMILY.candidates(presets.W4A8_FP8, problem, SM90)
+    first = configs[0]
+    assert (first.rs_block_m, first.rs_ctas_per_sm, first.split_k) == (tokens, ctas, split)
+    assert split == pick_split_k(problem, SM90, ctas)
+    assert all(c.rs_block_m == 128 for c in configs[-2:])
+    assert all(c.fits_smem(SM90) for c in configs)
+    if split > 1:
+        unsplit = first.model_copy(update={"split_k": 1})
+        assert unsplit in configs[configs.index(first) + 1 :]
+        assert (
+            FAMILY.render(presets.W4A8_FP8, first, SM90).code
+            == FAMILY.render(presets.W4A8_FP8, unsplit, SM90).code
+        )
+
+
+def test_narrow_token_tiles_render_their_tile_and_launch_bound():
+    """The 128-token tile keeps its text (and its kernels their names); narrow tiles add their
+    tokens and CTAs per SM, which the entry's launch bound and the register split take."""
+    cfg = FAMILY.candidates(presets.W4A8_FP8, GemmProblem(n=4096, k=4096, m=32), SM90)[0]
+    source = FAMILY.render(presets.W4A8_FP8, cfg, SM90)
+    assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}, true, 32, 2>" in source.code
+    assert cfg.block_m == 32 and cfg.ctas_per_sm == 2 and cfg.threads == 384
+    assert cfg.smem_bytes == 1024 + cfg.stages * (32 * 128 + 128 * 64) + 16 * cfg.stages + 4
+    assert "__launch_bounds__(TILE::THREADS, TILE::CTAS)" in HEADER
+    assert "CONSUMER_REGS = CTAS == 2 ? 96 : 232" in HEADER
+    wide = cfg.model_copy(update={"rs_block_m": 128, "rs_ctas_per_sm": 1})
+    assert (
+        f"WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}, true>"
+        in FAMILY.render(presets.W4A8_FP8, wide, SM90).code
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"rs_block_m": 64, "weights_in_registers": False}, "out^T form"),
+        ({"rs_block_m": 64, "rs_ctas_per_sm": 2}, "rs_block_m=32"),
+        ({"rs_ctas_per_sm": 2}, "rs_block_m=32"),
+    ],
+)
+def test_tiles_the_kernel_cannot_build_are_refused(fields, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        W4a8WgmmaConfig(arch="sm_90a", stages=4, **fields)
+
+
+def test_the_activation_box_is_the_token_tile():
+    """The kernel expects BM x 128 bytes of activations per stage: the box the map is encoded
+    with, whatever M is."""
+    from humming_cuda.kernels.w4a8_wgmma import W4a8WgmmaKernel
+
+    kernel = object.__new__(W4a8WgmmaKernel)
+    for tokens in (32, 64, 128):
+        kernel.config = W4a8WgmmaConfig(arch="sm_90a", stages=4, rs_block_m=tokens)
+        assert kernel.a_box_rows(20) == kernel.a_box_rows(1000) == tokens
+
+
+def test_the_kernel_takes_the_split_k_arguments_in_the_signature_order():
+    """The entry's trailing parameters are the signature's split-K arguments, in order (a
+    mismatch would launch with the workspace pointer read as a count)."""
+    from humming_cuda.kernels.w4a8_wgmma.bind import signature
+    from humming_cuda.kernels.w8a8.config import W8a8Format
+
+    names = signature(W8a8Format.from_spec(presets.W4A8_FP8), "k").names
+    assert names[-4:] == ("ldc", "workspace", "counters", "iters_per_split")
+    assert re.search(
+        r"int ldc,\s*\\\s*float\* workspace, int\* counters, int iters_per_split\)", HEADER
+    )

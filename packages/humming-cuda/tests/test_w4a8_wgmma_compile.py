@@ -4,8 +4,8 @@ expect_tx) and the 4-bit expansion (prmt): a fallback to ordinary loads or MMAs 
 but not be this kernel.
 
 Units: every format of w4a8_wgmma_cases x every candidate over the M buckets the family takes
-(bias, bf16 out), plus fp16 / fp32 outputs without bias on the first candidate
-(act8_wgmma_compile.py).
+(bias, bf16 out: the 32- and 64-token tiles of M <= 64 among them), plus fp16 / fp32 outputs
+without bias on the first candidate (act8_wgmma_compile.py).
 """
 
 from __future__ import annotations
@@ -29,6 +29,11 @@ def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
     units = act8_wgmma_units(FAMILY, make_w4_spec, W4_WGMMA_FORMATS)
     assert len(units) >= 2 * len(W4_WGMMA_FORMATS) + 2 * len(W4_WGMMA_FORMATS)
     check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "prmt.b32"))
+    # the M = 32 and 64 buckets' narrow token tiles: wgmma N 32 (two CTAs per SM) and 64
+    ptx = [p.read_text() for p in tmp_path.glob("*/kernel.ptx")]
+    for n, ctas in ((32, 2), (64, 1)):
+        narrow = [t for t in ptx if f"m64n{n}k32.f32.e4m3.e4m3" in t]
+        assert narrow and all(f".maxntid 384, 1, 1\n.minnctapersm {ctas}" in t for t in narrow)
 
 
 @pytest.mark.compile

@@ -5,16 +5,18 @@ made it a default family). Each case checks (1) |out - ref| within
 w8a8_cases.error_bound, (2) no write outside the [M, N] output view, (3) no NaN (x columns after
 K are NaN: a read past K would reach the output). Both ring depths run on the largest-K shape; the
 device routes W4A8-fp8 above decode size here (M <= 16 stays w8a8, one packed copy
-serves both); a call replays correctly from a CUDA graph.
+serves both); a call replays correctly from a CUDA graph. The heuristics split K on these small
+grids and take 32- / 64-token tiles up to M = 64 (tests/test_w4a8_wgmma.py); split-K runs 2, 3 and
+5 splits of uneven K ranges twice in a row (the tile counters must be back at zero).
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
-from w4a8_wgmma_cases import wgmma_cases
+from w4a8_wgmma_cases import split_cases, wgmma_cases
 from w8a8_cases import Case
-from w8a8_wgmma_cases import SHAPES
+from w8a8_wgmma_cases import SHAPES, SPLITS
 from wgmma_conformance import (
     build_kernels,
     check_act8_case,
@@ -22,6 +24,8 @@ from wgmma_conformance import (
     check_user_api_switch,
     ring_kernels,
     sm90_device,
+    split_kernel,
+    unsplit_kernels,
 )
 
 pytestmark = [
@@ -31,7 +35,8 @@ pytestmark = [
 
 CASES = wgmma_cases()
 # the largest-K shape of each format (16 K blocks: both rings wrap) also runs the 6-stage config
-DEEP = CASES[len(SHAPES) - 1 :: len(SHAPES)]
+DEEP = [c for c in CASES if (c.m, c.n, c.k) == SHAPES[-1]]
+SPLIT_CASES = split_cases()
 
 
 @pytest.fixture(autouse=True)
@@ -65,12 +70,13 @@ def test_deeper_ring_matches_reference(case: Case, device, kernels):
 
 @pytest.fixture(scope="module")
 def shared_memory_kernels(device):
-    """The shared-memory form (weights_in_registers off): every case with the heuristic's config
-    so changed."""
+    """The shared-memory form (weights_in_registers off, 128-token tiles): every case with the
+    heuristic's config so changed."""
     from humming_cuda.kernels.w4a8_wgmma import FAMILY
 
     jobs = [(c, 0) for c in CASES]
-    built = build_kernels(device, FAMILY, jobs, update={"weights_in_registers": False})
+    shared = {"weights_in_registers": False, "rs_block_m": 128, "rs_ctas_per_sm": 1}
+    built = build_kernels(device, FAMILY, jobs, update=shared)
     return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
 
 
@@ -87,3 +93,23 @@ def test_device_routes_w4a8_here_and_replays_in_a_graph(device):
 
 def test_user_api_switches_families_per_m_on_one_packed_copy(device):
     check_user_api_switch(device, "W4A8_FP8", "w4a8_wgmma", from_m=128)
+
+
+@pytest.fixture(scope="module")
+def unsplit(device):
+    from humming_cuda.kernels.w4a8_wgmma import FAMILY
+
+    return unsplit_kernels(device, FAMILY, SPLIT_CASES)
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.id)
+def test_split_k_matches_reference_twice_in_a_row(case: Case, device, unsplit):
+    """Unsplit, then each split count twice: a tile counter left non-zero would keep the second
+    launch's last split from knowing it is last, leaving out unwritten (poisoned)."""
+    from humming_cuda.kernels.w4a8_wgmma import FAMILY
+
+    check_act8_case(case, device, *unsplit[case.id])
+    for split in SPLITS:
+        config, kernel = split_kernel(device, FAMILY, case, unsplit[case.id], split)
+        check_act8_case(case, device, config, kernel)
+        check_act8_case(case, device, config, kernel)

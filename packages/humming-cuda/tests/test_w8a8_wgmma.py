@@ -205,13 +205,13 @@ def test_split_k_counts_the_devices_sms():
     assert FAMILY.candidates(presets.FP8_BLOCK128, problem, SM90)[0].split_k == 4
 
 
-def test_split_k_launch_sizes_the_workspace_and_w4a8_never_splits(monkeypatch):
+def test_split_k_launch_sizes_the_workspace_as_w4a8_does(monkeypatch):
     """17 K blocks asked for 5 splits: 5 splits of 4 (the last of 1), a workspace of one 128x128
-    fp32 tile per split and output tile, a counter per tile; the W4A8 subclass keeps one CTA."""
+    fp32 tile per split and output tile, a counter per tile; the W4A8 subclass launches alike."""
     import torch
 
     from humming_cuda.kernels import split_k
-    from humming_cuda.kernels.w4a8_wgmma import W4a8WgmmaKernel
+    from humming_cuda.kernels.w4a8_wgmma import W4a8WgmmaConfig, W4a8WgmmaKernel
     from humming_cuda.kernels.w8a8_wgmma import bind
 
     asked = []
@@ -231,17 +231,16 @@ def test_split_k_launch_sizes_the_workspace_and_w4a8_never_splits(monkeypatch):
     assert kernel.split_k(k, 6, cpu) == (1, {}, {"IPS": 17})
     assert len(asked) == 1  # unsplit: no workspace
     w4 = object.__new__(W4a8WgmmaKernel)
-    w4.config = kernel.config
-    assert w4.split_k(k, 6, cpu) == (1, {}, {})
+    w4.config = W4a8WgmmaConfig(arch="sm_90a", stages=4, split_k=3)
+    assert w4.split_k(k, 6, cpu) == (3, {"workspace": "ws", "counters": "ct"}, {"IPS": 6})
+    assert asked[-1] == (6 * 3 * 128 * 128, 6)
 
 
 def test_activation_boxes_are_64_rows_only_when_m_fits_the_first_warpgroup():
     """The kernel expects a_rows * 128 + 128 * 128 bytes per stage: the box the map is encoded
-    with. W4A8 (both warpgroups read A) always takes 128 rows."""
-    from humming_cuda.kernels.w4a8_wgmma import W4a8WgmmaKernel
+    with (W4A8's box is its token tile: tests/test_w4a8_wgmma.py)."""
     from humming_cuda.kernels.w8a8_wgmma import W8a8WgmmaKernel
 
-    w8, w4 = object.__new__(W8a8WgmmaKernel), object.__new__(W4a8WgmmaKernel)
+    w8 = object.__new__(W8a8WgmmaKernel)
     assert [w8.a_box_rows(m) for m in (17, 40, 64, 65, 128, 4096)] == [64, 64, 64, 128, 128, 128]
-    assert {w4.a_box_rows(m) for m in (17, 64, 65)} == {128}
     assert "const u32 stage_bytes = a.a_rows * BK + Tile::B_BYTES;" in HEADER

@@ -19,13 +19,14 @@ from w8a8_wgmma_cases import SHAPES, SPLITS, split_cases, wgmma_cases
 from wgmma_conformance import (
     TORCH_DTYPES,
     act8_inputs,
-    build_kernels,
     check_act8_case,
     check_routed_graph_replay,
     check_user_api_switch,
     replay_in_graph,
     ring_kernels,
     sm90_device,
+    split_kernel,
+    unsplit_kernels,
 )
 
 pytestmark = [
@@ -52,26 +53,16 @@ def kernels(device):
 
 
 @pytest.fixture(scope="module")
-def unsplit_kernels(device):
-    """(config, kernel) by case id of SPLIT_CASES: the first candidate, unsplit; the split counts
-    bind the same loaded module (the split is a launch parameter)."""
+def unsplit(device):
     from humming_cuda.kernels.w8a8_wgmma import FAMILY
 
-    jobs = [(c, 0) for c in SPLIT_CASES]
-    built = build_kernels(device, FAMILY, jobs, update={"split_k": 1})
-    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+    return unsplit_kernels(device, FAMILY, SPLIT_CASES)
 
 
-def split_kernel(device, case: Case, unsplit, split: int):
-    """(config, kernel) launching `split` CTAs per tile on the unsplit kernel's module."""
-    from humming_cuda.kernels.split_k import split_iterations
+def split_of(device, case: Case, unsplit, split: int):
     from humming_cuda.kernels.w8a8_wgmma import FAMILY
 
-    config, kernel = unsplit
-    # the case's K has enough blocks that every requested split is launched as asked
-    assert split_iterations(-(-case.k // 128), split)[0] == split
-    config = config.model_copy(update={"split_k": split})
-    return config, FAMILY.bind(kernel.function, case.spec, config, device.caps())
+    return split_kernel(device, FAMILY, case, unsplit, split)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -98,18 +89,18 @@ def test_user_api_switches_families_per_m_on_one_packed_copy(device):
 
 
 @pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.id)
-def test_split_k_matches_reference_twice_in_a_row(case: Case, device, unsplit_kernels):
+def test_split_k_matches_reference_twice_in_a_row(case: Case, device, unsplit):
     """Unsplit, then each split count twice: a tile counter left non-zero would keep the second
     launch's last split from knowing it is last, leaving out unwritten (poisoned)."""
-    check_act8_case(case, device, *unsplit_kernels[case.id])
+    check_act8_case(case, device, *unsplit[case.id])
     for split in SPLITS:
-        config, kernel = split_kernel(device, case, unsplit_kernels[case.id], split)
+        config, kernel = split_of(device, case, unsplit[case.id], split)
         check_act8_case(case, device, config, kernel)
         check_act8_case(case, device, config, kernel)
 
 
 @pytest.mark.parametrize("m", [40, 100])
-def test_split_k_replays_bit_identically_in_a_graph(m, device, unsplit_kernels):
+def test_split_k_replays_bit_identically_in_a_graph(m, device, unsplit):
     """FP8_BLOCK128's format (group-scaled activations, block-scaled weights) in 5 splits."""
     case = next(
         c
@@ -118,7 +109,7 @@ def test_split_k_replays_bit_identically_in_a_graph(m, device, unsplit_kernels):
         and c.spec.act.granularity == "group"
         and c.spec.weight.scale.granularity == "block"
     )
-    config, kernel = split_kernel(device, case, unsplit_kernels[case.id], 5)
+    config, kernel = split_of(device, case, unsplit[case.id], 5)
     x, cw, scale = act8_inputs(case)
     weights = device.weight_layout(case.spec, config).pack(cw, "cuda")
     if scale is not None:

@@ -6,7 +6,7 @@ kernel promotes each 128-deep K block times its group's scale in fp32, as that b
 from __future__ import annotations
 
 from w8a8_cases import Case, make_w4_spec
-from w8a8_wgmma_cases import SHAPES
+from w8a8_wgmma_cases import SHAPES, SPLIT_K, SPLIT_SHAPES
 
 # (weight dtype, activation code, act mode, weight group, scale dtype)
 W4_WGMMA_FORMATS = (
@@ -16,13 +16,30 @@ W4_WGMMA_FORMATS = (
 )
 
 
-def wgmma_cases() -> list[Case]:
+def _rotated_cases(shapes, first_seed: int) -> list[Case]:
     """Every format on every shape; output dtype, bias and input dtype rotate deterministically."""
     outs = ("bf16", "fp16", "fp32")
     cases = []
     for i, fmt in enumerate(W4_WGMMA_FORMATS):
-        for j, (m, n, k) in enumerate(SHAPES):
-            seed = 3000 + i * len(SHAPES) + j
+        for j, (m, n, k) in enumerate(shapes):
+            seed = first_seed + i * len(shapes) + j
             spec = make_w4_spec(*fmt, bias=seed % 2 == 1, out=outs[seed % 3])
             cases.append(Case(spec, ("bf16", "fp16")[seed % 2], m, n, k, seed))
     return cases
+
+
+# M <= 32: the 32-token tile on two CTAs per SM (M = 40 and 64 of SHAPES take the 64-token one);
+# N and K tails against it.
+NARROW_SHAPES = ((20, 264, 384), (32, 200, 2000))
+
+
+def wgmma_cases() -> list[Case]:
+    return _rotated_cases((*SHAPES, *NARROW_SHAPES), 3000)
+
+
+def split_cases() -> list[Case]:
+    """Every format on w8a8_wgmma's split-K shapes and M = 24 (a 32-token tile; 17 K blocks less a
+    tail: 2, 3 and 5 splits
+    run uneven ranges; 2 splits, 9 + 8 blocks, cut a 256-deep group in two, so each split must
+    scale its blocks by their own group's scale)."""
+    return _rotated_cases((*SPLIT_SHAPES, (24, 264, SPLIT_K)), 3500)

@@ -57,6 +57,25 @@ def ring_kernels(device, family, cases: list, deep: list) -> dict:
     return {(c.id, i): b for (c, i), b in zip(jobs, built, strict=True)}
 
 
+def unsplit_kernels(device, family, cases: list) -> dict:
+    """(config, kernel) by case id: the first candidate, unsplit; split counts bind the same
+    loaded module (`split_kernel`: the split is a launch parameter)."""
+    jobs = [(c, 0) for c in cases]
+    built = build_kernels(device, family, jobs, update={"split_k": 1})
+    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+
+
+def split_kernel(device, family, case, unsplit, split: int):
+    """(config, kernel) launching `split` CTAs per tile on the unsplit kernel's module."""
+    from humming_cuda.kernels.split_k import split_iterations
+
+    config, kernel = unsplit
+    # the case's K has enough blocks that every requested split is launched as asked
+    assert split_iterations(-(-case.k // 128), split)[0] == split
+    config = config.model_copy(update={"split_k": split})
+    return config, family.bind(kernel.function, case.spec, config, device.caps())
+
+
 def guarded_call(kernel, x: torch.Tensor, n: int, out_dtype: str, k_pad: int, **args):
     """Run kernel(x=..., out=..., **args) with x copied into a NaN-filled buffer (k_pad NaN columns
     after K, a NaN row below) and out a [M, N] view inside a poisoned buffer; asserts that nothing

@@ -28,7 +28,7 @@ from .wna16 import FAMILY as _WNA16  # noqa: E402
 FAMILIES.append(_WNA16)
 
 # Before w8a8: fp8 problems with M > 16 on sm_90a take the wgmma kernels (e4m3 weights here, int4 /
-# E2M1 weights in w4a8_wgmma, which prefers M > 64); everything else they refuse or leave falls
+# E2M1 weights in w4a8_wgmma); everything else they refuse or leave falls
 # through to w8a8.
 from .w8a8_wgmma import FAMILY as _W8A8_WGMMA  # noqa: E402
 

@@ -4,8 +4,8 @@ on sm_90a above decode size, with wgmma, TMA and in-kernel expansion of the 4-bi
 
 Specs: W4A8_FP8 and the other int4 / E2M1 x e4m3 formats with per-token or static activation
 scales and group weight scales whose groups are multiples of 128 K (MXFP4's 32 stays with the
-mma.sync w8a8 family); bf16 / fp16 / fp32 output, bias. M > 16 only, and preferred from M = 65
-(heuristics.PREFER_MIN_M: below it the mma.sync W4A8 kernels are faster). Weights use the w8a8 layout's
+mma.sync w8a8 family); bf16 / fp16 / fp32 output, bias. M > 16 only (32- and 64-token tiles up to M = 64, K split on
+small grids; from session 23 it beats the mma.sync W4A8 kernels at every such M). Weights use the w8a8 layout's
 W4A8 form (humming_cuda.kernels.w8a8.nibbles), so a layer that switches family per M bucket packs
 its weights once.
 
@@ -23,7 +23,7 @@ from ..w8a8.config import W8a8Format
 from ..w8a8.layout import W8a8Layout
 from .bind import W4a8WgmmaKernel
 from .config import W4a8WgmmaConfig
-from .heuristics import candidates, prefers, supports
+from .heuristics import candidates, supports
 from .render import render
 
 
@@ -38,7 +38,6 @@ class W4a8WgmmaFamily(ModuleFamily):
     kernel_type = W4a8WgmmaKernel
     supports = staticmethod(supports)
     candidates = staticmethod(candidates)
-    prefers = staticmethod(prefers)
     render = staticmethod(render)
 
     def weight_layout(

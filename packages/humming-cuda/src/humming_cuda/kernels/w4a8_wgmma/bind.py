@@ -1,10 +1,9 @@
 """Bind a loaded W4A8-wgmma module: quantize x (the module's own entries), encode the tensor maps
 of the activations and of the packed weight slabs (cached per pointer), launch one CTA of 384
-threads per 128x128 tile of out."""
+threads per 128x128 tile of out and K split (grid z), with the shared split-K workspace when the
+config splits (W8a8WgmmaKernel's launch)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import torch
 
@@ -13,12 +12,12 @@ from ..common_bind import out_arg
 from ..w8a8.config import W8a8Format
 from ..w8a8.nibbles import slab_words
 from ..w8a8_wgmma.bind import W8a8WgmmaKernel
-from ..w8a8_wgmma.tma import BOX_ROWS
 
 
 def signature(fmt: W8a8Format, name: str) -> Signature:
     """The checked arguments. `a` and `qweight` are checked here but reach the kernel as the
-    tensor maps that replace them (HUMMING_W4A8_WGMMA_ENTRY's first two parameters)."""
+    tensor maps that replace them (HUMMING_W4A8_WGMMA_ENTRY's first two parameters); the split-K
+    arguments are W8A8-wgmma's."""
     return Signature(
         TensorArg("a", torch.float8_e4m3fn, ("M", "K")),
         TensorArg("qweight", torch.int32, ("N", "KW")),
@@ -28,6 +27,9 @@ def signature(fmt: W8a8Format, name: str) -> Signature:
         out_arg(fmt.out),
         *(ScalarArg(n, "int32", dim=n) for n in ("M", "N", "K")),
         ScalarArg("ldc", "int32", dim="LDC"),
+        TensorArg("workspace", torch.float32, ("WS",), optional=True, align=4),
+        TensorArg("counters", torch.int32, ("CT",), optional=True, align=4),
+        ScalarArg("iters_per_split", "int32", dim="IPS"),
         kernel=name,
     )
 
@@ -45,11 +47,5 @@ class W4a8WgmmaKernel(W8a8WgmmaKernel):
         return {"KW": slab_words(k), "WG": -(-k // self.fmt.group)}
 
     def a_box_rows(self, m: int) -> int:
-        """Always the full tile: both of the W4A8 kernel's consumer warpgroups read their rows."""
-        return BOX_ROWS
-
-    def split_k(
-        self, k: int, tiles: int, device: torch.device
-    ) -> tuple[int, dict[str, Any], dict[str, int]]:
-        """One CTA per tile over all of K: the W4A8 kernel does not split K."""
-        return 1, {}, {}
+        """The tile's tokens: both of the W4A8 kernel's consumer warpgroups read all of them."""
+        return self.config.rs_block_m

@@ -1,30 +1,37 @@
-"""W4A8-wgmma kernel configuration: a fixed 128x128x128 CTA tile, a chosen pipeline depth.
+"""W4A8-wgmma kernel configuration: a fixed 128x128x128 CTA tile, a chosen pipeline depth and
+split-K factor.
 
 The tile is fixed by the kernel's structure (include/humming/kernel/w4a8_wgmma.cuh): two consumer
 warpgroups of 64 rows, one wgmma m64n128k32 column block, 128-deep stages (one slab of the W4A8
 layout). Each stage holds the A tile and the packed 4-bit slab; each consumer warpgroup expands its
-rows of the slab in registers (the default out^T form) or into one of its two e4m3 tiles.
+rows of the slab in registers (the default out^T form) or into one of its two e4m3 tiles. K may be
+split over several CTAs per tile as in w8a8_wgmma (a launch parameter: the code is the same).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from ..w8a8_wgmma.config import SPLIT_FLAG_BYTES
 from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, CONSUMERS, WgmmaTileConfig
 
 BLOCK_K = 128
 EXPANDED_BUFFERS = 2  # per consumer warpgroup: one read by wgmma while the next is written
+TWO_CTA_BLOCK_M = 32  # the token tile that runs two CTAs per SM
 
 __all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "W4a8WgmmaConfig"]
 
 
 class W4a8WgmmaConfig(WgmmaTileConfig):
-    """One producer and two consumer warpgroups over a `stages`-deep ring of A tiles and slabs."""
+    """One producer and two consumer warpgroups over a `stages`-deep ring of A tiles and slabs;
+    split_k as W8a8WgmmaConfig's (whole 128-deep blocks per split, summed in fp32 through a
+    workspace)."""
 
     family: Literal["w4a8_wgmma"] = "w4a8_wgmma"
     stages: int = Field(4, ge=2, le=8)
+    split_k: int = Field(1, ge=1, le=16)
     # The out^T form (default): weights as wgmma's register A operand, expanded in registers (no
     # expanded tiles in shared memory), activations as its B operand. False: the shared-memory form,
     # each consumer expanding the slab into an e4m3 tile for a smem x smem wgmma. H200, same run
@@ -32,15 +39,48 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
     # shared-memory form took 543 / 7772 / 3756 / 73 us (W4A8_FP8 4096x14336 M=1024, 8192x28672
     # M=4096, 57344x8192 M=1024, 6144x4096 M=256).
     weights_in_registers: bool = True
+    # Tokens per tile (wgmma's N in the out^T form): 32 or 64 at small M, where a 128-token tile
+    # multiplies mostly zero rows; the shared-memory form takes 128 only (as wna16_wgmma's field).
+    rs_block_m: Literal[32, 64, 128] = BLOCK_M
+    # CTAs per SM the registers are split for (WgmmaW4a8Tile's CTAS): 2 only with 32-token tiles.
+    rs_ctas_per_sm: Literal[1, 2] = 1
+
+    @model_validator(mode="after")
+    def _tile(self) -> W4a8WgmmaConfig:
+        if self.rs_block_m != BLOCK_M and not self.weights_in_registers:
+            raise ValueError(
+                f"rs_block_m={self.rs_block_m}: tiles of fewer than {BLOCK_M} tokens need the "
+                "out^T form (weights_in_registers=True)"
+            )
+        if self.rs_ctas_per_sm == 2 and self.rs_block_m != TWO_CTA_BLOCK_M:
+            raise ValueError(
+                f"rs_ctas_per_sm=2 needs rs_block_m={TWO_CTA_BLOCK_M} (its consumers fit 96 "
+                f"registers); got rs_block_m={self.rs_block_m}"
+            )
+        return self
+
+    @property
+    def block_m(self) -> int:
+        return self.rs_block_m
+
+    @property
+    def ctas_per_sm(self) -> int:
+        return self.rs_ctas_per_sm
 
     @property
     def stage_bytes(self) -> int:
-        return BLOCK_M * BLOCK_K + BLOCK_N * BLOCK_K // 2
+        return self.rs_block_m * BLOCK_K + BLOCK_N * BLOCK_K // 2
 
     @property
     def smem_bytes(self) -> int:
         """Mirrors WgmmaW4a8Tile::SMEM_BYTES: alignment slack, the ring, the expanded tiles, the
-        ring's mbarriers."""
+        ring's mbarriers, the split flag."""
         buffers = 0 if self.weights_in_registers else EXPANDED_BUFFERS
         expanded = CONSUMERS * buffers * BLOCK_N * BLOCK_K
-        return ALIGN_SLACK + self.stages * self.stage_bytes + expanded + self.barrier_bytes
+        return (
+            ALIGN_SLACK
+            + self.stages * self.stage_bytes
+            + expanded
+            + self.barrier_bytes
+            + SPLIT_FLAG_BYTES
+        )

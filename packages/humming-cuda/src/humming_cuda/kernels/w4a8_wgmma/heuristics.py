@@ -2,9 +2,7 @@
 M > 16), and its configs.
 
 Decode-size M (<= 16) stays with the mma.sync W8A8 family (its W4A8 kernels read the same packed
-weights), so `supports` refuses it with a reason and CudaDevice moves on; up to M = 64 this family
-`prefers` only grids of enough 128-column tiles, and the device routes the rest to the mma.sync
-kernels too.
+weights), so `supports` refuses it with a reason and CudaDevice moves on; every larger M runs here.
 """
 
 from __future__ import annotations
@@ -14,21 +12,24 @@ from humming_core.spec import QuantSpec
 
 from ..act_quant import unsupported_reason
 from ..w8a8.config import W8a8Format
-from ..w8a8_wgmma.heuristics import MIN_M, WGMMA_FORM
+from ..w8a8_wgmma.heuristics import MIN_M, WGMMA_FORM, split_first
 from ..wgmma_tile import arch_reason, fitting_configs, problem_reason
-from ..wna16.heuristics import DEFAULT_SMS
-from .config import BLOCK_K, BLOCK_N, W4a8WgmmaConfig
+from .config import BLOCK_K, BLOCK_M, TWO_CTA_BLOCK_M, W4a8WgmmaConfig
 
 WEIGHTS = ("int4", "e2m1")  # 4-bit codes whose every value is exact in e4m3
 STAGE_CHOICES = (4, 6)
-# H200, benchmarks/family_compare.py (same run, 2026-11-30), the register-A form against the
-# mma.sync W4A8 kernels at M = 32 / 64 / 128, in us: 4096x14336 (32 N tiles) 110 / 111 / 113 vs
-# 67 / 70 / 227; 6144x4096 (48) 37 / 37 / 39 vs 34 / 35 / 69; 8192x28672 (64) 220 / 215 / 223 vs
-# 234 / 244 / 464; 57344x8192 (448) 257 / 249 / 254 vs 431 / 452 / 940. The time is flat in M up
-# to 128 (one M tile), so from M = 65 this family wins on every layer, and below it where the
-# grid has 0.45 tiles per SM or more.
-PREFER_MIN_M = 65
-SMALL_M_MIN_TILES_PER_SM = 0.45
+# Tiles of fewer tokens for M <= 64 (wgmma N 32 / 64 in the out^T form; 32-token tiles on two CTAs
+# per SM), with deeper rings: a stage carries 8 KB of weights and only 4-8 KB of activations.
+# H200, benchmarks/wgmma_config_sweep.py (one run, session 23), us at M = 32: 57344x8192 126.4
+# (32-token tile, two CTAs) vs 144.9 (one CTA) vs 222.3 (128-token tile); 8192x28672 70.2 (split 4)
+# vs 159.8 (128 tokens, unsplit); 4096x14336 28.4 (split 8) vs 82.8. At M = 64 the 64-token tile
+# beat the 128-token one at every split on all four layers (57344x8192 158.4 vs 193.7).
+# With them this family beat the mma.sync W4A8 kernels at M = 32 on every layer of KERNELS.md
+# (benchmarks/family_compare.py, same run: 1.5x on 6144x4096, 1.75x on 4096x14336, 2.2x on the two
+# big ones), so it takes every M above decode size (no `prefers`; until session 23 it left M <= 64
+# on small grids to them).
+NARROW_BLOCK_MS = (32, 64)
+NARROW_STAGE_CHOICES = (6, 4)
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -73,13 +74,22 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W4a8WgmmaConfig]:
-    """Configs for this problem, best first (ring depths that fit the arch's shared memory)."""
-    return fitting_configs(supports, W4a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)
+    """Configs for this problem, best first: at M <= 64 the narrow token tile's ring depths, then
+    the 128-token tile's that fit the arch's shared memory; each group split along K as
+    w8a8_wgmma splits its grids of fewer tiles than CTA slots, then unsplit."""
+    wide = fitting_configs(supports, W4a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)
+    tokens = token_tile(problem.m or BLOCK_M)
+    if not wide or tokens == BLOCK_M:
+        return split_first(wide, problem, caps)
+    ctas = 2 if tokens == TWO_CTA_BLOCK_M else 1
+    narrow = [
+        W4a8WgmmaConfig(arch=caps.arch, stages=s, rs_block_m=tokens, rs_ctas_per_sm=ctas)
+        for s in NARROW_STAGE_CHOICES
+    ]
+    narrow = [c for c in narrow if c.fits_smem(caps)]
+    return split_first(narrow, problem, caps) + split_first(wide, problem, caps)
 
 
-def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
-    """Take M from PREFER_MIN_M, and smaller M on grids of SMALL_M_MIN_TILES_PER_SM (see above)."""
-    if (problem.m or 0) >= PREFER_MIN_M:
-        return True
-    tiles = -(-problem.n // BLOCK_N)  # one 128-row M tile
-    return tiles >= SMALL_M_MIN_TILES_PER_SM * (caps.sm_count or DEFAULT_SMS)
+def token_tile(m: int) -> int:
+    """The fewest tokens per tile (32, 64 or 128) that hold all M rows, 128 beyond."""
+    return next((t for t in NARROW_BLOCK_MS if m <= t), BLOCK_M)

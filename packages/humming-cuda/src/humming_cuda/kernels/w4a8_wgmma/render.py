@@ -10,7 +10,7 @@ from humming_core.spec import QuantSpec
 from ..family import check_config_arch
 from ..w8a8.config import CXX_OUT, W8a8Format
 from ..w8a8.nibbles import nibble_table, table_words
-from .config import W4a8WgmmaConfig
+from .config import BLOCK_M, W4a8WgmmaConfig
 
 
 def template_arguments(fmt: W8a8Format, cfg: W4a8WgmmaConfig) -> tuple[str, str]:
@@ -18,6 +18,9 @@ def template_arguments(fmt: W8a8Format, cfg: W4a8WgmmaConfig) -> tuple[str, str]
     words = ", ".join(f"0x{w:08x}u" for w in table_words(nibble_table(fmt.weight, fmt.code, False)))
     weight = f"humming::WgmmaW4a8Format<{fmt.group}, {words}>"
     reg_a = ", true" if cfg.weights_in_registers else ""
+    # the 128-token tiles' text (and so their kernels' names) stay as they were
+    if cfg.rs_block_m != BLOCK_M or cfg.rs_ctas_per_sm != 1:
+        reg_a += f", {cfg.rs_block_m}, {cfg.rs_ctas_per_sm}"
     return weight, f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}{reg_a}>"
 
 

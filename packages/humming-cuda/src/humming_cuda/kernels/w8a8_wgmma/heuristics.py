@@ -7,12 +7,21 @@ so `supports` refuses it (and an unknown M) with a reason, and CudaDevice moves 
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
 from ..act_quant import unsupported_reason
 from ..split_k import clamp_split
-from ..wgmma_tile import BLOCK_M, BLOCK_N, arch_reason, fitting_configs, problem_reason
+from ..wgmma_tile import (
+    BLOCK_M,
+    BLOCK_N,
+    WgmmaTileConfig,
+    arch_reason,
+    fitting_configs,
+    problem_reason,
+)
 from ..wna16.heuristics import DEFAULT_SMS
 from .config import BLOCK_K, W8a8WgmmaConfig
 
@@ -80,10 +89,11 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
     return Support.no(reason) if reason else Support.yes()
 
 
-def pick_split_k(problem: GemmProblem, caps: DeviceCaps) -> int:
-    """The split count of the modelled time above: 1 unless the grid has fewer tiles than SMs;
-    at least 4 K blocks per split and at most 16 splits (split_k.clamp_split)."""
-    sms = caps.sm_count or DEFAULT_SMS
+def pick_split_k(problem: GemmProblem, caps: DeviceCaps, ctas_per_sm: int = 1) -> int:
+    """The split count of the modelled time above: 1 unless the grid has fewer tiles than CTA
+    slots (SMs x `ctas_per_sm`, the CTAs the kernel keeps resident per SM); at least 4 K blocks
+    per split and at most 16 splits (split_k.clamp_split)."""
+    sms = (caps.sm_count or DEFAULT_SMS) * ctas_per_sm
     tiles = -(-problem.n // BLOCK_N) * -(-(problem.m or 1) // BLOCK_M)
     if tiles >= sms:
         return 1
@@ -100,7 +110,17 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     """Configs for this problem, best first: ring depths that fit the arch's shared memory, split
     along K by `pick_split_k` when that pays, then unsplit (a tuner's alternatives)."""
     configs = fitting_configs(supports, W8a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)
-    split = pick_split_k(problem, caps) if configs else 1
+    return split_first(configs, problem, caps)
+
+
+C = TypeVar("C", bound=WgmmaTileConfig)
+
+
+def split_first(configs: list[C], problem: GemmProblem, caps: DeviceCaps) -> list[C]:
+    """`configs` split along K by `pick_split_k` (a `split_k` field), then unsplit, when the split
+    pays; else `configs` unchanged. Shared with w4a8_wgmma (the same tiles and K blocks; its
+    32-token tiles keep two CTAs per SM, the first config's ctas_per_sm)."""
+    split = pick_split_k(problem, caps, configs[0].ctas_per_sm) if configs else 1
     if split == 1:
         return configs
     return [c.model_copy(update={"split_k": split}) for c in configs] + configs

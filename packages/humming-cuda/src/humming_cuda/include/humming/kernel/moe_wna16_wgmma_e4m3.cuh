@@ -36,6 +36,7 @@
 #include "humming/datatype/code8.cuh"
 #include "humming/datatype/nibble8.cuh"
 #include "humming/kernel/moe_wna16_wgmma.cuh"
+#include "humming/mma/wgmma_e4m3_rs.cuh"
 
 namespace humming {
 
@@ -83,28 +84,6 @@ struct E2m1E4m3Tables {
     }
   }
 };
-
-// d[64xN] (+)= A[64x32] (e4m3 registers) * B[Nx32]^T (e4m3, K-major smem) for N in {16, 32, 64},
-// with wgmma_narrow.cuh's operand lists (fp8 wgmma takes no transpose operands).
-template <int N>
-struct WgmmaE4m3Rs;
-
-#define HM_WGMMA_E4M3_RS_CASE(N)                                                                 \
-  template <>                                                                                    \
-  struct WgmmaE4m3Rs<N> {                                                                        \
-    HM_DEVICE static void run(float (&d)[N / 2], const u32 (&a)[4], u64 desc_b, bool accumulate) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " HM_WGMMA_N##N##_PRED                     \
-                   ", 0;\n wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 {"            \
-                   HM_WGMMA_N##N##_TEXT ", p, 1, 1;\n}"                                          \
-                   : HM_WGMMA_N##N##_OUTPUTS                                                     \
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b),                    \
-                     "r"(static_cast<int>(accumulate)));                                          \
-    }                                                                                            \
-  };
-
-HM_WGMMA_E4M3_RS_CASE(16)
-HM_WGMMA_E4M3_RS_CASE(32)
-HM_WGMMA_E4M3_RS_CASE(64)
 
 template <class Fmt, class Tile, typename OutT, bool BIAS>
 struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
@@ -195,11 +174,7 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
   }
 
   HM_DEVICE static void mma(float (&acc)[ACC], const u32 (&frag)[4], u64 dx) {
-    if constexpr (BM == 128) {
-      wgmma_m64n128k32_e4m3_rs(acc, frag, dx, true);
-    } else {
-      WgmmaE4m3Rs<BM>::run(acc, frag, dx, true);
-    }
+    WgmmaE4m3Rs<BM>::run(acc, frag, dx, true);
   }
 
   // K steps 0 .. iters - 1 of a tile, ring steps q0 ..: as Base::consume<true, true> (x gathered

@@ -6,19 +6,25 @@
 // per row and 128-deep K slab 64 bytes, word 4t + ks = K elements 32ks + 4t + 0..3 and
 // 32ks + 16 + 4t + 0..3), so the mma.sync kernels at decode size and this one share one copy.
 //
-// CTA: 3 warpgroups over a 128 x 128 tile. Warpgroup 0 is the producer: one thread streams A
-// (128 x 128 bytes, 128B swizzle) and the packed W slab (128 rows x 64 bytes, no swizzle) of every
-// stage through a `STAGES`-deep mbarrier ring. In the out^T form (Tile::REG_A, the configs'
-// default; consume_t below) each consumer thread expands its two weight rows of the slab straight
-// into wgmma's register A fragments, the A tile being wgmma's B operand. Otherwise warpgroups 1
+// CTA: 3 warpgroups over a tile of BM tokens x 128 weight rows (BM = 128, or 32 / 64 at small M
+// in the out^T form). Warpgroup 0 is the producer: one thread streams A (BM x 128 bytes, 128B
+// swizzle) and the packed W slab (128 rows x 64 bytes, no swizzle) of every stage through a
+// `STAGES`-deep mbarrier ring. In the out^T form (Tile::REG_A, the configs' default; consume_t
+// below) each consumer thread expands its two weight rows of the slab straight into wgmma's
+// register A fragments, the A tile being wgmma's B operand (m64nBMk32). Otherwise warpgroups 1
 // and 2 (rows 0-63 and 64-127) each expand the slab through the 16-entry code table
 // (humming/datatype/nibble8.cuh; every int4 and E2M1 value is exact in e4m3) into their own
 // 128B-swizzled K-major e4m3 tile, alternating two
 // buffers, synchronise on their own named barrier, then run 4 wgmma m64n128k32 and promote the
 // block's fp32 sum into the totals times its group's weight scale per column, as the W4A8
-// mma.sync kernels do. Per-token / static activation scales and bias are applied in the epilogue. Tails: TMA zero-fills A rows past M and K
-// columns past K (the layout pads K with the code of 0); columns past N are computed from zero
-// rows of W and never stored.
+// mma.sync kernels do. Per-token / static activation scales and bias are applied in the epilogue.
+// Tails: TMA zero-fills A rows past M and K columns past K (the layout pads K with the code of 0);
+// columns past N are computed from zero rows of W and never stored.
+//
+// Split-K (as w8a8_wgmma's): gridDim.z CTAs share a tile, each over a contiguous range of
+// iters_per_split whole 128-deep K blocks (so a block's group scale is still one per block); the
+// last split to arrive sums the fp32 partials in split order and stores (reduce_wgmma_splits).
+// Why: the W4A8 layers' small grids (4096x14336: 32 tiles for 132 SMs) left most SMs idle.
 #pragma once
 #include "humming/arith/common.cuh"
 #include "humming/datatype/nibble8.cuh"
@@ -26,6 +32,7 @@
 #include "humming/kernel/wgmma_cta.cuh"
 #include "humming/memory/tile_order.cuh"
 #include "humming/mma/wgmma.cuh"
+#include "humming/mma/wgmma_e4m3_rs.cuh"
 #include "humming/ptx/sm90_tma.cuh"
 
 namespace humming {
@@ -42,25 +49,39 @@ struct WgmmaW4a8Format {
 // GROUP_M: M tiles walked down before moving one N tile right (humming/memory/tile_order.cuh).
 // REG_A: the out^T form (W4a8WgmmaKernel::consume_t): the weights are wgmma's A operand, expanded
 // in registers, and the activations its B operand, so no expanded tiles in shared memory.
-template <int STAGES_, int GROUP_M_, bool REG_A_ = false>
+// BM: the tile's tokens, wgmma's N in the out^T form: 32 or 64 where M is that small (a 128-token
+// tile would multiply mostly TMA-filled zero rows, 4x the tensor work at M = 32); 128 otherwise.
+// CTAS: CTAs per SM the registers are split for (__launch_bounds__, setmaxnreg); 2 only with
+// 32-token tiles, whose consumers then fit 96 registers.
+template <int STAGES_, int GROUP_M_, bool REG_A_ = false, int BM_ = 128, int CTAS_ = 1>
 struct WgmmaW4a8Tile {
-  static constexpr int BM = 128, BN = 128, BK = 128, STAGES = STAGES_, GROUP_M = GROUP_M_;
+  static constexpr int BM = BM_, BN = 128, BK = 128, STAGES = STAGES_, GROUP_M = GROUP_M_;
   static constexpr bool REG_A = REG_A_;
+  static constexpr int CTAS = CTAS_;
+  static_assert(BM == 128 || (REG_A && (BM == 32 || BM == 64)), "narrow tiles: the out^T form");
+  static_assert(CTAS == 1 || (CTAS == 2 && BM == 32), "two CTAs per SM: 32-token tiles");
+  // the registers each producer / consumer thread keeps after setmaxnreg (multiples of 8, within
+  // the launch bound's pool of 65536 / CTAS per CTA)
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = CTAS == 2 ? 96 : 232;
+  static_assert((PRODUCER_REGS + 2 * CONSUMER_REGS) * 128 <= 65536 / CTAS, "the register pool");
   static constexpr int CONSUMERS = 2;  // warpgroups of 64 rows each
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
   static constexpr int A_BYTES = BM * BK, P_BYTES = BN * BK / 2, STAGE_BYTES = A_BYTES + P_BYTES;
   static constexpr int X_BYTES = BN * BK, X_BUFFERS = REG_A ? 0 : 2;  // expanded W per consumer
   // 1024 bytes of slack to align everything to the 128B-swizzle atom, the ring, the expanded
-  // tiles, then the full / empty barriers (mirrors W4a8WgmmaConfig.smem_bytes)
+  // tiles, then the full / empty barriers, then split-K's "last split" flag (mirrors
+  // W4a8WgmmaConfig.smem_bytes)
   static constexpr int SMEM_BYTES =
-      1024 + STAGES * STAGE_BYTES + CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES;
+      1024 + STAGES * STAGE_BYTES + CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES + 4;
   static_assert(STAGE_BYTES % 1024 == 0, "every stage's A tile starts on a swizzle atom");
 };
 
 template <class Fmt, class Tile, typename OutT, bool BIAS>
 struct W4a8WgmmaKernel {
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, STAGES = Tile::STAGES;
-  static constexpr int ACC = 64;  // 64x128 fp32 per warpgroup / 128 threads
+  // fp32 accumulators per thread: a warpgroup's 64 x BN (shared form: its 64 tokens x 128 weight
+  // rows) or 64 weight rows x BM tokens (out^T form), over 128 threads
+  static constexpr int ACC = (Tile::REG_A ? BM : BN) / 2;
 
   struct Args {
     const float* a_scales;  // [1, M] per token (or the static scale broadcast)
@@ -68,6 +89,9 @@ struct W4a8WgmmaKernel {
     const float* bias;      // [N]
     OutT* out;              // [M, N], row stride ldc
     int M, N, K, ldc;
+    float* workspace;  // split-K partials: [tiles, gridDim.z, BM * BN] (unused when unsplit)
+    int* counters;     // split-K arrivals per tile, zero between launches
+    int iters_per_split;
   };
 
   struct Smem {
@@ -133,7 +157,7 @@ struct W4a8WgmmaKernel {
   // next wgmma). Buffer it % 2 is written by the expansion of step it and read by its wgmma; the
   // expansion of step it + 2 rewrites it only after this thread's wgmma_wait of step it and the
   // named barrier that follows in every thread of the warpgroup.
-  HM_DEVICE static void consume(const Args& a, const Smem& sm, int iters, int n0, int wg,
+  HM_DEVICE static void consume(const Args& a, const Smem& sm, int kb0, int iters, int n0, int wg,
                                 float (&total)[ACC]) {
     const int lane = threadIdx.x % 32;
     float acc[ACC];
@@ -163,7 +187,7 @@ struct W4a8WgmmaKernel {
       wgmma_wait<0>();
       fence_registers(acc);
       if (lane == 0) mbar_arrive(sm.empty_bar(s));  // this warp no longer reads the stage
-      promote(a, acc, it * BK / Fmt::W_GROUP, n0, total);
+      promote(a, acc, (kb0 + it) * BK / Fmt::W_GROUP, n0, total);
       named_barrier<128>(1 + wg);  // step it + 1's tile is complete, step it's reads are done
     }
   }
@@ -218,18 +242,18 @@ struct W4a8WgmmaKernel {
   // slab words are read and expanded into `nxt`, so only the promotion is left between one
   // block's wgmma and the next. `cur` stays live (fence_registers_u32) until the wgmma_wait: the
   // hardware reads register operands while the wgmma runs.
-  HM_DEVICE static void step_t(const Args& a, const Smem& sm, int it, int iters, int n0, int wg,
-                               u32 (&cur)[4][4], u32 (&nxt)[4][4], float (&acc)[ACC],
+  HM_DEVICE static void step_t(const Args& a, const Smem& sm, int kb0, int it, int iters, int n0,
+                               int wg, u32 (&cur)[4][4], u32 (&nxt)[4][4], float (&acc)[ACC],
                                float (&total)[ACC]) {
     const int s = it % STAGES;
     float ws[2];
-    load_row_scales(a, it * BK / Fmt::W_GROUP, n0, wg, ws);
+    load_row_scales(a, (kb0 + it) * BK / Fmt::W_GROUP, n0, wg, ws);
     const u64 db = sw128_kmajor_desc(sm.a(s));
     fence_registers(acc);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
-      wgmma_m64n128k32_e4m3_rs(acc, cur[ks], desc_advance(db, 32 * ks), ks > 0);
+      WgmmaE4m3Rs<BM>::run(acc, cur[ks], desc_advance(db, 32 * ks), ks > 0);
     }
     wgmma_commit();
     if (it + 1 < iters) {
@@ -248,8 +272,8 @@ struct W4a8WgmmaKernel {
   }
 
   // Two fragment sets in turn (named, not indexed by it % 2, which would put them in local memory).
-  HM_DEVICE static void consume_t(const Args& a, const Smem& sm, int iters, int n0, int wg,
-                                  float (&total)[ACC]) {
+  HM_DEVICE static void consume_t(const Args& a, const Smem& sm, int kb0, int iters, int n0,
+                                  int wg, float (&total)[ACC]) {
     float acc[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
@@ -261,8 +285,8 @@ struct W4a8WgmmaKernel {
       expand_fragments(raw, even);
     }
     for (int it = 0; it < iters; it += 2) {
-      step_t(a, sm, it, iters, n0, wg, even, odd, acc, total);
-      if (it + 1 < iters) step_t(a, sm, it + 1, iters, n0, wg, odd, even, acc, total);
+      step_t(a, sm, kb0, it, iters, n0, wg, even, odd, acc, total);
+      if (it + 1 < iters) step_t(a, sm, kb0, it + 1, iters, n0, wg, odd, even, acc, total);
     }
   }
 
@@ -275,7 +299,7 @@ struct W4a8WgmmaKernel {
     for (int h = 0; h < 2; ++h) {
       const int n = n0 + 64 * wg + tile_row() + 8 * h;
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
+      for (int j = 0; j < BM / 8; ++j) {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int m = m0 + 8 * j + 2 * t + c;
@@ -299,29 +323,42 @@ struct W4a8WgmmaKernel {
     const u32 x = base + STAGES * Tile::STAGE_BYTES;
     const u32 bars = x + Tile::CONSUMERS * Tile::X_BUFFERS * Tile::X_BYTES;
     const Smem sm{base, x, bars, bars + 8 * STAGES};
+    const u32 flag = bars + 16 * STAGES;
     const int wg = threadIdx.x / 128;
     const TileCoord tile = grouped_tile<Tile::GROUP_M>();
-    const int n0 = tile.n * BN, m0 = tile.m * BM, iters = ceil_div(a.K, BK);
+    const int n0 = tile.n * BN, m0 = tile.m * BM;
+    // This split's K blocks (all of them when unsplit); the host leaves no split empty.
+    const int kb0 = blockIdx.z * a.iters_per_split;
+    const int iters = min(ceil_div(a.K, BK), kb0 + a.iters_per_split) - kb0;
     init_ring_barriers<STAGES, Tile::CONSUMERS>(sm.full, sm.empty);
     if (wg == 0) {
       // The consumers synchronise on their own named barriers: the producer warpgroup may exit.
       // The out^T form hands its registers to the consumers (two fragment sets in flight).
-      if constexpr (Tile::REG_A) setmaxnreg_dec<40>();
+      if constexpr (Tile::REG_A) setmaxnreg_dec<Tile::PRODUCER_REGS>();
       if (threadIdx.x == 0) {
         // the slab holds two 4-bit codes per byte: BK / 2 bytes of K per step
-        produce_ab_ring<STAGES>(&ta, &tw, sm, Tile::STAGE_BYTES, 0, iters, BK, BK / 2, m0, n0);
+        produce_ab_ring<STAGES>(&ta, &tw, sm, Tile::STAGE_BYTES, kb0, iters, BK, BK / 2, m0, n0);
       }
       return;
     }
-    if constexpr (Tile::REG_A) setmaxnreg_inc<232>();
+    if constexpr (Tile::REG_A) setmaxnreg_inc<Tile::CONSUMER_REGS>();
     float total[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) total[i] = 0.f;
     if constexpr (Tile::REG_A) {
-      consume_t(a, sm, iters, n0, wg - 1, total);
+      consume_t(a, sm, kb0, iters, n0, wg - 1, total);
+    } else {
+      consume(a, sm, kb0, iters, n0, wg - 1, total);
+    }
+    // every consumer row is live: weight rows past N (or token rows past M) hold zeros
+    static_assert(ACC * 128 * Tile::CONSUMERS == BM * BN, "the host sizes splits as BM * BN");
+    if (gridDim.z > 1 && !reduce_wgmma_splits<ACC, Tile::CONSUMERS>(a.workspace, a.counters,
+                                                                     total, true, shared_int(flag))) {
+      return;
+    }
+    if constexpr (Tile::REG_A) {
       store_t(a, total, m0, n0, wg - 1);
     } else {
-      consume(a, sm, iters, n0, wg - 1, total);
       store(a, total, m0, n0, wg - 1);
     }
   }
@@ -332,10 +369,13 @@ struct W4a8WgmmaKernel {
 // The C entry point every rendered W4A8-wgmma translation unit instantiates (parameters in the
 // order of humming_cuda.kernels.w4a8_wgmma.bind.signature; the tensor maps come first).
 #define HUMMING_W4A8_WGMMA_ENTRY(NAME, FMT, TILE, OUT, BIAS)                                    \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                          \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, TILE::CTAS) NAME(                 \
       const __grid_constant__ humming::TmaDescriptor tmap_a,                                   \
       const __grid_constant__ humming::TmaDescriptor tmap_w, const float* a_scales,            \
-      const float* w_scales, const float* bias, OUT* out, int M, int N, int K, int ldc) {      \
+      const float* w_scales, const float* bias, OUT* out, int M, int N, int K, int ldc,        \
+      float* workspace, int* counters, int iters_per_split) {                                  \
     using Kern = humming::W4a8WgmmaKernel<FMT, TILE, OUT, BIAS>;                                \
-    Kern::run(tmap_a, tmap_w, typename Kern::Args{a_scales, w_scales, bias, out, M, N, K, ldc}); \
+    Kern::run(tmap_a, tmap_w,                                                                   \
+              typename Kern::Args{a_scales, w_scales, bias, out, M, N, K, ldc, workspace,       \
+                                  counters, iters_per_split});                                  \
   }

@@ -22,8 +22,8 @@
 //
 // Split-K: gridDim.z CTAs share a tile, each over a contiguous range of iters_per_split K blocks
 // (whole 128-deep blocks, so block / group factors stay per block). Each promotes and sums its own
-// blocks; the partial totals meet in a workspace (reduce_splits) and the last split to arrive
-// adds them in split order and runs the epilogue once, on the full sum.
+// blocks; the partial totals meet in a workspace and the last split to arrive adds them in split
+// order and runs the epilogue once, on the full sum (reduce_wgmma_splits, kernel/wgmma_cta.cuh).
 #pragma once
 #include "humming/arith/common.cuh"
 #include "humming/epilogue/epilogue.cuh"
@@ -133,44 +133,6 @@ struct W8a8WgmmaKernel {
     }
   }
 
-  // Split-K: SplitKReducer's protocol (epilogue/epilogue.cuh) with named barrier 1 over the
-  // consumer warpgroups in place of __syncthreads, which the exited producer warpgroup could never
-  // reach. Each split writes its partial `total` to its slot of the tile's workspace (register i of
-  // consumer thread c at i * THREADS + c: a warp's stores are coalesced) and bumps the tile's
-  // counter; the last split to arrive reads every partial back in split order (the same sum
-  // whichever CTA is last), resets the counter to 0 (the next launch, CUDA-graph replays included,
-  // needs no memset) and returns true, holding the full sum in `total`. A warpgroup whose rows all
-  // lie past M (`live` false) writes and reads nothing but still meets the barriers.
-  HM_DEVICE static bool reduce_splits(const Args& a, float (&total)[ACC], bool live, int* flag) {
-    constexpr int THREADS = 128 * Tile::CONSUMERS, TILE_FLOATS = ACC * THREADS;
-    static_assert(TILE_FLOATS == BM * BN, "the host sizes the workspace as BM * BN per split");
-    const int c = threadIdx.x - 128;  // consumer thread: the producer is warpgroup 0
-    const int tile = blockIdx.y * gridDim.x + blockIdx.x, splits = gridDim.z;
-    float* const part = a.workspace + static_cast<long long>(tile) * splits * TILE_FLOATS + c;
-    if (live) {
-      float* const mine = part + static_cast<long long>(blockIdx.z) * TILE_FLOATS;
-#pragma unroll
-      for (int i = 0; i < ACC; ++i) __stcg(mine + i * THREADS, total[i]);
-      __threadfence();
-    }
-    named_barrier<THREADS>(1);
-    if (c == 0) *flag = atomicAdd(a.counters + tile, 1) == splits - 1;
-    named_barrier<THREADS>(1);
-    if (!*flag) return false;
-    __threadfence();
-    if (live) {
-#pragma unroll
-      for (int i = 0; i < ACC; ++i) total[i] = __ldcg(part + i * THREADS);
-      for (int s = 1; s < splits; ++s) {
-        const float* const p = part + static_cast<long long>(s) * TILE_FLOATS;
-#pragma unroll
-        for (int i = 0; i < ACC; ++i) total[i] += __ldcg(p + i * THREADS);
-      }
-    }
-    if (c == 0) a.counters[tile] = 0;
-    return true;
-  }
-
   HM_DEVICE static void store(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
     const Epilogue<OutT, Fmt::EPI_SCALE, false, BIAS> epi{a.w_scales, nullptr, a.bias};
     store_wgmma_tile<!Fmt::ACT_GROUP>(epi, total, a.a_scales, a.out, a.ldc, a.M, a.N, m0, n0, wg,
@@ -202,10 +164,11 @@ struct W8a8WgmmaKernel {
 #pragma unroll
     for (int i = 0; i < ACC; ++i) total[i] = 0.f;
     consume(a, r, kb0, iters, m0, n0, wg - 1, total);
-    if (gridDim.z > 1) {
-      int* const last = reinterpret_cast<int*>(reinterpret_cast<char*>(smem_u4) +
-                                               (flag - smem_addr(smem_u4)));
-      if (!reduce_splits(a, total, m0 + (wg - 1) * 64 < a.M, last)) return;
+    static_assert(ACC * 128 * Tile::CONSUMERS == BM * BN, "the host sizes splits as BM * BN");
+    if (gridDim.z > 1 && !reduce_wgmma_splits<ACC, Tile::CONSUMERS>(
+                             a.workspace, a.counters, total, m0 + (wg - 1) * 64 < a.M,
+                             shared_int(flag))) {
+      return;
     }
     store(a, total, m0, n0, wg - 1);
   }

@@ -1,9 +1,10 @@
 // What the sm_90a wgmma kernels (w8a8_wgmma, w4a8_wgmma, wna16_wgmma) share around their main
-// loops: one producer and two consumer warpgroups over an mbarrier ring, each consumer holding a
+// loops (and the split-K reduction of the fp8 ones): one producer and two consumer warpgroups over an mbarrier ring, each consumer holding a
 // 64 x 128 fp32 tile in the wgmma m64n128 accumulator layout (acc[4j + 2h + c]: row
 // 16 warp + lane/4 + 8h, column 8j + 2(lane%4) + c).
 #pragma once
 #include "humming/arith/common.cuh"
+#include "humming/mma/wgmma.cuh"
 #include "humming/ptx/sm90_tma.cuh"
 
 namespace humming {
@@ -42,6 +43,52 @@ HM_DEVICE void produce_ab_ring(const TmaDescriptor* ta, const TmaDescriptor* tb,
     tma_load_2d(ring.a(s), ta, k * a_k, m0, ring.full_bar(s));
     tma_load_2d(ring.b(s), tb, k * b_k, n0, ring.full_bar(s));
   }
+}
+
+// Split-K across gridDim.z CTAs of one output tile: SplitKReducer's protocol
+// (epilogue/epilogue.cuh) with named barrier 1 over the CONSUMERS warpgroups in place of
+// __syncthreads, which an exited producer warpgroup could never reach. Each split writes its
+// partial `total` to its slot of the tile's workspace (register i of consumer thread c at
+// i * THREADS + c: a warp's stores are coalesced) and bumps the tile's counter; the last split to
+// arrive reads every partial back in split order (the same sum whichever CTA is last), resets the
+// counter to 0 (the next launch, CUDA-graph replays included, needs no memset) and returns true,
+// holding the full sum in `total`. A warpgroup whose rows all lie outside the output (`live`
+// false) writes and reads nothing but still meets the barriers. `flag`: a shared int (the "last
+// split" flag). The host sizes the workspace as ACC x 128 x CONSUMERS floats per split and tile.
+template <int ACC, int CONSUMERS>
+HM_DEVICE bool reduce_wgmma_splits(float* workspace, int* counters, float (&total)[ACC],
+                                   bool live, int* flag) {
+  constexpr int THREADS = 128 * CONSUMERS, TILE_FLOATS = ACC * THREADS;
+  const int c = threadIdx.x - 128;  // consumer thread: the producer is warpgroup 0
+  const int tile = blockIdx.y * gridDim.x + blockIdx.x, splits = gridDim.z;
+  float* const part = workspace + static_cast<long long>(tile) * splits * TILE_FLOATS + c;
+  if (live) {
+    float* const mine = part + static_cast<long long>(blockIdx.z) * TILE_FLOATS;
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) __stcg(mine + i * THREADS, total[i]);
+    __threadfence();
+  }
+  named_barrier<THREADS>(1);
+  if (c == 0) *flag = atomicAdd(counters + tile, 1) == splits - 1;
+  named_barrier<THREADS>(1);
+  if (!*flag) return false;
+  __threadfence();
+  if (live) {
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) total[i] = __ldcg(part + i * THREADS);
+    for (int s = 1; s < splits; ++s) {
+      const float* const p = part + static_cast<long long>(s) * TILE_FLOATS;
+#pragma unroll
+      for (int i = 0; i < ACC; ++i) total[i] += __ldcg(p + i * THREADS);
+    }
+  }
+  if (c == 0) counters[tile] = 0;
+  return true;
+}
+
+// The generic pointer of the shared-memory int at `addr` (a ring's split flag).
+HM_DEVICE int* shared_int(u32 addr) {
+  return static_cast<int*>(__cvta_shared_to_generic(static_cast<size_t>(addr)));
 }
 
 // Consumer warpgroup `wg`'s rows m0 + 64 wg .. +63 of the tile at (m0, n0), through the epilogue
