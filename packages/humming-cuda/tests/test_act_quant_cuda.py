@@ -36,8 +36,10 @@ def _quantizer(act, wide=False):
     from humming_cuda.kernels.act_quant import ActQuantFormat, ActQuantizer, render_source
 
     fmt = ActQuantFormat.from_spec(act, wide=wide)
-    source = render_source(fmt, CudaDevice().caps().arch)
-    return ActQuantizer.from_module(fmt, loader.load(compile_source(source)), source.meta["base"])
+    arch = CudaDevice().caps().arch
+    source = render_source(fmt, arch)
+    module = loader.load(compile_source(source))
+    return ActQuantizer.from_module(fmt, module, source.meta["base"], arch)
 
 
 def _inputs(m: int, k: int, dtype: torch.dtype, code: str) -> torch.Tensor:

@@ -59,8 +59,12 @@ def test_generated_configs_compile(arch):
 
 @pytest.mark.compile
 @pytest.mark.parametrize("arch", ARCHS)
-def test_act_quantizers_compile(arch):
+def test_act_quantizers_compile(arch, monkeypatch, tmp_path):
+    """Every quantizer form compiles; from sm_90 each entry waits for the previous grid before it
+    reads x (ActQuantizer launches it with PDL there), and older arches compile the wait out."""
     from humming_core.spec import ActSpec
+
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
 
     codes = ("int8", "e4m3") if arch != "sm_80" else ("int8",)
     for code in codes:
@@ -76,3 +80,7 @@ def test_act_quantizers_compile(arch):
                     artifact.meta["source"]["base"] + "_quant_fp16",
                     artifact.meta["source"]["base"] + "_quant_bf16",
                 }
+    ptx = [p.read_text() for p in tmp_path.glob("*/kernel.ptx")]
+    assert ptx
+    waits = {t.count("griddepcontrol.wait") for t in ptx}
+    assert waits == ({2} if caps_for_arch(arch).has("pdl") else {0}), (arch, waits)

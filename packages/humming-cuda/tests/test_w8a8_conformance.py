@@ -175,3 +175,17 @@ def test_user_api(name, x_dtype, device):
         ref = reference_gemm(x, cw)
         bound = error_bound(x, cw, ref, None)
         assert ((out.cpu().double() - ref.double()).abs() <= bound).all(), f"{name} M={m}"
+
+
+@pytest.mark.parametrize("m, family", [(1, "w8a8"), (16, "w8a8"), (32, "w4a8_wgmma")])
+def test_quantizer_pdl_chain_reads_each_input_after_its_producer(m, family, device):
+    """W4A8-fp8 layers, each reading the one before: the quantizer launches with PDL on sm_90+
+    (the decode GEMMs after it too), so a quantizer that read x before griddepcontrol.wait would
+    see the NaNs of an unwritten output."""
+    from pdl_chain import check_quantized_chain
+
+    from humming_core.spec import presets
+
+    if device.caps().arch != "sm_90a":
+        pytest.skip(f"the W4A8 family routing is the H200's (sm_90a), not {device.caps().arch}")
+    assert check_quantized_chain(presets.W4A8_FP8, m) == family

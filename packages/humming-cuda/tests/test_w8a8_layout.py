@@ -217,3 +217,17 @@ def test_decode_layers_split_k_until_they_fill_the_gpu(n, k, m, split):
         # how many splits is a launch parameter: 2 and 16 splits share one kernel
         other = configs[0].model_copy(update={"split_k": 2 if split != 2 else 16})
         assert FAMILY.render(presets.W8A8_FP8, other, caps).code == code
+
+
+@pytest.mark.parametrize("arch, pdl", [("sm_90a", True), ("sm_120a", True), ("sm_89", False)])
+def test_quantizer_launches_with_pdl_where_the_arch_has_it(arch, pdl):
+    """Its kernel waits for the previous grid (kernel/act_quant.cuh), so on sm_90+ it launches
+    with PDL and its CTAs are resident when that grid ends; older arches have no attribute."""
+    from types import SimpleNamespace
+
+    from humming_cuda.kernels.act_quant import ActQuantFormat, ActQuantizer
+
+    fmt = ActQuantFormat.from_spec(presets.W8A8_FP8.act)
+    fn = SimpleNamespace(symbol="humming_w8a8_test_quant_bf16", device_index=0)
+    quantizer = ActQuantizer(fmt, {"bf16": fn}, arch)
+    assert quantizer._by_dtype[torch.bfloat16][2].pdl is pdl

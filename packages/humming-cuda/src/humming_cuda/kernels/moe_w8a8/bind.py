@@ -73,7 +73,9 @@ class MoeW8a8Kernel:
         self.config = config
         self.name = function.symbol
         self.function = function
-        self.quantizer = ActQuantizer.from_module(self.fmt.act, function, function.symbol)
+        self.quantizer = ActQuantizer.from_module(
+            self.fmt.act, function, function.symbol, config.arch
+        )
         self.signature = signature(self.fmt, self.name)
         self.launcher = Launcher(function, self.signature.ctypes)
         function.reserve_smem(config.smem_bytes)

@@ -34,7 +34,7 @@ class MoeWna16A8Kernel:
         # the e4m3 form reads e4m3 codes and the rows' exponents; the others bf16 code values
         self.e4m3 = getattr(config.inner, "e4m3", False)
         self.quantizer = ActQuantizer.from_module(
-            quant_format(spec, self.e4m3), function, function.symbol
+            quant_format(spec, self.e4m3), function, function.symbol, config.arch
         )
 
     def __call__(self, **values: Any) -> None:

@@ -52,7 +52,9 @@ class W8a8Kernel(ActQuantGemmKernel):
 
     def __init__(self, function: Any, spec: QuantSpec, config: W8a8Config) -> None:
         self.fmt = W8a8Format.from_spec(spec)
-        self.quantizer = ActQuantizer.from_module(self.fmt.act, function, function.symbol)
+        self.quantizer = ActQuantizer.from_module(
+            self.fmt.act, function, function.symbol, config.arch
+        )
         super().__init__(function, config, signature(self.fmt, function.symbol), pdl=config.pdl)
 
     def _quantize(self, x: torch.Tensor, act_scale: torch.Tensor | None) -> dict[str, Any]:

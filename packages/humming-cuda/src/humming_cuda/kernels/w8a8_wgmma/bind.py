@@ -62,7 +62,9 @@ class W8a8WgmmaKernel:
         self.name = function.symbol
         self.function = function
         self.signature = self.signature_of(self.fmt, function.symbol)
-        self.quantizer = ActQuantizer.from_module(self.fmt.act, function, function.symbol)
+        self.quantizer = ActQuantizer.from_module(
+            self.fmt.act, function, function.symbol, config.arch
+        )
         ctypes_list = (TensorMapParam, TensorMapParam, *self.signature.ctypes[2:])
         self.launcher = Launcher(function, ctypes_list)
         self.maps = TensorMapCache()

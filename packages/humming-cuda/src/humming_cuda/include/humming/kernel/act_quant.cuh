@@ -145,8 +145,11 @@ struct ActQuant {
 
   HM_DEVICE static void run(const T* x, const float* static_scale, Q* q, float* scales, int M,
                             int K, int lda) {
-    // the GEMM after it, when launched with PDL, may start issuing its weight copies now
+    // the GEMM after it, when launched with PDL, may start issuing its weight copies now; this
+    // grid, launched with PDL on sm_90+ (ActQuantizer), reads x only once the grid before it
+    // (which may write x, or read what q and scales reuse) has completed
     allow_next_grid();
+    wait_prior_grid();
     if constexpr (MODE == kActQuantGroup) {
       groups(x, q, scales, M, K, lda);
     } else {

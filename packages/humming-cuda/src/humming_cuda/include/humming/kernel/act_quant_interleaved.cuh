@@ -27,6 +27,7 @@ struct ActQuantInterleaved {
   HM_DEVICE static void run(const T* x, const float* static_scale, u8* q, float* scales, int M,
                             int K, int lda) {
     allow_next_grid();
+    wait_prior_grid();  // as ActQuant::run
     const int m = blockIdx.x;
     const T* row = x + static_cast<long long>(m) * lda;
     u8* qrow = q + static_cast<long long>(m) * K;
