@@ -74,9 +74,32 @@ def test_configs_mirror_the_header():
     configs = FAMILY.candidates(presets.FP8_BLOCK128, LARGE, SM90)
     assert [c.stages for c in configs] == [4, 6]
     # the kernel's tile constants that the Python side computes with
-    assert "BM = 128, BN = 128, BK = 128" in HEADER
+    assert "BM = 64 * CONSUMERS, BN = 128, BK = 128" in HEADER
+    assert "CTAS = CONSUMERS == 1 ? 2 : 1" in HEADER
+    assert "THREADS = 128 * (1 + CONSUMERS)" in HEADER
     assert "SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES + 4" in HEADER
     assert W8a8WgmmaConfig(arch="sm_90a", stages=6).smem_bytes == 1024 + 6 * 32768 + 96 + 4
+    narrow = W8a8WgmmaConfig(arch="sm_90a", stages=4, tile_rows=64)
+    assert narrow.smem_bytes == 1024 + 4 * (64 + 128) * 128 + 64 + 4
+    assert (narrow.block_m, narrow.threads, narrow.ctas_per_sm) == (64, 256, 2)
+    assert narrow.fits_smem(SM90)  # two CTAs' rings in one SM
+    assert not W8a8WgmmaConfig(arch="sm_90a", stages=5, tile_rows=64).fits_smem(SM90)
+
+
+@pytest.mark.parametrize("name", ["W8A8_FP8", "FP8_BLOCK128"])
+def test_small_m_takes_the_64_row_tile_on_two_ctas_per_sm(name):
+    """M <= 64: one consumer warpgroup per 64-row tile, two CTAs per SM, split counting 264 CTA
+    slots (6144 columns: 48 tiles, 5 splits); the 128-row tile's configs follow as alternatives."""
+    spec = presets.preset(name)
+    for m in (17, 64):
+        configs = FAMILY.candidates(spec, GemmProblem(n=6144, k=4096, m=m), SM90)
+        first = configs[0]
+        assert (first.tile_rows, first.ctas_per_sm, first.stages, first.split_k) == (64, 2, 4, 5)
+        assert {c.tile_rows for c in configs} == {64, 128}
+        source = FAMILY.render(spec, first, SM90)
+        assert "humming::WgmmaFp8Tile<4, 8, 1>" in source.code
+    wide = FAMILY.candidates(spec, GemmProblem(n=6144, k=4096, m=65), SM90)
+    assert {c.tile_rows for c in wide} == {128}
 
 
 def test_render_instantiates_one_entry_with_the_spec_arguments():
@@ -177,15 +200,11 @@ def test_tensor_maps_travel_as_128_byte_launch_parameters():
     ("n", "k", "m", "split"),
     [
         (4096, 14336, 128, 4),  # 32 tiles: 128 CTAs of 28 K blocks
-        (4096, 14336, 32, 4),
         (4096, 14336, 256, 2),  # 64 tiles
         (6144, 4096, 128, 2),  # 48 tiles: 96 CTAs (two waves of 5 splits model a tie)
-        (8192, 28672, 64, 2),
         (8960, 4096, 128, 3),  # 70 tiles: two full waves of 11 blocks beat one of 32
         (4096, 1024, 128, 2),  # 8 K blocks: at least 4 per split
-        (4096, 512, 64, 1),  # 4 K blocks: nothing to split
         (4096, 14336, 1024, 1),  # 256 tiles fill the SMs
-        (57344, 8192, 32, 1),  # 448 tiles
         (57344, 8192, 4096, 1),
     ],
 )
@@ -195,6 +214,29 @@ def test_split_k_fills_the_sms_only_on_small_grids(n, k, m, split):
     # the split configs first, then the unsplit ones, each at both ring depths
     expected = [(4, split), (6, split)] + ([(4, 1), (6, 1)] if split > 1 else [])
     assert [(c.stages, c.split_k) for c in configs] == expected
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "m", "narrow", "wide"),
+    [
+        (4096, 14336, 32, 8, 4),  # 32 tiles: 264 CTA slots at two per SM, 132 at one
+        (8192, 28672, 64, 4, 2),
+        (4096, 512, 64, 1, 1),  # 4 K blocks: nothing to split
+        (57344, 8192, 32, 1, 1),  # 448 tiles
+    ],
+)
+def test_small_m_splits_count_two_ctas_per_sm(n, k, m, narrow, wide):
+    """M <= 64: the 64-row tile's configs (two CTAs per SM) split for its CTA slots, then the
+    128-row tile's, each split first, then unsplit."""
+
+    def group(rows: int, depths: tuple[int, int], split: int) -> list[tuple[int, int, int]]:
+        unsplit = [(rows, d, 1) for d in depths] if split > 1 else []
+        return [(rows, d, split) for d in depths] + unsplit
+
+    configs = FAMILY.candidates(presets.W8A8_FP8, GemmProblem(n=n, k=k, m=m), SM90)
+    assert [(c.tile_rows, c.stages, c.split_k) for c in configs] == (
+        group(64, (4, 3), narrow) + group(128, (4, 6), wide)
+    )
 
 
 def test_split_k_counts_the_devices_sms():
@@ -236,11 +278,14 @@ def test_split_k_launch_sizes_the_workspace_as_w4a8_does(monkeypatch):
     assert asked[-1] == (6 * 3 * 128 * 128, 6)
 
 
-def test_activation_boxes_are_64_rows_only_when_m_fits_the_first_warpgroup():
+def test_activation_boxes_are_64_rows_in_the_64_row_tile_or_when_m_fits_its_first_half():
     """The kernel expects a_rows * 128 + 128 * 128 bytes per stage: the box the map is encoded
     with (W4A8's box is its token tile: tests/test_w4a8_wgmma.py)."""
     from humming_cuda.kernels.w8a8_wgmma import W8a8WgmmaKernel
 
     w8 = object.__new__(W8a8WgmmaKernel)
+    w8.config = W8a8WgmmaConfig(arch="sm_90a", stages=4)
     assert [w8.a_box_rows(m) for m in (17, 40, 64, 65, 128, 4096)] == [64, 64, 64, 128, 128, 128]
+    w8.config = W8a8WgmmaConfig(arch="sm_90a", stages=4, tile_rows=64)  # its tile's rows
+    assert [w8.a_box_rows(m) for m in (17, 64, 65, 4096)] == [64, 64, 64, 64]
     assert "const u32 stage_bytes = a.a_rows * BK + Tile::B_BYTES;" in HEADER
