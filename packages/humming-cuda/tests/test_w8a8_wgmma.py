@@ -87,18 +87,19 @@ def test_configs_mirror_the_header():
 
 
 @pytest.mark.parametrize("name", ["W8A8_FP8", "FP8_BLOCK128"])
-def test_small_m_takes_the_64_row_tile_on_two_ctas_per_sm(name):
-    """M <= 64: one consumer warpgroup per 64-row tile, two CTAs per SM, split counting 264 CTA
-    slots (6144 columns: 48 tiles, 5 splits); the 128-row tile's configs follow as alternatives."""
+def test_small_m_takes_the_64_row_tile_where_the_grid_fills_the_sms(name):
+    """M <= 64 on 448 tiles: one consumer warpgroup per 64-row tile, two CTAs per SM, unsplit;
+    on 48 tiles the split 128-row tile stays first (the 64-row tile measured no better there)."""
     spec = presets.preset(name)
     for m in (17, 64):
-        configs = FAMILY.candidates(spec, GemmProblem(n=6144, k=4096, m=m), SM90)
+        configs = FAMILY.candidates(spec, GemmProblem(n=57344, k=8192, m=m), SM90)
         first = configs[0]
-        assert (first.tile_rows, first.ctas_per_sm, first.stages, first.split_k) == (64, 2, 4, 5)
-        assert {c.tile_rows for c in configs} == {64, 128}
-        source = FAMILY.render(spec, first, SM90)
-        assert "humming::WgmmaFp8Tile<4, 8, 1>" in source.code
-    wide = FAMILY.candidates(spec, GemmProblem(n=6144, k=4096, m=65), SM90)
+        assert (first.tile_rows, first.ctas_per_sm, first.stages, first.split_k) == (64, 2, 4, 1)
+        assert "humming::WgmmaFp8Tile<4, 8, 1>" in FAMILY.render(spec, first, SM90).code
+        small = FAMILY.candidates(spec, GemmProblem(n=6144, k=4096, m=m), SM90)
+        assert (small[0].tile_rows, small[0].split_k) == (128, 2)
+        assert [c.tile_rows for c in small][-2:] == [64, 64]
+    wide = FAMILY.candidates(spec, GemmProblem(n=57344, k=8192, m=65), SM90)
     assert {c.tile_rows for c in wide} == {128}
 
 
@@ -217,26 +218,22 @@ def test_split_k_fills_the_sms_only_on_small_grids(n, k, m, split):
 
 
 @pytest.mark.parametrize(
-    ("n", "k", "m", "narrow", "wide"),
+    ("n", "k", "m", "wide"),
     [
-        (4096, 14336, 32, 8, 4),  # 32 tiles: 264 CTA slots at two per SM, 132 at one
-        (8192, 28672, 64, 4, 2),
-        (4096, 512, 64, 1, 1),  # 4 K blocks: nothing to split
-        (57344, 8192, 32, 1, 1),  # 448 tiles
+        (4096, 14336, 32, 4),  # 32 tiles
+        (8192, 28672, 64, 2),
+        (4096, 512, 64, 1),  # 4 K blocks: nothing to split
+        (57344, 8192, 32, 1),  # 448 tiles
     ],
 )
-def test_small_m_splits_count_two_ctas_per_sm(n, k, m, narrow, wide):
-    """M <= 64: the 64-row tile's configs (two CTAs per SM) split for its CTA slots, then the
-    128-row tile's, each split first, then unsplit."""
-
-    def group(rows: int, depths: tuple[int, int], split: int) -> list[tuple[int, int, int]]:
-        unsplit = [(rows, d, 1) for d in depths] if split > 1 else []
-        return [(rows, d, split) for d in depths] + unsplit
-
+def test_small_m_orders_the_64_row_tile_by_the_128_row_split(n, k, m, wide):
+    """M <= 64: the 128-row configs (split first, then unsplit) and the 64-row ones (unsplit),
+    the 64-row ones first only where the 128-row tile is not split."""
+    split = [(128, d, wide) for d in (4, 6)] + ([(128, d, 1) for d in (4, 6)] if wide > 1 else [])
+    narrow = [(64, d, 1) for d in (4, 3)]
     configs = FAMILY.candidates(presets.W8A8_FP8, GemmProblem(n=n, k=k, m=m), SM90)
-    assert [(c.tile_rows, c.stages, c.split_k) for c in configs] == (
-        group(64, (4, 3), narrow) + group(128, (4, 6), wide)
-    )
+    expected = split + narrow if wide > 1 else narrow + split
+    assert [(c.tile_rows, c.stages, c.split_k) for c in configs] == expected
 
 
 def test_split_k_counts_the_devices_sms():
