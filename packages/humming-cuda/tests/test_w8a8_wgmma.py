@@ -74,9 +74,33 @@ def test_configs_mirror_the_header():
     configs = FAMILY.candidates(presets.FP8_BLOCK128, LARGE, SM90)
     assert [c.stages for c in configs] == [4, 6]
     # the kernel's tile constants that the Python side computes with
-    assert "BM = 128, BN = 128, BK = 128" in HEADER
+    assert "BM = 64 * CONSUMERS, BN = 128, BK = 128" in HEADER
+    assert "CTAS = CONSUMERS == 1 ? 2 : 1" in HEADER
+    assert "THREADS = 128 * (1 + CONSUMERS)" in HEADER
     assert "SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES + 4" in HEADER
     assert W8a8WgmmaConfig(arch="sm_90a", stages=6).smem_bytes == 1024 + 6 * 32768 + 96 + 4
+    narrow = W8a8WgmmaConfig(arch="sm_90a", stages=4, tile_rows=64)
+    assert narrow.smem_bytes == 1024 + 4 * (64 + 128) * 128 + 64 + 4
+    assert (narrow.block_m, narrow.threads, narrow.ctas_per_sm) == (64, 256, 2)
+    assert narrow.fits_smem(SM90)  # two CTAs' rings in one SM
+    assert not W8a8WgmmaConfig(arch="sm_90a", stages=5, tile_rows=64).fits_smem(SM90)
+
+
+@pytest.mark.parametrize("name", ["W8A8_FP8", "FP8_BLOCK128"])
+def test_small_m_takes_the_64_row_tile_where_the_grid_fills_the_sms(name):
+    """M <= 64 on 448 tiles: one consumer warpgroup per 64-row tile, two CTAs per SM, unsplit;
+    on 48 tiles the split 128-row tile stays first (the 64-row tile measured no better there)."""
+    spec = presets.preset(name)
+    for m in (17, 64):
+        configs = FAMILY.candidates(spec, GemmProblem(n=57344, k=8192, m=m), SM90)
+        first = configs[0]
+        assert (first.tile_rows, first.ctas_per_sm, first.stages, first.split_k) == (64, 2, 4, 1)
+        assert "humming::WgmmaFp8Tile<4, 8, 1>" in FAMILY.render(spec, first, SM90).code
+        small = FAMILY.candidates(spec, GemmProblem(n=6144, k=4096, m=m), SM90)
+        assert (small[0].tile_rows, small[0].split_k) == (128, 2)
+        assert [c.tile_rows for c in small][-2:] == [64, 64]
+    wide = FAMILY.candidates(spec, GemmProblem(n=57344, k=8192, m=65), SM90)
+    assert {c.tile_rows for c in wide} == {128}
 
 
 def test_render_instantiates_one_entry_with_the_spec_arguments():
@@ -177,15 +201,11 @@ def test_tensor_maps_travel_as_128_byte_launch_parameters():
     ("n", "k", "m", "split"),
     [
         (4096, 14336, 128, 4),  # 32 tiles: 128 CTAs of 28 K blocks
-        (4096, 14336, 32, 4),
         (4096, 14336, 256, 2),  # 64 tiles
         (6144, 4096, 128, 2),  # 48 tiles: 96 CTAs (two waves of 5 splits model a tie)
-        (8192, 28672, 64, 2),
         (8960, 4096, 128, 3),  # 70 tiles: two full waves of 11 blocks beat one of 32
         (4096, 1024, 128, 2),  # 8 K blocks: at least 4 per split
-        (4096, 512, 64, 1),  # 4 K blocks: nothing to split
         (4096, 14336, 1024, 1),  # 256 tiles fill the SMs
-        (57344, 8192, 32, 1),  # 448 tiles
         (57344, 8192, 4096, 1),
     ],
 )
@@ -195,6 +215,25 @@ def test_split_k_fills_the_sms_only_on_small_grids(n, k, m, split):
     # the split configs first, then the unsplit ones, each at both ring depths
     expected = [(4, split), (6, split)] + ([(4, 1), (6, 1)] if split > 1 else [])
     assert [(c.stages, c.split_k) for c in configs] == expected
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "m", "wide"),
+    [
+        (4096, 14336, 32, 4),  # 32 tiles
+        (8192, 28672, 64, 2),
+        (4096, 512, 64, 1),  # 4 K blocks: nothing to split
+        (57344, 8192, 32, 1),  # 448 tiles
+    ],
+)
+def test_small_m_orders_the_64_row_tile_by_the_128_row_split(n, k, m, wide):
+    """M <= 64: the 128-row configs (split first, then unsplit) and the 64-row ones (unsplit),
+    the 64-row ones first only where the 128-row tile is not split."""
+    split = [(128, d, wide) for d in (4, 6)] + ([(128, d, 1) for d in (4, 6)] if wide > 1 else [])
+    narrow = [(64, d, 1) for d in (4, 3)]
+    configs = FAMILY.candidates(presets.W8A8_FP8, GemmProblem(n=n, k=k, m=m), SM90)
+    expected = split + narrow if wide > 1 else narrow + split
+    assert [(c.tile_rows, c.stages, c.split_k) for c in configs] == expected
 
 
 def test_split_k_counts_the_devices_sms():
@@ -236,11 +275,14 @@ def test_split_k_launch_sizes_the_workspace_as_w4a8_does(monkeypatch):
     assert asked[-1] == (6 * 3 * 128 * 128, 6)
 
 
-def test_activation_boxes_are_64_rows_only_when_m_fits_the_first_warpgroup():
+def test_activation_boxes_are_64_rows_in_the_64_row_tile_or_when_m_fits_its_first_half():
     """The kernel expects a_rows * 128 + 128 * 128 bytes per stage: the box the map is encoded
     with (W4A8's box is its token tile: tests/test_w4a8_wgmma.py)."""
     from humming_cuda.kernels.w8a8_wgmma import W8a8WgmmaKernel
 
     w8 = object.__new__(W8a8WgmmaKernel)
+    w8.config = W8a8WgmmaConfig(arch="sm_90a", stages=4)
     assert [w8.a_box_rows(m) for m in (17, 40, 64, 65, 128, 4096)] == [64, 64, 64, 128, 128, 128]
+    w8.config = W8a8WgmmaConfig(arch="sm_90a", stages=4, tile_rows=64)  # its tile's rows
+    assert [w8.a_box_rows(m) for m in (17, 64, 65, 4096)] == [64, 64, 64, 64]
     assert "const u32 stage_bytes = a.a_rows * BK + Tile::B_BYTES;" in HEADER

@@ -31,6 +31,10 @@ def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
     units = act8_wgmma_units(FAMILY, make_spec, FP8_FORMATS)
     assert len(units) >= 2 * len(FP8_FORMATS) + 2 * len(FP8_FORMATS)
     check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "m64n128k32"))
+    # the M <= 64 buckets' 64-row tile: one consumer warpgroup, two CTAs per SM (setmaxnreg)
+    ptx = [p.read_text() for p in tmp_path.glob("*/kernel.ptx")]
+    narrow = [t for t in ptx if ".maxntid 256, 1, 1\n.minnctapersm 2" in t]
+    assert narrow and all("setmaxnreg.inc.sync.aligned.u32 216" in t for t in narrow)
 
 
 @pytest.mark.compile

@@ -7,7 +7,8 @@ reach the output). Both ring depths the heuristics offer run; the device routes 
 this family; a call replays correctly from a CUDA graph (tensor maps are kernel
 parameters captured by value). Split-K runs 2, 3 and 5 splits of uneven K ranges, twice in a row
 (the tile counters must be back at zero) and from a CUDA graph (bit-identical: the partials are
-summed in split order).
+summed in split order). The 64-row tile (two CTAs per SM, what M <= 64 runs on grids that fill the
+SMs) runs the cases of up to 64 rows, unsplit and split.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from w8a8_wgmma_cases import SHAPES, SPLITS, split_cases, wgmma_cases
 from wgmma_conformance import (
     TORCH_DTYPES,
     act8_inputs,
+    build_kernels,
     check_act8_case,
     check_routed_graph_replay,
     check_user_api_switch,
@@ -120,3 +122,29 @@ def test_split_k_replays_bit_identically_in_a_graph(m, device, unsplit):
     eager = out.clone()
     replay_in_graph(kernel, x, out, weights)
     assert torch.equal(out, eager)
+
+
+NARROW_CASES = [c for c in CASES + SPLIT_CASES if c.m <= 64]
+
+
+@pytest.fixture(scope="module")
+def narrow_kernels(device):
+    """The 64-row tile at 4 stages, unsplit: the heuristic takes it at M <= 64 only on grids of at
+    least a tile per SM, larger than these cases (H200, session 23: 90 conformance tests passed
+    with it as the first candidate of every M <= 64 case, split ones included)."""
+    from humming_cuda.kernels.w8a8_wgmma import FAMILY
+
+    jobs = [(c, 0) for c in NARROW_CASES]
+    built = build_kernels(device, FAMILY, jobs, update={"tile_rows": 64, "stages": 4, "split_k": 1})
+    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+
+
+@pytest.mark.parametrize("case", NARROW_CASES, ids=lambda c: c.id)
+def test_64_row_tile_matches_reference_unsplit_and_split(case: Case, device, narrow_kernels):
+    config, kernel = narrow_kernels[case.id]
+    assert (config.tile_rows, config.ctas_per_sm) == (64, 2)
+    check_act8_case(case, device, config, kernel)
+    if case.k >= 5 * 128:  # the split cases' K: 5 splits of whole blocks
+        config, kernel = split_of(device, case, narrow_kernels[case.id], 5)
+        check_act8_case(case, device, config, kernel)
+        check_act8_case(case, device, config, kernel)

@@ -2,9 +2,10 @@
 warp-specialized 128x128 CTA tile, the checks of arch and problem and the config choice.
 
 The kernels are one TMA producer warpgroup plus two 64-row consumer warpgroups over one
-wgmma m64n128kK column block, and none serves small M: a 128-row wgmma tile wastes most of its
-work there, where each family's mma.sync sibling (`fallback`) takes over (below M = 128 for
-wna16_wgmma, M = 17 for the fp8 ones, `problem_reason`'s min_m). What differs
+wgmma m64n128kK column block (narrower token tiles are each family's own: w8a8_wgmma's 64-row
+tile, w4a8_wgmma's and wna16_wgmma's out^T forms), and none serves decode-size M, where each
+family's mma.sync or decode sibling (`fallback`) takes over (`problem_reason`'s min_m and the
+families' heuristics say where). What differs
 (the K depth of a stage, the ring's bytes, the operand type, the spec checks) stays in each family.
 """
 

@@ -94,10 +94,12 @@ class W8a8WgmmaKernel:
         return {"KB": -(-k // BLOCK_K) if self.fmt.weight_scale == "block" else 0}
 
     def a_box_rows(self, m: int) -> int:
-        """Rows per TMA box of the activations: 64 when all M rows fit the first consumer
-        warpgroup (the second computes nothing then, and a 128-row box would only have TMA fill
-        its rows with zeros), else the tile's 128."""
-        return HALF_BOX_ROWS if m <= HALF_BOX_ROWS else BOX_ROWS
+        """Rows per TMA box of the activations: the 64-row tile's 64; in the 128-row tile 64 when
+        all M rows fit the first consumer warpgroup (the second computes nothing then, and a
+        128-row box would only have TMA fill its rows with zeros), else 128."""
+        if m <= HALF_BOX_ROWS or self.config.block_m == HALF_BOX_ROWS:
+            return HALF_BOX_ROWS
+        return BOX_ROWS
 
     def split_k(
         self, k: int, tiles: int, device: torch.device

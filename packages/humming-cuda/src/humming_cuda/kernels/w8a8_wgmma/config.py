@@ -1,10 +1,11 @@
-"""W8A8-wgmma kernel configuration: a fixed 128x128x128 CTA tile, a chosen pipeline depth and
-split-K factor.
+"""W8A8-wgmma kernel configuration: a 128x128x128 CTA tile (or 64x128x128 for small M), a chosen
+pipeline depth and split-K factor.
 
-The tile is fixed by the kernel's structure (include/humming/kernel/w8a8_wgmma.cuh): two consumer
-warpgroups of 64 rows, one wgmma m64n128k32 column block, 128-deep stages matching the 128x128
-weight blocks and 128-wide activation groups. The number of stages in the TMA ring varies, and
-the K blocks may be split over several CTAs per tile (a launch parameter: the code is the same).
+The tile follows the kernel's structure (include/humming/kernel/w8a8_wgmma.cuh): consumer
+warpgroups of 64 rows (two, or one in the 64-row tile that runs two CTAs per SM), one wgmma
+m64n128k32 column block, 128-deep stages matching the 128x128 weight blocks and 128-wide
+activation groups. The number of stages in the TMA ring varies, and the K blocks may be split over
+several CTAs per tile (a launch parameter: the code is the same).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from pydantic import Field
 from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, WgmmaTileConfig
 
 BLOCK_K = 128
+NARROW_BLOCK_M = 64  # the one-consumer tile, two CTAs per SM
 SPLIT_FLAG_BYTES = 4  # split-K's "last split" flag, after the ring's barriers
 
-__all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "W8a8WgmmaConfig"]
+__all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "NARROW_BLOCK_M", "W8a8WgmmaConfig"]
 
 
 class W8a8WgmmaConfig(WgmmaTileConfig):
@@ -31,10 +33,29 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
     family: Literal["w8a8_wgmma"] = "w8a8_wgmma"
     stages: int = Field(6, ge=2, le=8)
     split_k: int = Field(1, ge=1, le=16)
+    # Rows of M per CTA tile: 128 (two consumer warpgroups, one CTA per SM) or 64 (one consumer
+    # warpgroup, two CTAs per SM: WgmmaFp8Tile's CONSUMERS = 1), for M <= 64.
+    tile_rows: Literal[64, 128] = BLOCK_M
+
+    @property
+    def block_m(self) -> int:
+        return self.tile_rows
+
+    @property
+    def consumers(self) -> int:
+        return self.tile_rows // 64
+
+    @property
+    def threads(self) -> int:
+        return 128 * (1 + self.consumers)
+
+    @property
+    def ctas_per_sm(self) -> int:
+        return 2 if self.tile_rows == NARROW_BLOCK_M else 1
 
     @property
     def stage_bytes(self) -> int:
-        return (BLOCK_M + BLOCK_N) * BLOCK_K
+        return (self.tile_rows + BLOCK_N) * BLOCK_K
 
     @property
     def smem_bytes(self) -> int:

@@ -23,7 +23,7 @@ from ..wgmma_tile import (
     problem_reason,
 )
 from ..wna16.heuristics import DEFAULT_SMS
-from .config import BLOCK_K, W8a8WgmmaConfig
+from .config import BLOCK_K, NARROW_BLOCK_M, W8a8WgmmaConfig
 
 WGMMA_FORM = "wgmma.m64nNk32"
 WEIGHT_SCALES = ("tensor", "channel", "block")
@@ -32,6 +32,15 @@ WEIGHT_SCALES = ("tensor", "channel", "block")
 # here; 8192x28672 220 vs 103 us. At M=16 they are even (160 vs 167 us).
 MIN_M = 17
 STAGE_CHOICES = (4, 6)  # H200 W8A8 8192x28672 M=4096, same run: 1757 us at 4 stages, 1982 at 6
+# The 64-row tile for M <= 64: two CTAs per SM, so at most 4 stages of 24 KB each. At M <= 64 the
+# 128-row tile's second consumer warpgroup only turns the ring, and one CTA per SM drains and
+# refills its ring at every tile. H200, same run (benchmarks/wgmma_config_sweep.py, session 23),
+# us: on a grid that fills the SMs unsplit it wins, W8A8 fp8 57344x8192 M = 32 135.0 against 153.1
+# (FP8 block-128 130.9 against 142.5); where the 128-row grid is split it does not: at the 128-row
+# tile's split count 0.98-1.05x its time (8192x28672, 6144x4096, 4096x14336 at M = 32 / 64), and
+# at the count its own 264 CTA slots would pick worse (6144x4096 M = 64 26.7 against 21.5 in that
+# run's act8). So it goes first, unsplit, only where the 128-row tile would not split.
+NARROW_STAGE_CHOICES = (4, 3)
 # Split-K. One CTA per tile over all of K leaves SMs idle when the grid is small: N=4096 at M <= 128
 # is 32 tiles for 132 SMs (H200, unsplit: 4096x14336 M=128 took 56.9 us where cuBLASLt took 38.1;
 # M=32 55.1 vs 38.3). One CTA fits per SM (384 threads at ~150 registers, ~130 KB of ring), so
@@ -108,9 +117,22 @@ def pick_split_k(problem: GemmProblem, caps: DeviceCaps, ctas_per_sm: int = 1) -
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W8a8WgmmaConfig]:
     """Configs for this problem, best first: ring depths that fit the arch's shared memory, split
-    along K by `pick_split_k` when that pays, then unsplit (a tuner's alternatives)."""
-    configs = fitting_configs(supports, W8a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)
-    return split_first(configs, problem, caps)
+    along K by `pick_split_k` when that pays, then unsplit (a tuner's alternatives). At M <= 64
+    the 64-row tile (two CTAs per SM, unsplit) comes first where the 128-row grid needs no split,
+    and after the 128-row configs where it does (see NARROW_STAGE_CHOICES)."""
+    wide = split_first(
+        fitting_configs(supports, W8a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps),
+        problem,
+        caps,
+    )
+    if not wide or (problem.m or BLOCK_M) > NARROW_BLOCK_M:
+        return wide
+    narrow = [
+        W8a8WgmmaConfig(arch=caps.arch, stages=s, tile_rows=NARROW_BLOCK_M)
+        for s in NARROW_STAGE_CHOICES
+    ]
+    narrow = [c for c in narrow if c.fits_smem(caps)]
+    return wide + narrow if wide[0].split_k > 1 else narrow + wide
 
 
 C = TypeVar("C", bound=WgmmaTileConfig)

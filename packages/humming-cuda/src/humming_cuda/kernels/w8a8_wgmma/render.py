@@ -9,7 +9,7 @@ from humming_core.spec import QuantSpec
 
 from ..family import check_config_arch
 from ..w8a8.config import CXX_OUT, WEIGHT_SCALE_CODES, W8a8Format
-from .config import W8a8WgmmaConfig
+from .config import BLOCK_M, W8a8WgmmaConfig
 
 
 def template_arguments(fmt: W8a8Format, cfg: W8a8WgmmaConfig) -> tuple[str, str]:
@@ -18,7 +18,8 @@ def template_arguments(fmt: W8a8Format, cfg: W8a8WgmmaConfig) -> tuple[str, str]
         f"humming::WgmmaFp8Format<{WEIGHT_SCALE_CODES[fmt.weight_scale]}, "
         f"{str(fmt.act_group).lower()}>"
     )
-    return weight, f"humming::WgmmaFp8Tile<{cfg.stages}, {cfg.group_m}>"
+    narrow = f", {cfg.consumers}" if cfg.tile_rows != BLOCK_M else ""
+    return weight, f"humming::WgmmaFp8Tile<{cfg.stages}, {cfg.group_m}{narrow}>"
 
 
 def render(spec: QuantSpec, config: W8a8WgmmaConfig, caps: DeviceCaps) -> KernelSource:

@@ -18,7 +18,8 @@
 // or fewer) would only multiply those zeros: it issues no wgmma, only keeps the ring turning. When
 // all of M fits the first warpgroup (M <= 64), the host's activation map loads boxes of a_rows = 64
 // rows instead of 128, so TMA fills no rows that nothing reads (rows 64-127 of the A stage stay
-// unwritten and unread).
+// unwritten and unread). The 64-row tile (WgmmaFp8Tile's CONSUMERS = 1, chosen for M <= 64) has
+// one consumer warpgroup on 64-row A boxes and runs two CTAs per SM.
 //
 // Split-K: gridDim.z CTAs share a tile, each over a contiguous range of iters_per_split K blocks
 // (whole 128-deep blocks, so block / group factors stay per block). Each promotes and sums its own
@@ -46,11 +47,22 @@ struct WgmmaFp8Format {
 };
 
 // GROUP_M: M tiles walked down before moving one N tile right (humming/memory/tile_order.cuh).
-template <int STAGES_, int GROUP_M_>
+// CONSUMERS: warpgroups of 64 rows each. One (a 64-row tile, for M <= 64) runs two CTAs per SM:
+// the producer hands its registers to the consumer (setmaxnreg), which keeps the accumulators
+// and totals of its m64n128 block, and a second CTA's ring keeps loads in flight while one CTA
+// fills its ring or runs its epilogue.
+template <int STAGES_, int GROUP_M_, int CONSUMERS_ = 2>
 struct WgmmaFp8Tile {
-  static constexpr int BM = 128, BN = 128, BK = 128, STAGES = STAGES_, GROUP_M = GROUP_M_;
-  static constexpr int CONSUMERS = 2;  // warpgroups of 64 rows each
+  static constexpr int CONSUMERS = CONSUMERS_;
+  static_assert(CONSUMERS == 1 || CONSUMERS == 2, "64- or 128-row tiles");
+  static constexpr int BM = 64 * CONSUMERS, BN = 128, BK = 128, STAGES = STAGES_;
+  static constexpr int GROUP_M = GROUP_M_, CTAS = CONSUMERS == 1 ? 2 : 1;
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
+  // registers per producer / consumer thread after setmaxnreg at two CTAs per SM (multiples of 8
+  // within 65536 / 2 per CTA); one CTA per SM keeps the launch bound's even split
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 216;
+  static_assert(CTAS == 1 || (PRODUCER_REGS + CONSUMER_REGS) * 128 <= 65536 / CTAS,
+                "the register pool");
   static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
   // 1024 bytes of slack to align the ring to the 128B-swizzle atom, then the ring, then the
   // full / empty barriers, then split-K's "last split" flag (mirrors W8a8WgmmaConfig.smem_bytes)
@@ -154,12 +166,14 @@ struct W8a8WgmmaKernel {
     init_ring_barriers<STAGES, Tile::CONSUMERS>(r.full, r.empty);
     if (wg == 0) {
       // No barrier follows: the rest of the producer warpgroup may exit.
+      if constexpr (Tile::CTAS == 2) setmaxnreg_dec<Tile::PRODUCER_REGS>();
       if (threadIdx.x == 0) {
         const u32 stage_bytes = a.a_rows * BK + Tile::B_BYTES;  // what the two boxes deliver
         produce_ab_ring<STAGES>(&ta, &tb, r, stage_bytes, kb0, iters, BK, BK, m0, n0);
       }
       return;
     }
+    if constexpr (Tile::CTAS == 2) setmaxnreg_inc<Tile::CONSUMER_REGS>();
     float total[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) total[i] = 0.f;
@@ -179,7 +193,7 @@ struct W8a8WgmmaKernel {
 // The C entry point every rendered W8A8-wgmma translation unit instantiates (parameters in the
 // order of humming_cuda.kernels.w8a8_wgmma.bind.signature; the tensor maps come first).
 #define HUMMING_W8A8_WGMMA_ENTRY(NAME, FMT, TILE, OUT, BIAS)                                    \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                          \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, TILE::CTAS) NAME(                 \
       const __grid_constant__ humming::TmaDescriptor tmap_a,                                   \
       const __grid_constant__ humming::TmaDescriptor tmap_w, const float* a_scales,            \
       const float* w_scales, const float* bias, OUT* out, int M, int N, int K, int ldc,        \
