@@ -28,8 +28,37 @@ def check_pdl_chain(device, m: int, n: int = 4096, links: int = 6):
         calls.append(kernel.prepare(**layout.pack(w, "cuda")))
     x = torch.randn(m, n, generator=gen).half().cuda()
 
+    assert_chain_ordered(calls, x, torch.float16)
+    return config
+
+
+def check_quantized_chain(spec, m: int, n: int = 4096, links: int = 6) -> str:
+    """The same check through the user API for a spec whose activations are quantized on the GPU:
+    each layer's quantizer (launched with PDL on sm_90+) must read x, the previous layer's
+    output, only after griddepcontrol.wait. Returns the family the layers ran at this M."""
+    from humming_core.numerics import quantize_weight
+    from humming_core.ops import bucket_of, prepare
+
+    gen = torch.Generator().manual_seed(17)
+    layers = [
+        prepare(quantize_weight(torch.randn(n, n, generator=gen) * 0.02, spec), "cuda")
+        for _ in range(links)
+    ]
+    dtype = getattr(torch, {"bf16": "bfloat16", "fp16": "float16"}[spec.output_dtype])
+    x = torch.randn(m, n, generator=gen).to(dtype).cuda()
+
+    calls = [lambda h, out, layer=layer: layer.run(h, out=out) for layer in layers]
+    assert_chain_ordered(calls, x, dtype)
+    return layers[0].configs[bucket_of(m)].family
+
+
+def assert_chain_ordered(calls: list, x: torch.Tensor, dtype: torch.dtype) -> None:
+    """Each call(h, out) reads the previous output h from a NaN-filled buffer: the chain, eager and
+    replayed from a CUDA graph, must equal the same calls with a device sync between each."""
+    m, n = x.shape
+
     def chain(sync: bool) -> list[torch.Tensor]:
-        outs = [torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda") for _ in calls]
+        outs = [torch.full((m, n), float("nan"), dtype=dtype, device="cuda") for _ in calls]
         h = x
         for call, out in zip(calls, outs, strict=True):
             call(h, out)
@@ -55,49 +84,3 @@ def check_pdl_chain(device, m: int, n: int = 4096, links: int = 6):
         torch.cuda.synchronize()
         for a, b in zip(captured, stepwise, strict=True):
             assert torch.equal(a, b)
-    return config
-
-
-def check_quantized_chain(spec, m: int, n: int = 4096, links: int = 6) -> str:
-    """The same check through the user API for a spec whose activations are quantized on the GPU:
-    each layer's quantizer (launched with PDL on sm_90+) must read x, the previous layer's
-    output, only after griddepcontrol.wait. Returns the family the layers ran at this M."""
-    from humming_core.numerics import quantize_weight
-    from humming_core.ops import bucket_of, prepare
-
-    gen = torch.Generator().manual_seed(17)
-    layers = [
-        prepare(quantize_weight(torch.randn(n, n, generator=gen) * 0.02, spec), "cuda")
-        for _ in range(links)
-    ]
-    dtype = getattr(torch, {"bf16": "bfloat16", "fp16": "float16"}[spec.output_dtype])
-    x = torch.randn(m, n, generator=gen).to(dtype).cuda()
-
-    def chain(sync: bool) -> list[torch.Tensor]:
-        outs = [torch.full((m, n), float("nan"), dtype=dtype, device="cuda") for _ in layers]
-        h = x
-        for layer, out in zip(layers, outs, strict=True):
-            layer.run(h, out=out)
-            if sync:
-                torch.cuda.synchronize()
-            h = out
-        return outs
-
-    stepwise = chain(sync=True)
-    assert all(torch.isfinite(o).all() for o in stepwise)
-    for _ in range(3):
-        chained = chain(sync=False)
-        torch.cuda.synchronize()
-        for a, b in zip(chained, stepwise, strict=True):
-            assert torch.equal(a, b)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = chain(sync=False)
-    for _ in range(3):
-        for o in captured:
-            o.fill_(float("nan"))
-        graph.replay()
-        torch.cuda.synchronize()
-        for a, b in zip(captured, stepwise, strict=True):
-            assert torch.equal(a, b)
-    return layers[0].configs[bucket_of(m)].family
