@@ -34,12 +34,13 @@ def _quantizer(act, wide=False):
     from humming_cuda.compiler import compile_source
     from humming_cuda.device import CudaDevice
     from humming_cuda.kernels.act_quant import ActQuantFormat, ActQuantizer, render_source
+    from humming_cuda.kernels.family import arch_has_pdl
 
     fmt = ActQuantFormat.from_spec(act, wide=wide)
     arch = CudaDevice().caps().arch
     source = render_source(fmt, arch)
     module = loader.load(compile_source(source))
-    return ActQuantizer.from_module(fmt, module, source.meta["base"], arch)
+    return ActQuantizer.from_module(fmt, module, source.meta["base"], arch_has_pdl(arch))
 
 
 def _inputs(m: int, k: int, dtype: torch.dtype, code: str) -> torch.Tensor:

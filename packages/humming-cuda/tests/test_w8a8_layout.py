@@ -221,13 +221,19 @@ def test_decode_layers_split_k_until_they_fill_the_gpu(n, k, m, split):
 
 @pytest.mark.parametrize("arch, pdl", [("sm_90a", True), ("sm_120a", True), ("sm_89", False)])
 def test_quantizer_launches_with_pdl_where_the_arch_has_it(arch, pdl):
-    """Its kernel waits for the previous grid (kernel/act_quant.cuh), so on sm_90+ it launches
-    with PDL and its CTAs are resident when that grid ends; older arches have no attribute."""
+    """The quantizer kernel waits for the previous grid (kernel/act_quant.cuh), so on sm_90+ it
+    launches with PDL, as the decode GEMM after it; older arches have no attribute. The w8a8 bind
+    passes its config's pdl (a PPU config says False: its arch has no row in the CUDA table)."""
     from types import SimpleNamespace
 
     from humming_cuda.kernels.act_quant import ActQuantFormat, ActQuantizer
+    from humming_cuda.kernels.family import arch_has_pdl
 
+    assert arch_has_pdl(arch) is pdl
+    problem = GemmProblem(n=256, k=256, m=1)
+    config = FAMILY.candidates(presets.W8A8_FP8, problem, caps_for_arch(arch))[0]
+    assert config.pdl is pdl
     fmt = ActQuantFormat.from_spec(presets.W8A8_FP8.act)
     fn = SimpleNamespace(symbol="humming_w8a8_test_quant_bf16", device_index=0)
-    quantizer = ActQuantizer(fmt, {"bf16": fn}, arch)
+    quantizer = ActQuantizer(fmt, {"bf16": fn}, config.pdl)
     assert quantizer._by_dtype[torch.bfloat16][2].pdl is pdl

@@ -81,6 +81,8 @@ def test_int8_activations_run_the_w8a8_family(unverified, name):
     assert device.check(spec, problem)
     cfg = device.candidates(spec, problem)[0]
     assert (cfg.family, cfg.arch) == ("w8a8", "ppu_10")
+    # no programmatic dependent launch on the PPU: the w8a8 bind hands its quantizer this flag
+    assert cfg.pdl is False
     assert isinstance(device.weight_layout(spec, cfg), PpuW8a8Layout)
     source = device.render(spec, cfg)
     assert source.code.startswith("#define HUMMING_DIALECT 1\n")

@@ -65,11 +65,18 @@ def check_config_arch(config: KernelConfig, caps: DeviceCaps) -> None:
         )
 
 
+def arch_has_pdl(arch: str) -> bool:
+    """Whether kernels built for an NVIDIA `arch` may launch with programmatic dependent launch
+    (sm_90+). Families offered on other devices (the PPU's w8a8 and wna16) take their configs'
+    `pdl` field instead: their arch strings have no row here."""
+    from ..caps import caps_for_arch
+
+    return caps_for_arch(arch).has("pdl")
+
+
 def check_pdl_arch(pdl: bool, arch: str) -> None:
     """A config that asks for programmatic dependent launch (field `pdl`) must target an arch that
     has it (sm_90+): the kernels wait for the previous grid with griddepcontrol.wait, which older
     arches lack (their builds compile the wait out)."""
-    from ..caps import caps_for_arch
-
-    if pdl and not caps_for_arch(arch).has("pdl"):
+    if pdl and not arch_has_pdl(arch):
         raise ValueError(f"pdl=True: {arch} has no programmatic dependent launch (sm_90+)")

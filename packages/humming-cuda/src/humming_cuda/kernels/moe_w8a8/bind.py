@@ -12,6 +12,7 @@ from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Launcher
 from ..act_quant import CODE_DTYPES, ActQuantizer
 from ..common_bind import OUT_DTYPES
+from ..family import arch_has_pdl
 from ..moe_bind import check_routing, flatten_topk_weights, launch_blocks
 from ..w8a8.config import W8a8Format
 from ..w8a8.nibbles import slab_words
@@ -74,7 +75,7 @@ class MoeW8a8Kernel:
         self.name = function.symbol
         self.function = function
         self.quantizer = ActQuantizer.from_module(
-            self.fmt.act, function, function.symbol, config.arch
+            self.fmt.act, function, function.symbol, arch_has_pdl(config.arch)
         )
         self.signature = signature(self.fmt, self.name)
         self.launcher = Launcher(function, self.signature.ctypes)

@@ -11,6 +11,7 @@ import torch
 from humming_core.spec import QuantSpec
 
 from ..act_quant import ActQuantizer
+from ..family import arch_has_pdl
 from ..moe_wna16.bind import MoeWna16Kernel
 from ..moe_wna16_wgmma.bind import MoeWna16WgmmaKernel
 from .config import MoeWna16A8Config
@@ -34,7 +35,7 @@ class MoeWna16A8Kernel:
         # the e4m3 form reads e4m3 codes and the rows' exponents; the others bf16 code values
         self.e4m3 = getattr(config.inner, "e4m3", False)
         self.quantizer = ActQuantizer.from_module(
-            quant_format(spec, self.e4m3), function, function.symbol, config.arch
+            quant_format(spec, self.e4m3), function, function.symbol, arch_has_pdl(config.arch)
         )
 
     def __call__(self, **values: Any) -> None:

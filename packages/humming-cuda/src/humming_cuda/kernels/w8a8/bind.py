@@ -53,7 +53,7 @@ class W8a8Kernel(ActQuantGemmKernel):
     def __init__(self, function: Any, spec: QuantSpec, config: W8a8Config) -> None:
         self.fmt = W8a8Format.from_spec(spec)
         self.quantizer = ActQuantizer.from_module(
-            self.fmt.act, function, function.symbol, config.arch
+            self.fmt.act, function, function.symbol, config.pdl
         )
         super().__init__(function, config, signature(self.fmt, function.symbol), pdl=config.pdl)
 

@@ -14,6 +14,7 @@ from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Launcher
 from ..act_quant import ActQuantizer
 from ..common_bind import check_x_out, out_arg
+from ..family import arch_has_pdl
 from ..split_k import split_launch
 from ..w8a8.config import W8a8Format
 from .config import BLOCK_K
@@ -63,7 +64,7 @@ class W8a8WgmmaKernel:
         self.function = function
         self.signature = self.signature_of(self.fmt, function.symbol)
         self.quantizer = ActQuantizer.from_module(
-            self.fmt.act, function, function.symbol, config.arch
+            self.fmt.act, function, function.symbol, arch_has_pdl(config.arch)
         )
         ctypes_list = (TensorMapParam, TensorMapParam, *self.signature.ctypes[2:])
         self.launcher = Launcher(function, ctypes_list)
