@@ -15,7 +15,12 @@ their pre-PDL order (activations, then weights; the PDL prologue is unchanged), 
 spilled the sm_90a fp8 block-scale 128x128 tile (140 spill stores) with the weights first. Each
 stage's two copies target disjoint shared memory and are committed together, so only the issue
 order changed; the next GPU session must re-run test_w8a8_conformance.py and
-test_ppu_w8a8_conformance.py (benchmarks/notes/session17.md).
+test_ppu_w8a8_conformance.py (benchmarks/notes/session17.md). Retaken in session 23 for the sm_90a
+cubins only: the modules' quantizer entries wait for the previous grid (griddepcontrol.wait;
+ActQuantizer launches them with PDL), the GEMM entries' code is unchanged. On the H200 with that
+change: test_act_quant_cuda.py (codes and scales bit-identical to the reference), the W8A8 /
+W4A8 split-K, user-API and PDL-chain tests of test_w8a8_conformance.py and the MoE a8
+conformance passed (benchmarks/notes/session23.md, section 2).
 test_w8a8_nvidia_identity.py compares against them.
 
 Regenerate (only for a deliberate NVIDIA kernel change that has been re-verified on hardware):
