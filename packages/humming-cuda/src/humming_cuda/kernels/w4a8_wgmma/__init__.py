@@ -4,9 +4,9 @@ on sm_90a above decode size, with wgmma, TMA and in-kernel expansion of the 4-bi
 
 Specs: W4A8_FP8 and the other int4 / E2M1 x e4m3 formats with per-token or static activation
 scales and group weight scales whose groups are multiples of 128 K (MXFP4's 32 stays with the
-mma.sync w8a8 family); bf16 / fp16 / fp32 output, bias. M > 16 only (32- and 64-token tiles up to M = 64, K split on
-small grids; from session 23 it beats the mma.sync W4A8 kernels at every such M). Weights use the w8a8 layout's
-W4A8 form (humming_cuda.kernels.w8a8.nibbles), so a layer that switches family per M bucket packs
+mma.sync w8a8 family); bf16 / fp16 / fp32 output, bias. M > 16 only (32- and 64-token tiles up to
+M = 64, K split on small grids; from session 23 it beats the mma.sync W4A8 kernels at every such
+M). Weights use the w8a8 layout's W4A8 form (humming_cuda.kernels.w8a8.nibbles), so a layer that switches family per M bucket packs
 its weights once.
 
 Verified on an H200 (tests/test_w4a8_wgmma_conformance.py, 2026-11-29): CudaDevice offers it by

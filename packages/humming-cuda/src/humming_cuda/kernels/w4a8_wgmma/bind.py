@@ -1,6 +1,6 @@
 """Bind a loaded W4A8-wgmma module: quantize x (the module's own entries), encode the tensor maps
 of the activations and of the packed weight slabs (cached per pointer), launch one CTA of 384
-threads per 128x128 tile of out and K split (grid z), with the shared split-K workspace when the
+threads per tile of out (the config's tokens x 128 columns) and K split (grid z), with the shared split-K workspace when the
 config splits (W8a8WgmmaKernel's launch)."""
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""W4A8-wgmma kernel configuration: a fixed 128x128x128 CTA tile, a chosen pipeline depth and
-split-K factor.
+"""W4A8-wgmma kernel configuration: a CTA tile of 128 weight rows x 128 tokens (32 or 64 tokens
+at small M), a chosen pipeline depth and split-K factor.
 
-The tile is fixed by the kernel's structure (include/humming/kernel/w4a8_wgmma.cuh): two consumer
-warpgroups of 64 rows, one wgmma m64n128k32 column block, 128-deep stages (one slab of the W4A8
+The tile follows the kernel's structure (include/humming/kernel/w4a8_wgmma.cuh): two consumer
+warpgroups of 64 weight rows, one wgmma per 32-deep K step over the tile's tokens (m64nBMk32 in
+the out^T form, m64n128k32 in the shared-memory form), 128-deep stages (one slab of the W4A8
 layout). Each stage holds the A tile and the packed 4-bit slab; each consumer warpgroup expands its
 rows of the slab in registers (the default out^T form) or into one of its two e4m3 tiles. K may be
 split over several CTAs per tile as in w8a8_wgmma (a launch parameter: the code is the same).

@@ -7,8 +7,6 @@ so `supports` refuses it (and an unknown M) with a reason, and CudaDevice moves 
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
@@ -17,7 +15,7 @@ from ..split_k import clamp_split
 from ..wgmma_tile import (
     BLOCK_M,
     BLOCK_N,
-    WgmmaTileConfig,
+    C,
     arch_reason,
     fitting_configs,
     problem_reason,
@@ -133,9 +131,6 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     ]
     narrow = [c for c in narrow if c.fits_smem(caps)]
     return wide + narrow if wide[0].split_k > 1 else narrow + wide
-
-
-C = TypeVar("C", bound=WgmmaTileConfig)
 
 
 def split_first(configs: list[C], problem: GemmProblem, caps: DeviceCaps) -> list[C]:

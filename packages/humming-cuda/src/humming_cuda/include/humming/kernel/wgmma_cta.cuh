@@ -1,7 +1,7 @@
 // What the sm_90a wgmma kernels (w8a8_wgmma, w4a8_wgmma, wna16_wgmma) share around their main
-// loops (and the split-K reduction of the fp8 ones): one producer and two consumer warpgroups over an mbarrier ring, each consumer holding a
-// 64 x 128 fp32 tile in the wgmma m64n128 accumulator layout (acc[4j + 2h + c]: row
-// 16 warp + lane/4 + 8h, column 8j + 2(lane%4) + c).
+// loops (and the split-K reduction of the fp8 ones): one producer and two consumer warpgroups over
+// an mbarrier ring, each consumer holding a 64 x 128 fp32 tile in the wgmma m64n128 accumulator
+// layout (acc[4j + 2h + c]: row 16 warp + lane/4 + 8h, column 8j + 2(lane%4) + c).
 #pragma once
 #include "humming/arith/common.cuh"
 #include "humming/mma/wgmma.cuh"
