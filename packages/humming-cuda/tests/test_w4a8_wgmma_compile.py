@@ -34,6 +34,9 @@ def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
     for n, ctas in ((32, 2), (64, 1)):
         narrow = [t for t in ptx if f"m64n{n}k32.f32.e4m3.e4m3" in t]
         assert narrow and all(f".maxntid 384, 1, 1\n.minnctapersm {ctas}" in t for t in narrow)
+    # every other unit is a 128-token tile: wgmma N 128 (the shared PTX_NEEDS accept any N)
+    wide = [t for t in ptx if "m64n32k32" not in t and "m64n64k32" not in t]
+    assert wide and all("m64n128k32.f32.e4m3.e4m3" in t for t in wide)
 
 
 @pytest.mark.compile
