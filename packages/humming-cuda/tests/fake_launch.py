@@ -98,3 +98,19 @@ class Recorder:
             for t, p in zip(self.ctypes, pointers, strict=True)
         ]
         self.launches.append((tuple(grid), tuple(block), smem, values))
+
+
+def fake_split_workspace(monkeypatch) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """SPLIT_K_BUFFERS on the fake device: one workspace and counter pair, grown on demand; the
+    list of pairs handed out (the last is the current one)."""
+    from humming_cuda.kernels import split_k
+
+    held: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def get(device, floats, tiles):
+        if not held or held[-1][0].numel() < floats or held[-1][1].numel() < tiles:
+            held.append((cuda(torch.zeros(floats)), cuda(torch.zeros(tiles, dtype=torch.int32))))
+        return held[-1]
+
+    monkeypatch.setattr(split_k.SPLIT_K_BUFFERS, "get", get)
+    return held

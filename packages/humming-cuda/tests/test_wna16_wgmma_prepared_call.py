@@ -16,12 +16,12 @@ from fake_launch import (
     Recorder,
     assert_refused_after_template,
     cuda,
+    fake_split_workspace,
     fp16_operands,
     wna16_packed,
 )
 
 from humming_core.spec import W4A16_G128
-from humming_cuda.kernels import split_k
 from humming_cuda.kernels.w8a8_wgmma.tma import TensorMapParam
 from humming_cuda.kernels.wna16_wgmma import bind
 from humming_cuda.kernels.wna16_wgmma.config import WgmmaWna16Config
@@ -52,16 +52,7 @@ def operands(m: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 @pytest.fixture(autouse=True)
 def cpu_workspace(monkeypatch):
-    """SPLIT_K_BUFFERS on the fake device: one workspace and counter pair, grown on demand."""
-    held: list[tuple[torch.Tensor, torch.Tensor]] = []
-
-    def get(device, floats, tiles):
-        if not held or held[-1][0].numel() < floats or held[-1][1].numel() < tiles:
-            held.append((cuda(torch.zeros(floats)), cuda(torch.zeros(tiles, dtype=torch.int32))))
-        return held[-1]
-
-    monkeypatch.setattr(split_k.SPLIT_K_BUFFERS, "get", get)
-    return held
+    return fake_split_workspace(monkeypatch)
 
 
 @pytest.mark.parametrize("fields", [{}, {"rs_block_m": 16, "split_k": 3}])

@@ -10,6 +10,7 @@ split and its workspace.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -44,6 +45,8 @@ class ActQuantGemmKernel(ABC):
     Subclasses set `fmt` and their quantizer, then call this __init__ with the signature, and
     define `_quantize` and `_k_dims`."""
 
+    max_m = 1 << 31  # rows of x one launch computes (PreparedDenseCall's quick check)
+
     def __init__(
         self, function: Any, config: WarpTileConfig, signature: Signature, pdl: bool = False
     ) -> None:
@@ -55,8 +58,11 @@ class ActQuantGemmKernel(ABC):
         function.reserve_smem(config.smem_bytes)
 
     @abstractmethod
-    def _quantize(self, x: torch.Tensor, act_scale: torch.Tensor | None) -> dict[str, Any]:
-        """The quantized activations and their scales, by GEMM argument name."""
+    def _quantize(
+        self, x: torch.Tensor, act_scale: torch.Tensor | None
+    ) -> tuple[dict[str, Any], Callable[[], None]]:
+        """(the quantized activations and their scales by GEMM argument name, a call that runs
+        the quantizer): a family whose quantizer runs while it is checked returns a no-op."""
 
     @abstractmethod
     def _k_dims(self, k: int) -> dict[str, int]:
@@ -69,18 +75,28 @@ class ActQuantGemmKernel(ABC):
         `tiles` output tiles: one, none and none, unless the family splits K."""
         return 1, {}, {}
 
-    def __call__(self, **values: Any) -> None:
+    def checked(
+        self, values: dict[str, Any]
+    ) -> tuple[tuple[int, int, int], list, dict[str, int], Callable[[], None]]:
+        """(grid, parameters in order, dims, the quantizer's launch): every argument checked, the
+        quantized activations' buffers allocated. Raises naming what is wrong."""
         values = dict(values)
         x, out = values.pop("x"), values["out"]
         check_x_out(self.name, x, out)
-        values.update(self._quantize(x, values.pop("act_scale", None)))
+        quantized, quantize = self._quantize(x, values.pop("act_scale", None))
+        values.update(quantized)
         m, n = out.shape
         cfg = self.config
         grid_n, grid_m = -(-n // cfg.block_n), -(-m // cfg.block_m)
         split, extra, split_dims = self._split_k(x.shape[1], grid_n * grid_m, x.device)
         values.update(extra)
         dims = {"LDC": out.stride(0), **self._k_dims(x.shape[1]), **split_dims}
-        _, params = self.signature.bind(values, dims, self.function.device_index)
-        if m == 0:
-            return
-        self.launcher((grid_n, grid_m, split), (cfg.threads, 1, 1), params, cfg.smem_bytes)
+        dims, params = self.signature.bind(values, dims, self.function.device_index)
+        return (grid_n, grid_m, split), params, dims, quantize
+
+    def __call__(self, **values: Any) -> None:
+        grid, params, _, quantize = self.checked(values)
+        quantize()
+        if grid[1]:
+            cfg = self.config
+            self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)

@@ -109,5 +109,10 @@ class PreparedDenseCall:
             return
         kernel.launcher(grid, self.block, params, self.smem)
         if self.template is None and not extra:
-            self.k, self.n, self.grid_n, self.split = dims["K"], dims["N"], grid[0], grid[2]
-            self.template = ThreadParams(kernel.launcher.ctypes, kernel.signature.names, params)
+            self.keep_template(grid, params, dims)
+
+    def keep_template(self, grid: tuple[int, int, int], params: list, dims: dict[str, int]) -> None:
+        """A fully checked call's launch as the template of the quick path."""
+        kernel = self.kernel
+        self.k, self.n, self.grid_n, self.split = dims["K"], dims["N"], grid[0], grid[2]
+        self.template = ThreadParams(kernel.launcher.ctypes, kernel.signature.names, params)

@@ -19,7 +19,7 @@ from humming_core.device import KernelSource
 from humming_core.spec.quant import ActSpec
 
 from ...args import ScalarArg, Signature, TensorArg
-from ...launch import Launcher
+from ...launch import Launcher, ThreadParams
 
 THREADS = 256  # kActQuantThreads
 CODES = {"int8": 0, "e4m3": 1}
@@ -218,6 +218,15 @@ class ActQuantizer:
     def __call__(
         self, x: torch.Tensor, static_scale: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        q, scales, launch = self.checked(x, static_scale)
+        launch()
+        return q, scales
+
+    def checked(
+        self, x: torch.Tensor, static_scale: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, QuantLaunch]:
+        """(q, scales, launch): every argument checked, the output buffers allocated and the
+        parameters bound; `launch()` runs the quantizer (nothing when x has no rows)."""
         entry = self._by_dtype.get(x.dtype)
         if entry is None:
             raise ValueError(
@@ -229,7 +238,7 @@ class ActQuantizer:
                 f"{self.fmt.mode} activation quantization {need} static scale (act_scale): "
                 "pass an fp32 tensor of shape (1,) exactly when the spec has act.quant='static'"
             )
-        fn, sig, launch = entry
+        fn, sig, launcher = entry
         m, k = x.shape
         if k % 16:
             raise ValueError(
@@ -239,6 +248,44 @@ class ActQuantizer:
         scales = torch.empty((self.fmt.scale_rows(k), m), dtype=torch.float32, device=x.device)
         values = {"x": x, "static_scale": static_scale, "q": q, "scales": scales}
         _, params = sig.bind(values, {"LDA": x.stride(0) if m else k}, fn.device_index)
-        if m:
-            launch((self.fmt.grid(m, k), 1, 1), (THREADS, 1, 1), params, 0)
+        grid = (self.fmt.grid(m, k), 1, 1) if m else (0, 1, 1)
+        return q, scales, QuantLaunch(launcher, sig, grid, params)
+
+
+@dataclass
+class QuantLaunch:
+    """One checked quantizer call, ready to launch; its parameters serve as a prepared call's
+    template (PreparedQuant)."""
+
+    launcher: Launcher
+    signature: Signature
+    grid: tuple[int, int, int]
+    params: list
+
+    def __call__(self) -> None:
+        if self.grid[0]:
+            self.launcher(self.grid, (THREADS, 1, 1), self.params, 0)
+
+
+class PreparedQuant:
+    """The quantizer of a prepared GEMM call (kernels/w8a8/call.py) for one input dtype and K: a
+    parameter block per thread from a checked call's values, patched with x, fresh q and scales
+    buffers and M for each call; the caller has checked x (dtype, K, 16-byte aligned rows)."""
+
+    def __init__(self, fmt: ActQuantFormat, checked: QuantLaunch) -> None:
+        self.fmt = fmt
+        self.launcher = checked.launcher
+        self.params = ThreadParams(checked.launcher.ctypes, checked.signature.names, checked.params)
+
+    def __call__(
+        self, x: torch.Tensor, address: int, lda: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        m, k = x.shape
+        q = torch.empty((m, k), dtype=self.fmt.q_dtype, device=x.device)
+        scales = torch.empty((self.fmt.scale_rows(k), m), dtype=torch.float32, device=x.device)
+        block = self.params.block()
+        struct = block.struct
+        struct.x, struct.q, struct.scales = address, q.data_ptr(), scales.data_ptr()
+        struct.M, struct.lda = m, lda
+        self.launcher.launch((self.fmt.grid(m, k), 1, 1), (THREADS, 1, 1), 0, block.address)
         return q, scales

@@ -9,9 +9,10 @@ import torch
 from humming_core.spec import QuantSpec
 
 from ...args import ScalarArg, Signature, TensorArg
-from ..act_quant import CODE_DTYPES, ActQuantizer
+from ..act_quant import CODE_DTYPES, ActQuantizer, QuantLaunch
 from ..common_bind import ActQuantGemmKernel, out_arg
-from ..split_k import split_launch
+from ..split_k import split_launch, tile_workspace
+from .call import W8a8Call
 from .config import BLOCK_K, W8a8Config, W8a8Format
 from .nibbles import slab_words
 
@@ -57,9 +58,21 @@ class W8a8Kernel(ActQuantGemmKernel):
         )
         super().__init__(function, config, signature(self.fmt, function.symbol), pdl=config.pdl)
 
-    def _quantize(self, x: torch.Tensor, act_scale: torch.Tensor | None) -> dict[str, Any]:
-        a, a_scales = self.quantizer(x, act_scale)
-        return {"a": a, "a_scales": a_scales}
+    def _quantize(
+        self, x: torch.Tensor, act_scale: torch.Tensor | None
+    ) -> tuple[dict[str, Any], QuantLaunch]:
+        a, a_scales, launch = self.quantizer.checked(x, act_scale)
+        return {"a": a, "a_scales": a_scales}, launch
+
+    def prepare(self, **packed: torch.Tensor) -> W8a8Call:
+        return W8a8Call(self, packed)
+
+    def split_k_buffers(
+        self, device: torch.device, grid_n: int, grid_m: int, split: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Shared fp32 workspace and zeroed tile counters big enough for this grid."""
+        cfg = self.config
+        return tile_workspace(device, grid_n * grid_m, split, cfg.block_m * cfg.block_n)
 
     def _split_k(
         self, k: int, tiles: int, device: torch.device

@@ -1,0 +1,144 @@
+"""The W8A8 / W4A8 launch path without a GPU (fake_launch): a prepared call (kernels/w8a8/call.py)
+launches the quantizer and the GEMM with exactly the parameters the full check computes, the
+GEMM reading the q and scales buffers that call's quantizer writes, grows split-K's workspace
+with M, takes the full check for another x dtype or an act_scale, and refuses wrong x and out
+with the full check's error."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from fake_launch import (
+    FakeFunction,
+    Recorder,
+    assert_refused_after_template,
+    cuda,
+    fake_split_workspace,
+)
+
+from humming_core.device import GemmProblem
+from humming_core.numerics import quantize_weight
+from humming_core.spec import presets
+from humming_cuda.caps import caps_for_arch
+from humming_cuda.kernels.act_quant import ActQuantizer
+from humming_cuda.kernels.w8a8 import FAMILY
+from humming_cuda.kernels.w8a8.bind import W8a8Kernel
+
+SM90 = caps_for_arch("sm_90a")
+N, K = 512, 1024
+
+
+@pytest.fixture(autouse=True)
+def fake_quantizer(monkeypatch):
+    """The module's quantizer entries as fake functions whose launches are recorded."""
+
+    def from_module(fmt, loaded, base, pdl):
+        quantizer = ActQuantizer(fmt, {"fp16": FakeFunction(), "bf16": FakeFunction()}, pdl)
+        for dtype, (fn, sig, _) in list(quantizer._by_dtype.items()):
+            quantizer._by_dtype[dtype] = (fn, sig, Recorder(sig.ctypes))
+        return quantizer
+
+    monkeypatch.setattr(ActQuantizer, "from_module", staticmethod(from_module))
+    # the q and scales buffers each call allocates, on the fake cuda:0 as x is
+    empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: cuda(empty(*a, **k)))
+
+
+@pytest.fixture(autouse=True)
+def cpu_workspace(monkeypatch):
+    return fake_split_workspace(monkeypatch)
+
+
+def make(spec, m: int = 1) -> tuple[W8a8Kernel, dict[str, torch.Tensor]]:
+    config = FAMILY.candidates(spec, GemmProblem(n=N, k=K, m=m), SM90)[0]
+    kernel = W8a8Kernel(FakeFunction(), spec, config)
+    kernel.launcher = Recorder(kernel.signature.ctypes)
+    cw = quantize_weight(torch.randn(N, K, generator=torch.Generator().manual_seed(3)), spec)
+    packed = FAMILY.weight_layout(spec, config, SM90).pack(cw, "cpu")
+    return kernel, {name: cuda(t) for name, t in packed.items()}
+
+
+def operands(m: int, dtype=torch.bfloat16, out_dtype=torch.bfloat16):
+    x = cuda(torch.randn(m, K).to(dtype))
+    return x, cuda(torch.zeros(m, N, dtype=out_dtype))
+
+
+def quant_launches(kernel: W8a8Kernel, dtype=torch.bfloat16) -> list:
+    return kernel.quantizer._by_dtype[dtype][2].launches
+
+
+@pytest.mark.parametrize("name", ["W4A8_FP8", "W8A8_FP8"])
+def test_prepared_calls_launch_what_the_full_check_computes(name):
+    spec = presets.preset(name)
+    kernel, weights = make(spec)
+    call = kernel.prepare(**weights)
+    full_checks = []
+    checked_call = call._checked_call
+    call._checked_call = lambda *a: full_checks.append(1) or checked_call(*a)
+    names = kernel.signature.names
+    a, a_scales = names.index("a"), names.index("a_scales")
+    for m in (1, 5, 16, 1):  # the first call builds the templates, the rest patch them
+        x, out = operands(m)
+        call(x, out)
+        grid, params, _, quantize = kernel.checked({"x": x, "out": out, **weights})
+        q_names = quantize.signature.names
+        q, scales = q_names.index("q"), q_names.index("scales")
+        quant = quant_launches(kernel)[-1]
+        gemm = kernel.launcher.launches[-1]
+        # the GEMM reads what this call's quantizer writes (fresh buffers, as the full check's)
+        assert (gemm[3][a], gemm[3][a_scales]) == (quant[3][q], quant[3][scales])
+        expected = list(params)
+        expected[a], expected[a_scales] = gemm[3][a], gemm[3][a_scales]
+        block = (kernel.config.threads, 1, 1)
+        assert gemm == (grid, block, kernel.config.smem_bytes, expected)
+        expected_quant = list(quantize.params)
+        expected_quant[q], expected_quant[scales] = quant[3][q], quant[3][scales]
+        assert quant == (quantize.grid, (256, 1, 1), 0, expected_quant)
+        assert quant[3][q_names.index("x")] == x.data_ptr()
+    assert len(full_checks) == 1  # later calls took the quick path
+    assert len(kernel.launcher.launches) == len(quant_launches(kernel)) == 4
+    call(*operands(0))  # M = 0: nothing to launch
+    assert len(kernel.launcher.launches) == 4 and len(quant_launches(kernel)) == 4
+
+
+def test_split_k_workspace_is_patched_and_grown(cpu_workspace):
+    kernel, weights = make(presets.W4A8_FP8)
+    assert kernel.config.split_k > 1  # 4 column tiles of 128 on 132 SMs
+    call = kernel.prepare(**weights)
+    names = kernel.signature.names
+    for m in (1, 16, 40):
+        call(*operands(m))
+        grid, _, _, params = kernel.launcher.launches[-1]
+        ws, ct = cpu_workspace[-1]
+        assert grid[2] > 1
+        assert params[names.index("workspace")] == ws.data_ptr()
+        assert params[names.index("counters")] == ct.data_ptr()
+        assert ws.numel() >= grid[0] * grid[1] * grid[2] * kernel.config.block_m * 128
+
+
+def test_another_dtype_or_a_static_scale_takes_the_full_check():
+    kernel, weights = make(presets.W4A8_FP8)
+    call = kernel.prepare(**weights)
+    call(*operands(4))
+    full_checks = []
+    checked_call = call._checked_call
+    call._checked_call = lambda *a: full_checks.append(1) or checked_call(*a)
+    call(*operands(4, dtype=torch.float16))  # the templates are bf16 x's
+    assert full_checks == [1] and len(quant_launches(kernel, torch.float16)) == 1
+    with pytest.raises(ValueError, match="takes no static scale"):
+        call(*operands(4), act_scale=cuda(torch.ones(1)))
+
+
+@pytest.mark.parametrize(
+    ("make_bad", "message"),
+    [
+        (lambda x, o: (cuda(torch.zeros(4, K)), o), r"takes float16 or bfloat16 input"),
+        (lambda x, o: (cuda(torch.zeros(4, K - 8, dtype=torch.bfloat16)), o), r"K % 16 == 0"),
+        (lambda x, o: (x, cuda(torch.zeros(5, N, dtype=torch.bfloat16))), r"'out'"),
+        (lambda x, o: (x, cuda(torch.zeros(4, N, dtype=torch.float16))), r"'out': expected dtype"),
+        (lambda x, o: (x.as_subclass(torch.Tensor), o), r"cuda:0 .* got one on cpu"),
+    ],
+)
+def test_wrong_x_and_out_are_refused_after_the_template(make_bad, message):
+    kernel, weights = make(presets.W4A8_FP8)
+    assert_refused_after_template(kernel, weights, lambda: operands(4), make_bad, message)

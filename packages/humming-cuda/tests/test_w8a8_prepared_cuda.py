@@ -1,0 +1,70 @@
+"""The prepared W8A8 / W4A8 call on a GPU (kernels/w8a8/call.py): the same result as the fully
+checked call (bit-identical: split-K partials are summed in split order), within the format's
+bound of the reference, unsplit and split, over growing M, and replayed from a CUDA graph."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from humming_core import jit
+from humming_core.device import GemmProblem, get_device
+from humming_core.numerics import quantize_weight
+from humming_core.spec import presets
+from humming_core.testing.conformance import within_bound
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (torch.cuda)"),
+]
+N, K = 320, 1024
+
+
+def _kernel(spec, split_k: int):
+    from humming_cuda.kernels.w8a8 import FAMILY as W8A8
+
+    device = get_device("cuda")
+    weights = quantize_weight(
+        torch.randn(N, K, generator=torch.Generator().manual_seed(5)) * 0.05, spec
+    )
+    config = W8A8.candidates(spec, GemmProblem(n=N, k=K, m=1), device.caps())[0]
+    config = config.model_copy(update={"split_k": split_k})
+    packed = device.weight_layout(spec, config).pack(weights, "cuda")
+    kernel = device.load(jit.get_or_build(device, device.render(spec, config)))
+    return kernel, packed, weights
+
+
+@pytest.mark.parametrize("name", ["W4A8_FP8", "W8A8_FP8", "W8A8_INT8"])
+@pytest.mark.parametrize("split_k", [1, 4])
+def test_prepared_call_equals_the_checked_call(name, split_k):
+    spec = presets.preset(name)
+    kernel, packed, weights = _kernel(spec, split_k)
+    call = kernel.prepare(**packed)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[spec.output_dtype]
+    for m in (1, 3, 16, 1, 40):  # the quick path from the second call; the workspace grows
+        x = torch.randn(m, K, device="cuda").to(torch.bfloat16)
+        fast, full = (torch.full((m, N), float("nan"), device="cuda").to(dtype) for _ in range(2))
+        call(x, fast)
+        kernel(x=x, out=full, **packed)
+        assert torch.equal(fast, full), f"{name} M={m} split_k={split_k}"
+        assert within_bound(fast, x, weights) <= 1.0, f"{name} M={m} split_k={split_k}"
+    assert call.template is not None
+
+
+def test_graph_replay_of_the_quick_path():
+    spec = presets.W4A8_FP8
+    kernel, packed, _ = _kernel(spec, 2)
+    call = kernel.prepare(**packed)
+    x = torch.randn(8, K, device="cuda").to(torch.bfloat16)
+    eager = torch.empty(8, N, device="cuda", dtype=torch.bfloat16)
+    call(x, eager)  # builds the templates
+    call(x, eager)
+    out = torch.full_like(eager, float("nan"))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call(x, out)
+    for _ in range(2):
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, eager)
