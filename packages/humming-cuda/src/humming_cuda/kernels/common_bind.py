@@ -45,7 +45,9 @@ class ActQuantGemmKernel(ABC):
     Subclasses set `fmt` and their quantizer, then call this __init__ with the signature, and
     define `_quantize` and `_k_dims`."""
 
-    max_m = 1 << 31  # rows of x one launch computes (PreparedDenseCall's quick check)
+    # rows of x one launch computes (the decode kernel's tile takes fewer; checked here and by
+    # PreparedDenseCall's quick check)
+    max_m = 1 << 31
 
     def __init__(
         self, function: Any, config: WarpTileConfig, signature: Signature, pdl: bool = False
@@ -83,6 +85,11 @@ class ActQuantGemmKernel(ABC):
         values = dict(values)
         x, out = values.pop("x"), values["out"]
         check_x_out(self.name, x, out)
+        if x.shape[0] > self.max_m:
+            raise ValueError(
+                f"{self.name}: argument 'x': {x.shape[0]} rows, but this kernel computes at most "
+                f"{self.max_m} (M <= {self.max_m}); larger M needs a kernel chosen for that M"
+            )
         quantized, quantize = self._quantize(x, values.pop("act_scale", None))
         values.update(quantized)
         m, n = out.shape

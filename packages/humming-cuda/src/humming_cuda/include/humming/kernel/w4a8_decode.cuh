@@ -1,0 +1,243 @@
+// W4A8 decode GEMM (M <= 8, or M <= 16 with TOKENS = 16) in the out^T form on fp16 MMAs:
+// out[M, N] = (a_scale * q_x) @ (w_scale * q_w)^T with the weights as the m16n8k16 A operand and
+// the tokens as its n8 side.
+//
+// Same arguments, CTA, stages, loaders, PDL pipeline and split-K workspace as W8a8Kernel
+// (kernel/w8a8.cuh) on the same W4A8 layout (humming_cuda.kernels.w8a8.nibbles), so a layer packs
+// once for both. What differs is the inner step. W8a8Kernel multiplies a 16-row tile of tokens
+// (mostly padding at decode) by 8-bit weight codes; on sm_90, which has no fp8 mma.sync, each of its
+// k32 steps becomes two fp16 MMAs per n8 block of weights, and the lane's share of the W4A8 decode
+// kernel was 3.6 instructions per weight (H200, benchmarks/notes/session23.md). Here:
+// - 16 weight rows are one A operand: lane (g, t) reads rows g and g + 8 of a 16-row block, which
+//   the layout's chunks already give it (row g of n8 block 2P, row g of block 2P + 1). Per k32 step
+//   and 16 rows that is two MMAs, half of W8a8Kernel's fp16 form.
+// - Logical k slots of the two k16 MMAs are matched to the layout's physical K on both sides:
+//   word w of the lane holds K 4t + j (nibble j) and 16 + 4t + j (nibble j + 4); fp16 pair j is
+//   (nibble j, nibble j + 4), MMA h takes pairs 2h and 2h + 1. The tokens' 8-bit codes of K 4t..
+//   and 16 + 4t.. (an ldmatrix of the stage's code rows) become fp16 pairs in the same order.
+// - Weights are exact fp16 codes: int4 and uint4 (minus its zero point) read in place under the
+//   magic number (Dequant::apply_in_place), e2m1 as placed bits (value * 2^-14, the factor folded
+//   into the group scale); activations are exact fp16 values of their e4m3 or int8 codes. The
+//   products are exact in the fp32 accumulators, which take the weight group scale (and an
+//   activation group scale) once per scale segment; a per-token scale applies in the epilogue.
+#pragma once
+#include "humming/kernel/w8a8.cuh"
+#include "humming/mma/mma_sync.cuh"
+
+namespace humming {
+
+// Registers lo, hi of four int8 codes each (K elements e and 16 + e of byte e) -> fp16 pairs
+// p[j] = (lo byte j, hi byte j), exactly: each byte with its sign bit flipped goes under 0x64 (the
+// fp16 1024 + x + 128), then one subtraction of 1152.
+HM_DEVICE void int8_pairs(u32 lo, u32 hi, u32 (&p)[4]) {
+  const half2 bias = __halves2half2(__float2half(1152.f), __float2half(1152.f));
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const u32 sel = static_cast<u32>(j | (j << 4) | ((4 + j) << 8) | ((4 + j) << 12));
+    const u32 v = (prmt(lo, hi, sel) & 0x00FF00FFu) ^ 0x64806480u;
+    p[j] = as_u32(__hsub2(from_u32<half2>(v), bias));
+  }
+}
+
+// KIND: the codes the W4A8 layout holds (kWeightInt: int4, offset binary; kWeightUint: uint4 with
+// integer zero points; kWeightFloat: e2m1), which the host knows from the spec (the layout's nibble
+// table is the 8-bit MMA's and does not say).
+template <typename Fmt, typename Tile, typename OutT, bool BIAS, int KIND, int TOKENS>
+struct W4a8DecodeKernel {
+  using Base = W8a8Kernel<Fmt, Tile, OutT, BIAS>;
+  using Args = typename Base::Args;
+  using W = typename Fmt::W;
+  static constexpr int NF = Tile::N_FRAGS, BLOCKS = NF / 2, TB = TOKENS / 8, BK = Tile::BK;
+  static_assert(W::NIBBLES && Fmt::W_GROUPED, "the decode form reads 4-bit weights with group scales");
+  static_assert(Tile::M_FRAGS == 1 && Tile::WARPS_M == 1, "one 16-row tile of tokens per CTA");
+  static_assert(TOKENS == 8 || TOKENS == 16, "one or two n8 blocks of tokens");
+  static_assert(!HM_PPU_LAYOUT, "NVIDIA layout only");
+  // per token block: BLOCKS 16-row blocks x the m16n8 fragment's 4 floats
+  static constexpr int ACC = BLOCKS * 4 * TB;
+  static constexpr int SEG = Fmt::PROMOTE_K, KS_PER_SEG = SEG / 32;
+  static constexpr int ZERO = W::ZERO ? kZeroInt : kZeroNone;
+  static constexpr bool FLOAT = KIND == kWeightFloat;
+  static_assert(!W::ZERO || KIND == kWeightUint, "zero points belong to uint4 codes");
+  using Exact = Dequant<half, KIND, 4, FLOAT ? 2 : 0, FLOAT ? 1 : 0, ZERO, false>;
+  static_assert(FLOAT || Exact::kInPlaceNibbles, "integer codes are read in place");
+  // e2m1 codes enter the MMA as value * 2^-float_shift(); the group scale carries the factor
+  static constexpr float kFold = FLOAT ? float(1 << Exact::float_shift()) : 1.f;
+
+  // Pair j (0..3) of layout word w as exact fp16 weights: (nibble j, nibble j + 4).
+  template <int J>
+  HM_DEVICE static u32 weight_pair(u32 w, const GroupParams<half>& gp, u32 magic2) {
+    if constexpr (FLOAT) {
+      return as_u32(Exact::float_placed(w >> (4 * J)));
+    } else {
+      return Exact::template apply_in_place<J % 2>(J >= 2 ? w >> 8 : w, gp, magic2);
+    }
+  }
+
+  // The tokens' codes of K 4t.. (lo) and 16 + 4t.. (hi) -> fp16 pairs (lo byte j, hi byte j).
+  HM_DEVICE static void act_pairs(u32 lo, u32 hi, u32 (&p)[4]) {
+    if constexpr (Fmt::CODE == kCode8E4m3) {
+      e4m3_pairs(lo, hi, p);
+    } else {
+      int8_pairs(lo, hi, p);
+    }
+  }
+
+  // Weight scales (times kFold) and zero points of the lane's rows, one per n8 block (row g of
+  // block nf), for the group holding K offset k; 0 past N or K.
+  HM_DEVICE static void load_group(float (&ws)[NF], GroupParams<half> (&gp)[NF], const Args& a,
+                                   int k, int n0, int wn, int lane) {
+    const long long g = k / Fmt::W_GROUP;
+#pragma unroll
+    for (int nf = 0; nf < NF; ++nf) {
+      const int n = n0 + (wn * NF + nf) * 8 + lane / 4;
+      const bool ok = n < a.N && k < a.K;
+      ws[nf] = ok ? a.w_scales[g * a.N + n] * kFold : 0.f;
+      if constexpr (W::ZERO) {
+        const int z = ok ? a.zeros[g * a.N + n] : 0;
+        gp[nf] = Exact::prepare(__float2half(1.f), __int2half_rn(z));
+      }
+    }
+  }
+
+  // total += part * (weight scale of the row) [* activation group scale of the token]; part = 0.
+  // Accumulator (b * BLOCKS + P) * 4 + e: row g + 8 (e / 2) of block P, token 8b + 2t + e % 2.
+  HM_DEVICE static void flush(float (&total)[ACC], float (&part)[ACC], const float (&ws)[NF],
+                              const Args& a, int k0, int m0, int lane) {
+    float as[TB][2];
+#pragma unroll
+    for (int b = 0; b < TB; ++b) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        as[b][e] = 1.f;
+        if constexpr (Fmt::A_GROUP) {
+          const int m = m0 + 8 * b + 2 * (lane % 4) + e;
+          as[b][e] = m < a.M && k0 < a.K ? a.a_scales[static_cast<long long>(k0 / 128) * a.M + m]
+                                         : 0.f;
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) {
+      const int b = i / (4 * BLOCKS), P = (i / 4) % BLOCKS, e = i % 4;
+      total[i] += part[i] * (ws[2 * P + e / 2] * as[b][e % 2]);
+      part[i] = 0.f;
+    }
+  }
+
+  HM_DEVICE static void compute_stage(float (&total)[ACC], float (&part)[ACC], float (&ws)[NF],
+                                      GroupParams<half> (&gp)[NF], const Args& a, const char* smem,
+                                      int buf, int it, int m0, int n0, int wn, int lane,
+                                      u32 magic2) {
+    const char* a_s = smem + buf * Base::kStage;
+    const char* b_s = a_s + Base::ALoader::kBytes;
+    // one 16-byte chunk per n8 block: row g of the block, its words for all four k32 steps
+    uint4 nib[NF];
+#pragma unroll
+    for (int nf = 0; nf < NF; ++nf) {
+      const int row = (wn * NF + nf) * 8 + lane / 4;
+      nib[nf] = *reinterpret_cast<const uint4*>(b_s + Base::BLoader::offset(row, lane % 4));
+    }
+    u32 x[TB][4];
+#pragma unroll
+    for (int ks = 0; ks < BK / 32; ++ks) {
+      const int k0 = it * BK + ks * 32;
+      if (ks % KS_PER_SEG == 0) load_group(ws, gp, a, k0, n0, wn, lane);
+      if (ks % 2 == 0) {
+        // matrix j: token rows 8b..8b+7, 16-byte chunk 2ks + j (K 32ks + 16j..): registers 0, 1
+        // hold K 4t.. and 16 + 4t.. of step ks, 2 and 3 those of step ks + 1
+#pragma unroll
+        for (int b = 0; b < TB; ++b) {
+          ldmatrix_x4(x[b], a_s + Base::ALoader::offset(8 * b + (lane & 7), 2 * ks + (lane >> 3)));
+        }
+      }
+      u32 xp[TB][4];
+#pragma unroll
+      for (int b = 0; b < TB; ++b) act_pairs(x[b][2 * (ks % 2)], x[b][2 * (ks % 2) + 1], xp[b]);
+#pragma unroll
+      for (int P = 0; P < BLOCKS; ++P) {
+        const u32 w0 = reinterpret_cast<const u32*>(&nib[2 * P])[ks];
+        const u32 w1 = reinterpret_cast<const u32*>(&nib[2 * P + 1])[ks];
+        const GroupParams<half>&g0 = gp[2 * P], &g1 = gp[2 * P + 1];
+        // A fragment: rows g / g + 8 at k slots 2t, 2t + 1 (pair 2h) and 2t + 8, 2t + 9 (2h + 1)
+        const u32 h0[4] = {weight_pair<0>(w0, g0, magic2), weight_pair<0>(w1, g1, magic2),
+                           weight_pair<1>(w0, g0, magic2), weight_pair<1>(w1, g1, magic2)};
+        const u32 h1[4] = {weight_pair<2>(w0, g0, magic2), weight_pair<2>(w1, g1, magic2),
+                           weight_pair<3>(w0, g0, magic2), weight_pair<3>(w1, g1, magic2)};
+#pragma unroll
+        for (int b = 0; b < TB; ++b) {
+          float(&d)[4] = *reinterpret_cast<float(*)[4]>(&part[(b * BLOCKS + P) * 4]);
+          Mma16816<half>::run(d, h0, xp[b][0], xp[b][1]);
+          Mma16816<half>::run(d, h1, xp[b][2], xp[b][3]);
+        }
+      }
+      if ((ks + 1) % KS_PER_SEG == 0) flush(total, part, ws, a, k0 + 32 - SEG, m0, lane);
+    }
+  }
+
+  // Accumulator (b * BLOCKS + P) * 4 + e: column n0 + (wn * NF + 2P + e / 2) * 8 + g of out, token
+  // m0 + 8b + 2t + e % 2.
+  HM_DEVICE static void store(const Args& a, const float (&v)[ACC], int m0, int n0, int wn,
+                              int lane) {
+    Epilogue<OutT, kEpiScaleNone, false, BIAS> epi{nullptr, nullptr, a.bias};
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) {
+      const int b = i / (4 * BLOCKS), P = (i / 4) % BLOCKS, e = i % 4;
+      const int m = m0 + 8 * b + 2 * (lane % 4) + e % 2;
+      const int n = n0 + (wn * NF + 2 * P + e / 2) * 8 + lane / 4;
+      if (m >= a.M) continue;
+      const float as = Fmt::A_GROUP ? 1.f : a.a_scales[m];
+      epi.store_one(a.out, a.ldc, a.M, a.N, m, n, v[i] * as, 1.f);
+    }
+  }
+
+  HM_DEVICE static void run(const Args& a) {
+    extern __shared__ uint4 smem_u4[];
+    char* smem = reinterpret_cast<char*>(smem_u4);
+    const int tid = threadIdx.x, lane = tid & 31, wn = tid >> 5;
+    const int n0 = blockIdx.x * Tile::BN, m0 = blockIdx.y * Tile::BM;
+    const int iters = ceil_div(a.K, BK);
+    const int it0 = Tile::SPLIT_K ? blockIdx.z * a.iters_per_split : 0;
+    const int it1 = Tile::SPLIT_K ? min(iters, it0 + a.iters_per_split) : iters;
+    const u64 policy = byte_weight_policy();
+
+    float total[ACC], part[ACC], ws[NF];
+    GroupParams<half> gp[NF];
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) total[i] = part[i] = 0.f;
+    const u32 magic2 = pinned_constant(Exact::kMagic2, a.K);
+    cp_async_pipeline_pdl<Tile::STAGES>(
+        it0, it1, [&](int buf, int it) { Base::load_weights(a, smem, buf, it, n0, tid, policy); },
+        [&](int buf, int it) { Base::load_acts(a, smem, buf, it, m0, tid, policy); },
+        [&](int buf, int it) { Base::load_stage(a, smem, buf, it, m0, n0, tid, policy); },
+        [&](int buf, int it) {
+          compute_stage(total, part, ws, gp, a, smem, buf, it, m0, n0, wn, lane, magic2);
+        });
+    if constexpr (Tile::SPLIT_K) {
+      if (gridDim.z > 1) {
+        // the reducer's "last split" flag reuses the pipeline's shared memory, written after its
+        // first barrier (every warp is past its last stage then)
+        const int tile = blockIdx.y * gridDim.x + blockIdx.x;
+        if (!SplitKReducer<ACC, Tile::WARPS_N>::reduce(total, true, wn, lane, a.workspace,
+                                                      a.counters, tile, blockIdx.z, gridDim.z,
+                                                      reinterpret_cast<int*>(smem))) {
+          return;
+        }
+      }
+    }
+    store(a, total, m0, n0, wn, lane);
+  }
+};
+
+}  // namespace humming
+
+// The C entry point of a rendered W4A8 decode unit: HUMMING_W8A8_ENTRY's parameters (the same host
+// binding, humming_cuda.kernels.w8a8.bind). Registers are capped for TILE::MIN_BLOCKS CTAs per SM.
+#define HUMMING_W4A8_DECODE_ENTRY(NAME, FMT, TILE, OUT, BIAS, KIND, TOKENS)                     \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, TILE::MIN_BLOCKS) NAME(           \
+      const char* a, const float* a_scales, const char* w, const float* w_scales,              \
+      const unsigned char* zeros, const float* bias, OUT* out, int M, int N, int K, int ldc,   \
+      int ws_ld, float* workspace, int* counters, int iters_per_split) {                        \
+    using Kern = humming::W4a8DecodeKernel<FMT, TILE, OUT, BIAS, KIND, TOKENS>;                 \
+    Kern::run(typename Kern::Args{a, a_scales, w, w_scales, zeros, bias, out, M, N, K, ldc,     \
+                                  ws_ld, workspace, counters, iters_per_split});                \
+  }
