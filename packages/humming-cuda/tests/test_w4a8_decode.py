@@ -1,6 +1,6 @@
 """CPU tests of the w4a8_decode family: what it takes and refuses, its configs and routing, its
-rendered unit, the M guard of its bound kernel, and that every W4A8 format compiles on every arch
-it supports (no spills on sm_90a, where it runs)."""
+rendered unit, the M guard and split steps of its bound kernel, and that every W4A8 format compiles
+for sm_90a without spills at every slab count."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def test_split_follows_w8a8s_rule(n, k, m, split):
         (presets.W8A8_FP8, DECODE, SM90, "4-bit"),
         (presets.W4A8_FP8, GemmProblem(n=8192, k=8192, m=17), SM90, "M <= 16"),
         (presets.W4A8_FP8, DECODE, caps_for_arch("sm_80"), "e4m3"),
-        (presets.W4A8_INT8, DECODE, caps_for_arch("sm_75"), "int8"),
+        (presets.W4A8_INT8, DECODE, caps_for_arch("sm_89"), "built for sm_90"),
+        (presets.W4A8_FP8, DECODE, caps_for_arch("sm_100a"), "built for sm_90"),
         (presets.W4A16_G128, DECODE, SM90, "int8 or e4m3 activations"),
     ],
 )
@@ -65,20 +66,14 @@ def test_the_rest_is_refused_with_the_reason(spec, problem, caps, words):
     assert FAMILY.candidates(spec, problem, caps) == []
 
 
-def test_routing_prefers_it_on_sm90_only(monkeypatch):
+def test_routing_takes_decode_on_sm90(monkeypatch):
     monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
+    device = CudaDevice.for_arch("sm_90a")
     for m in (1, 16):
         problem = GemmProblem(n=8192, k=8192, m=m)
-        assert CudaDevice.for_arch("sm_90a").candidates(presets.W4A8_FP8, problem)[0].family == (
-            "w4a8_decode"
-        )
-        assert CudaDevice.for_arch("sm_89").candidates(presets.W4A8_FP8, problem)[0].family == (
-            "w8a8"
-        )
+        assert device.candidates(presets.W4A8_FP8, problem)[0].family == "w4a8_decode"
     big = GemmProblem(n=8192, k=8192, m=17)
-    assert CudaDevice.for_arch("sm_90a").candidates(presets.W4A8_FP8, big)[0].family != (
-        "w4a8_decode"
-    )
+    assert device.candidates(presets.W4A8_FP8, big)[0].family != "w4a8_decode"
 
 
 def test_config_takes_one_row_of_token_fragments():
@@ -90,6 +85,12 @@ def test_config_takes_one_row_of_token_fragments():
         W4a8DecodeConfig(arch="sm_90a", weight_bits=8)
     with pytest.raises(ValueError):
         W4a8DecodeConfig(arch="sm_90a", tokens=12)
+    with pytest.raises(ValueError):
+        W4a8DecodeConfig(arch="sm_90a", slabs=3)
+    one = W4a8DecodeConfig(arch="sm_90a", slabs=1, stages=4)
+    # per stage and slab: 16 token rows of 128 codes, 128 weight rows of 64 bytes
+    assert one.smem_bytes == 4 * (16 * 128 + 128 * 64)
+    assert one.model_copy(update={"slabs": 4}).smem_bytes == 4 * one.smem_bytes
 
 
 def test_render_names_the_decode_entry():
@@ -97,7 +98,9 @@ def test_render_names_the_decode_entry():
     cfg = FAMILY.candidates(spec, DECODE, SM90)[0]
     source = FAMILY.render(spec, cfg, SM90)
     assert source.name.startswith("humming_w4a8_decode_")
-    assert "HUMMING_W4A8_DECODE_ENTRY" in source.code and ", 0, 8)" in source.code  # int4, 8
+    # int4 codes, one token block, the config's slabs
+    assert "HUMMING_W4A8_DECODE_ENTRY" in source.code
+    assert f", 0, 8, {cfg.slabs})" in source.code
     # the quantizer entries w8a8's bind looks up, named after the unit
     assert f"{source.name}_quant_fp16" in source.code and f"{source.name}_quant_bf16" in source.code
     two = cfg.model_copy(update={"tokens": 16})
@@ -105,7 +108,8 @@ def test_render_names_the_decode_entry():
     e2m1 = FAMILY.render(
         presets.MXFP4_A8, FAMILY.candidates(presets.MXFP4_A8, DECODE, SM90)[0], SM90
     )
-    assert ", 2, 8)" in e2m1.code  # kWeightFloat
+    assert ", 2, 8, " in e2m1.code  # kWeightFloat
+    assert FAMILY.render(spec, cfg.model_copy(update={"slabs": 4}), SM90).name != source.name
     with pytest.raises(ValueError, match=r"config\.arch"):
         FAMILY.render(spec, cfg, caps_for_arch("sm_89"))
 
@@ -135,38 +139,55 @@ def test_bound_kernel_refuses_more_rows_than_its_tokens(monkeypatch):
         kernel(x=x, out=out)
 
 
-ARCHS = ("sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a")
+@pytest.mark.parametrize(("slabs", "k", "steps"), [(1, 4096, 32), (2, 4096, 16), (4, 4200, 9)])
+def test_split_counts_stages_of_slabs(slabs, k, steps, monkeypatch):
+    """iters_per_split is in the kernel's stages (slabs * 128 of K), as the kernel counts them."""
+    import torch
+
+    from humming_cuda.kernels import act_quant
+    from humming_cuda.kernels.w4a8_decode import bind
+
+    monkeypatch.setattr(act_quant, "ModuleFunction", lambda loaded, symbol: _Function())
+    seen = {}
+
+    def fake_split_launch(n_steps, split_k, tiles, tile_floats, device):
+        seen["steps"] = n_steps
+        return 1, {}, {"IPS": n_steps}
+
+    monkeypatch.setattr(bind, "split_launch", fake_split_launch)
+    cfg = W4a8DecodeConfig(arch="sm_90a", slabs=slabs, split_k=2)
+    kernel = W4a8DecodeKernel(_Function(), presets.W4A8_FP8, cfg)
+    kernel._split_k(k, 8, torch.device("cpu"))
+    assert seen["steps"] == steps
 
 
-def _units(arch: str) -> Units:
-    """Every W4A8 conformance format the arch runs, with and without bias, at M = 1 and 16."""
-    units = Units(FAMILY, arch)
+def _units() -> Units:
+    """Every W4A8 conformance format, with and without bias, at M = 1 and 16, at every slab count
+    (sm_90a, the arch the family is built for)."""
+    units = Units(FAMILY, "sm_90a")
     for fmt in W4_FORMATS:
         for bias, out in ((True, "bf16"), (False, "fp32")):
             spec = make_w4_spec(*fmt, bias=bias, out=out)
             for m in (1, 16):
-                problem = GemmProblem(n=4096, k=4096, m=m)
-                if FAMILY.supports(spec, problem, units.caps):
-                    units.add_first(spec, problem)
+                cfg = FAMILY.candidates(spec, GemmProblem(n=4096, k=4096, m=m), units.caps)[0]
+                for slabs in (1, 2, 4):
+                    units.add(spec, cfg.model_copy(update={"slabs": slabs}))
     return units
 
 
 @pytest.mark.compile
-@pytest.mark.parametrize("arch", ARCHS)
-def test_every_format_compiles(arch, monkeypatch, tmp_path):
-    """The GEMM entry issues fp16 m16n8k16 MMAs and no 8-bit ones; no spills on sm_90a (where it
-    is preferred), at most a few bytes elsewhere (e2m1 with two token blocks on sm_100a)."""
+def test_every_format_compiles_without_spills(monkeypatch, tmp_path):
+    """The GEMM entry issues fp16 m16n8k16 MMAs and no 8-bit ones, within its register cap."""
     pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
-    units = _units(arch)
-    assert len(units) >= 8 if arch != "sm_80" else len(units) >= 4
+    units = _units()
+    assert len(units) == len(W4_FORMATS) * 2 * 2 * 3
     for spec, cfg, artifact in units.compile(workers=4):
         functions = artifact.meta["functions"]
         assert len(functions) == 3, functions  # the GEMM and two quantizer entries
         gemm = next(v for k, v in functions.items() if "_quant_" not in k)
-        where = f"{arch} {spec.weight.dtype.name}x{spec.act.dtype.name} {cfg}"
-        assert gemm["spill_stores"] <= (0 if arch == "sm_90a" else 16), f"spills: {where} {gemm}"
-    for ptx in dumped_ptx(
-        tmp_path, units, needs=("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",)
-    ):
+        where = f"{spec.weight.dtype.name}x{spec.act.dtype.name} {cfg}"
+        assert gemm["spill_stores"] == 0, f"spills: {where} {gemm}"
+    mma = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    for ptx in dumped_ptx(tmp_path, units, needs=(mma,)):
         assert "m16n8k32" not in ptx

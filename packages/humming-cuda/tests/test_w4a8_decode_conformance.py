@@ -81,7 +81,19 @@ def test_matches_reference(case: Case, device, kernels):
     _check(case, device, config, kernel)
 
 
-# K of 17 stages (the last partial), so splits of 2, 5 and 16 leave uneven and single-stage
+@pytest.mark.parametrize("slabs", [1, 4])
+@pytest.mark.parametrize("case", [c for c in CASES if c.k in (384, 2176)], ids=lambda c: c.id)
+def test_other_slab_counts_match_reference(case: Case, slabs, device):
+    """One and four 128-deep slabs per stage (the heuristic's is two) on K = 384 (three slabs: a
+    partial last stage at both) and 2176 (17)."""
+    config = _config(device, case)
+    if config is None:
+        pytest.skip(f"{device.caps().arch} has no kernel for {case.id}")
+    config = config.model_copy(update={"slabs": slabs})
+    _check(case, device, config, _load(device, case, config))
+
+
+# K of 17 slabs (the last partial), so splits of 2, 5 and 16 leave uneven and single-stage
 # remainders; one format per weight kind
 SPLIT_FORMATS = (
     ("int4", "e4m3", "token", 128, "fp16"),  # W4A8_FP8

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from humming_core.spec import QuantSpec
 
+from ..split_k import split_launch
 from ..w8a8.bind import W8a8Kernel
+from ..w8a8.config import BLOCK_K
 from .config import W4a8DecodeConfig
 
 
@@ -18,3 +22,11 @@ class W4a8DecodeKernel(W8a8Kernel):
     def __init__(self, function: Any, spec: QuantSpec, config: W4a8DecodeConfig) -> None:
         super().__init__(function, spec, config)
         self.max_m = config.tokens
+
+    def _split_k(
+        self, k: int, tiles: int, device: torch.device
+    ) -> tuple[int, dict[str, Any], dict[str, int]]:
+        # the kernel's K steps are stages of config.slabs slabs
+        cfg = self.config
+        steps = -(-k // (BLOCK_K * cfg.slabs))
+        return split_launch(steps, cfg.split_k, tiles, cfg.block_m * cfg.block_n, device)

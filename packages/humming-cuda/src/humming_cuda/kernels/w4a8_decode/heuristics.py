@@ -1,5 +1,5 @@
-"""Which problems the W4A8 decode kernel takes (w8a8's W4A8 specs at M <= 16 on NVIDIA mma.sync
-arches) and its config: w8a8's decode tile for 4-bit weights, one n8 block of tokens up to M = 8
+"""Which problems the W4A8 decode kernel takes (w8a8's W4A8 specs at M <= 16 on sm_90) and its
+config: w8a8's decode tile for 4-bit weights, one n8 block of tokens up to M = 8
 and two above, split along K as w8a8 splits it."""
 
 from __future__ import annotations
@@ -27,22 +27,16 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
             f"{spec.weight.dtype.name} weights: the w4a8_decode kernel reads the W4A8 nibble "
             "layout (4-bit weights); 8-bit weights run on w8a8"
         )
-    if "mma.m16n8k16" not in caps.mma.get("fp16", []):
+    if not caps.arch.startswith("sm_90"):
         return Support.no(
-            f"{caps.arch} has no fp16 mma.sync m16n8k16, which the w4a8_decode kernel issues"
+            f"{caps.arch}: the w4a8_decode kernel is built for sm_90, which has no fp8 mma.sync "
+            "(ptxas lowers it to fp16 MMAs); elsewhere w8a8's 8-bit MMAs run W4A8"
         )
     if problem.m is not None and problem.m > MAX_M:
         return Support.no(
             f"M={problem.m}: the w4a8_decode kernel takes M <= {MAX_M} (two n8 blocks of tokens)"
         )
     return Support.yes()
-
-
-def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
-    """On sm_90 only, which has no fp8 mma.sync (ptxas lowers it to fp16 MMAs, the form w8a8's
-    W4A8 kernel then issues as well, for a 16-row tile of tokens): elsewhere w8a8's 8-bit MMAs
-    have not been measured against this kernel, so they keep the problem."""
-    return caps.arch.startswith("sm_90")
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W4a8DecodeConfig]:

@@ -23,7 +23,7 @@ def render(spec: QuantSpec, config: W4a8DecodeConfig, caps: DeviceCaps) -> Kerne
     check_weight_bits(config, fmt)
     weight, tile = template_arguments(fmt, config)
     kind = WEIGHT_KINDS[fmt.weight]
-    key = f"{weight}|{tile}|{fmt.out}|{fmt.bias}|{fmt.act}|{kind}|{config.tokens}"
+    key = f"{weight}|{tile}|{fmt.out}|{fmt.bias}|{fmt.act}|{kind}|{config.tokens}|{config.slabs}"
     name = f"humming_w4a8_decode_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
     code = (
         '#include "humming/kernel/act_quant.cuh"\n'
@@ -32,7 +32,7 @@ def render(spec: QuantSpec, config: W4a8DecodeConfig, caps: DeviceCaps) -> Kerne
         f"using Fmt = {weight};\n"
         f"using Tile = {tile};\n"
         f"HUMMING_W4A8_DECODE_ENTRY({name}, Fmt, Tile, {CXX_OUT[fmt.out]}, "
-        f"{str(fmt.bias).lower()}, {kind}, {config.tokens})\n"
+        f"{str(fmt.bias).lower()}, {kind}, {config.tokens}, {config.slabs})\n"
     )
     meta = {"family": "w4a8_decode", "config": config.model_dump(), "spec": spec.to_json()}
     return KernelSource(name=name, code=code, arch=config.arch, meta=meta)

@@ -2,9 +2,12 @@
 // out[M, N] = (a_scale * q_x) @ (w_scale * q_w)^T with the weights as the m16n8k16 A operand and
 // the tokens as its n8 side.
 //
-// Same arguments, CTA, stages, loaders, PDL pipeline and split-K workspace as W8a8Kernel
-// (kernel/w8a8.cuh) on the same W4A8 layout (humming_cuda.kernels.w8a8.nibbles), so a layer packs
-// once for both. What differs is the inner step. W8a8Kernel multiplies a 16-row tile of tokens
+// Same arguments, CTA, PDL pipeline and split-K workspace as W8a8Kernel (kernel/w8a8.cuh) on the
+// same W4A8 layout (humming_cuda.kernels.w8a8.nibbles), so a layer packs once for both. A stage
+// holds SLABS consecutive 128-deep slabs (64 * SLABS contiguous bytes of each weight row, copied by
+// one sweep of the threads): W8a8Kernel's one slab per stage reads 64-byte pieces of rows 4 KB
+// or more apart, and its W4A8 decode took as long as W8A8's on twice the bytes (H200, act8.json of
+// session 23: 115.0 against 125.1 us at 57344x8192, M = 1). What differs besides is the inner step. W8a8Kernel multiplies a 16-row tile of tokens
 // (mostly padding at decode) by 8-bit weight codes; on sm_90, which has no fp8 mma.sync, each of its
 // k32 steps becomes two fp16 MMAs per n8 block of weights, and the lane's share of the W4A8 decode
 // kernel was 3.6 instructions per weight (H200, benchmarks/notes/session23.md). Here:
@@ -42,12 +45,23 @@ HM_DEVICE void int8_pairs(u32 lo, u32 hi, u32 (&p)[4]) {
 // KIND: the codes the W4A8 layout holds (kWeightInt: int4, offset binary; kWeightUint: uint4 with
 // integer zero points; kWeightFloat: e2m1), which the host knows from the spec (the layout's nibble
 // table is the 8-bit MMA's and does not say).
-template <typename Fmt, typename Tile, typename OutT, bool BIAS, int KIND, int TOKENS>
+template <typename Fmt, typename Tile, typename OutT, bool BIAS, int KIND, int TOKENS, int SLABS>
 struct W4a8DecodeKernel {
   using Base = W8a8Kernel<Fmt, Tile, OutT, BIAS>;
   using Args = typename Base::Args;
   using W = typename Fmt::W;
-  static constexpr int NF = Tile::N_FRAGS, BLOCKS = NF / 2, TB = TOKENS / 8, BK = Tile::BK;
+  using ALoader = typename Base::ALoader;
+  static constexpr int NF = Tile::N_FRAGS, BLOCKS = NF / 2, TB = TOKENS / 8;
+  static constexpr int BK = Tile::BK, THREADS = Tile::THREADS;  // BK: one slab
+  static_assert(SLABS == 1 || SLABS == 2 || SLABS == 4, "1, 2 or 4 slabs per stage");
+  static constexpr int kBSlab = Tile::BN * 64;  // one slab of the tile's weight rows
+  // a stage: SLABS token tiles (ALoader's, 128 codes per row), then SLABS weight slab tiles
+  static constexpr int kStage = SLABS * (ALoader::kBytes + kBSlab);
+  // CTAs per SM the registers are capped for: as many as the stages' shared memory lets reside
+  // (228 KB per SM, 1 KB of it reserved per CTA), at most four (W8a8Tile's decode cap)
+  static constexpr int kSmemPerSm = 228 * 1024;
+  static constexpr int MIN_BLOCKS_FIT = kSmemPerSm / (kStage * Tile::STAGES + 1024);
+  static constexpr int MIN_BLOCKS = MIN_BLOCKS_FIT < 1 ? 1 : (MIN_BLOCKS_FIT > 4 ? 4 : MIN_BLOCKS_FIT);
   static_assert(W::NIBBLES && Fmt::W_GROUPED, "the decode form reads 4-bit weights with group scales");
   static_assert(Tile::M_FRAGS == 1 && Tile::WARPS_M == 1, "one 16-row tile of tokens per CTA");
   static_assert(TOKENS == 8 || TOKENS == 16, "one or two n8 blocks of tokens");
@@ -124,30 +138,82 @@ struct W4a8DecodeKernel {
     }
   }
 
+  HM_DEVICE static char* a_tile(char* smem, int buf, int s) {
+    return smem + buf * kStage + s * ALoader::kBytes;
+  }
+  HM_DEVICE static char* b_tile(char* smem, int buf, int s) {
+    return smem + buf * kStage + SLABS * ALoader::kBytes + s * kBSlab;
+  }
+
+  // Iteration it's weights: slabs it * SLABS .. of the tile's rows, 64 * SLABS contiguous bytes
+  // per row (K is padded to whole slabs; slabs past it are zero-filled). Thread tid copies chunk
+  // tid % CPR of rows tid / CPR + i * (THREADS / CPR), so one warp-wide copy covers whole rows'
+  // runs; slab s of a row lands in slab tile s, as NibbleTileLoader lays one slab out (lane (g,
+  // t) later reads chunk t of row g: a warp's 512 bytes are contiguous). Rows past N are not
+  // copied: they only feed columns of out that are never stored.
+  HM_DEVICE static void load_weights(const Args& a, char* smem, int buf, int it, int n0, int tid,
+                                     u64 policy) {
+    constexpr int CPR = 4 * SLABS, ROW_STEP = THREADS / CPR, PASSES = Tile::BN / ROW_STEP;
+    static_assert(THREADS % CPR == 0 && Tile::BN % ROW_STEP == 0, "whole rows per sweep");
+    const int slabs = ceil_div(a.K, BK), ld = slabs * 64;
+    const int c = tid % CPR, row0 = tid / CPR, slab = it * SLABS + c / 4;
+    const bool live = slab < slabs;
+    const char* g = a.w + static_cast<long long>(n0 + row0) * ld + slab * 64 + (c % 4) * 16;
+    char* dst = b_tile(smem, buf, c / 4) + row0 * 64 + (c % 4) * 16;
+#pragma unroll
+    for (int i = 0; i < PASSES; ++i) {
+      if (n0 + row0 + i * ROW_STEP >= a.N) break;
+      const char* src = live ? g + static_cast<long long>(i * ROW_STEP) * ld : a.w;
+      cp_async16_byte_weight(dst + i * ROW_STEP * 64, src, live, policy);
+    }
+  }
+
+  // Iteration it's token codes: SLABS tiles of 128 codes per row (zero past K).
+  HM_DEVICE static void load_acts(const Args& a, char* smem, int buf, int it, int m0, int tid,
+                                  u64 policy) {
+#pragma unroll
+    for (int s = 0; s < SLABS; ++s) {
+      ALoader::template load<false>(a_tile(smem, buf, s), a.a, m0, (it * SLABS + s) * BK, a.M,
+                                    a.K, a.K, tid, policy);
+    }
+  }
+
   HM_DEVICE static void compute_stage(float (&total)[ACC], float (&part)[ACC], float (&ws)[NF],
-                                      GroupParams<half> (&gp)[NF], const Args& a, const char* smem,
+                                      GroupParams<half> (&gp)[NF], const Args& a, char* smem,
                                       int buf, int it, int m0, int n0, int wn, int lane,
                                       u32 magic2) {
-    const char* a_s = smem + buf * Base::kStage;
-    const char* b_s = a_s + Base::ALoader::kBytes;
+    // not unrolled: ptxas would hoist every slab's shared-memory loads ahead of the MMAs (255
+    // registers and spills at four slabs with two token blocks)
+#pragma unroll 1
+    for (int s = 0; s < SLABS; ++s) {
+      compute_slab(total, part, ws, gp, a, a_tile(smem, buf, s), b_tile(smem, buf, s),
+                   it * SLABS + s, m0, n0, wn, lane, magic2);
+    }
+  }
+
+  // One 128-deep slab `slab` of K from its token and weight tiles.
+  HM_DEVICE static void compute_slab(float (&total)[ACC], float (&part)[ACC], float (&ws)[NF],
+                                     GroupParams<half> (&gp)[NF], const Args& a, const char* a_s,
+                                     const char* b_s, int slab, int m0, int n0, int wn, int lane,
+                                     u32 magic2) {
     // one 16-byte chunk per n8 block: row g of the block, its words for all four k32 steps
     uint4 nib[NF];
 #pragma unroll
     for (int nf = 0; nf < NF; ++nf) {
       const int row = (wn * NF + nf) * 8 + lane / 4;
-      nib[nf] = *reinterpret_cast<const uint4*>(b_s + Base::BLoader::offset(row, lane % 4));
+      nib[nf] = *reinterpret_cast<const uint4*>(b_s + row * 64 + (lane % 4) * 16);
     }
     u32 x[TB][4];
 #pragma unroll
     for (int ks = 0; ks < BK / 32; ++ks) {
-      const int k0 = it * BK + ks * 32;
+      const int k0 = slab * BK + ks * 32;
       if (ks % KS_PER_SEG == 0) load_group(ws, gp, a, k0, n0, wn, lane);
       if (ks % 2 == 0) {
         // matrix j: token rows 8b..8b+7, 16-byte chunk 2ks + j (K 32ks + 16j..): registers 0, 1
         // hold K 4t.. and 16 + 4t.. of step ks, 2 and 3 those of step ks + 1
 #pragma unroll
         for (int b = 0; b < TB; ++b) {
-          ldmatrix_x4(x[b], a_s + Base::ALoader::offset(8 * b + (lane & 7), 2 * ks + (lane >> 3)));
+          ldmatrix_x4(x[b], a_s + ALoader::offset(8 * b + (lane & 7), 2 * ks + (lane >> 3)));
         }
       }
       u32 xp[TB][4];
@@ -195,7 +261,7 @@ struct W4a8DecodeKernel {
     char* smem = reinterpret_cast<char*>(smem_u4);
     const int tid = threadIdx.x, lane = tid & 31, wn = tid >> 5;
     const int n0 = blockIdx.x * Tile::BN, m0 = blockIdx.y * Tile::BM;
-    const int iters = ceil_div(a.K, BK);
+    const int iters = ceil_div(a.K, BK * SLABS);
     const int it0 = Tile::SPLIT_K ? blockIdx.z * a.iters_per_split : 0;
     const int it1 = Tile::SPLIT_K ? min(iters, it0 + a.iters_per_split) : iters;
     const u64 policy = byte_weight_policy();
@@ -206,9 +272,12 @@ struct W4a8DecodeKernel {
     for (int i = 0; i < ACC; ++i) total[i] = part[i] = 0.f;
     const u32 magic2 = pinned_constant(Exact::kMagic2, a.K);
     cp_async_pipeline_pdl<Tile::STAGES>(
-        it0, it1, [&](int buf, int it) { Base::load_weights(a, smem, buf, it, n0, tid, policy); },
-        [&](int buf, int it) { Base::load_acts(a, smem, buf, it, m0, tid, policy); },
-        [&](int buf, int it) { Base::load_stage(a, smem, buf, it, m0, n0, tid, policy); },
+        it0, it1, [&](int buf, int it) { load_weights(a, smem, buf, it, n0, tid, policy); },
+        [&](int buf, int it) { load_acts(a, smem, buf, it, m0, tid, policy); },
+        [&](int buf, int it) {
+          load_acts(a, smem, buf, it, m0, tid, policy);
+          load_weights(a, smem, buf, it, n0, tid, policy);
+        },
         [&](int buf, int it) {
           compute_stage(total, part, ws, gp, a, smem, buf, it, m0, n0, wn, lane, magic2);
         });
@@ -231,13 +300,16 @@ struct W4a8DecodeKernel {
 }  // namespace humming
 
 // The C entry point of a rendered W4A8 decode unit: HUMMING_W8A8_ENTRY's parameters (the same host
-// binding, humming_cuda.kernels.w8a8.bind). Registers are capped for TILE::MIN_BLOCKS CTAs per SM.
-#define HUMMING_W4A8_DECODE_ENTRY(NAME, FMT, TILE, OUT, BIAS, KIND, TOKENS)                     \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS, TILE::MIN_BLOCKS) NAME(           \
+// binding, humming_cuda.kernels.w8a8.bind, with iters_per_split counted in stages of SLABS slabs).
+// Registers are capped for the CTAs per SM its shared memory allows (W4a8DecodeKernel::MIN_BLOCKS).
+#define HUMMING_W4A8_DECODE_ENTRY(NAME, FMT, TILE, OUT, BIAS, KIND, TOKENS, SLABS)              \
+  extern "C" __global__ void __launch_bounds__(                                                 \
+      TILE::THREADS,                                                                            \
+      humming::W4a8DecodeKernel<FMT, TILE, OUT, BIAS, KIND, TOKENS, SLABS>::MIN_BLOCKS) NAME(   \
       const char* a, const float* a_scales, const char* w, const float* w_scales,              \
       const unsigned char* zeros, const float* bias, OUT* out, int M, int N, int K, int ldc,   \
       int ws_ld, float* workspace, int* counters, int iters_per_split) {                        \
-    using Kern = humming::W4a8DecodeKernel<FMT, TILE, OUT, BIAS, KIND, TOKENS>;                 \
+    using Kern = humming::W4a8DecodeKernel<FMT, TILE, OUT, BIAS, KIND, TOKENS, SLABS>;          \
     Kern::run(typename Kern::Args{a, a_scales, w, w_scales, zeros, bias, out, M, N, K, ldc,     \
                                   ws_ld, workspace, counters, iters_per_split});                \
   }
