@@ -150,13 +150,21 @@ def _kernels(caps) -> list:
                 if key not in seen:
                     seen.add(key)
                     jobs.append((family, spec, config))
+    # w4a8_decode's weight copy differs per slab count (its first predicated form was flagged)
+    jobs += [
+        (family, spec, config.model_copy(update={"slabs": slabs}))
+        for family, spec, config in list(jobs)
+        if family.name == "w4a8_decode" and config.split_k == 1
+        for slabs in (1, 4)
+    ]
     return jobs
 
 
 # The families each arch's grid reaches: every registered family on at least one arch.
 _REACHED = {
     "sm_80": {"wna16_decode", "wna16", "moe_wna16", "w8a8", "moe_w8a8", "moe_wna16_a8"},
-    "sm_90a": {"wna16_wgmma", "wna16_decode", "wna16", "w8a8_wgmma", "w4a8_wgmma", "w8a8"}
+    "sm_90a": {"wna16_wgmma", "wna16_decode", "wna16", "w8a8_wgmma", "w4a8_wgmma", "w4a8_decode"}
+    | {"w8a8"}
     | {"moe_wna16_wgmma", "moe_wna16", "moe_w8a8", "moe_wna16_a8"},
     "sm_120a": {"wna16_decode", "wna16", "moe_wna16", "w8a8", "moe_w8a8", "w4a4", "moe_wna16_a8"},
 }

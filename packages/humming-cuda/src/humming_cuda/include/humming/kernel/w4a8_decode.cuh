@@ -146,7 +146,7 @@ struct W4a8DecodeKernel {
   }
 
   // Iteration it's weights: slabs it * SLABS .. of the tile's rows, 64 * SLABS contiguous bytes
-  // per row (K is padded to whole slabs; slabs past it are zero-filled). Thread tid copies chunk
+  // per row (K is padded to whole slabs). Thread tid copies chunk
   // tid % CPR of rows tid / CPR + i * (THREADS / CPR), so one warp-wide copy covers whole rows'
   // runs; slab s of a row lands in slab tile s, as NibbleTileLoader lays one slab out (lane (g,
   // t) later reads chunk t of row g: a warp's 512 bytes are contiguous). Rows past N are not
@@ -156,15 +156,17 @@ struct W4a8DecodeKernel {
     constexpr int CPR = 4 * SLABS, ROW_STEP = THREADS / CPR, PASSES = Tile::BN / ROW_STEP;
     static_assert(THREADS % CPR == 0 && Tile::BN % ROW_STEP == 0, "whole rows per sweep");
     const int slabs = ceil_div(a.K, BK), ld = slabs * 64;
-    const int c = tid % CPR, row0 = tid / CPR, slab = it * SLABS + c / 4;
-    const bool live = slab < slabs;
+    // a slab past K copies the row's last one instead: its codes meet zero-filled token codes
+    // (finite x 0). A predicated copy (zeros written instead) made ptxas 13.0 emit evict-first
+    // copies through unwritten uniform registers (tests/sass_audit.py), which fault on the GPU.
+    const int c = tid % CPR, row0 = tid / CPR, slab = min(it * SLABS + c / 4, slabs - 1);
     const char* g = a.w + static_cast<long long>(n0 + row0) * ld + slab * 64 + (c % 4) * 16;
     char* dst = b_tile(smem, buf, c / 4) + row0 * 64 + (c % 4) * 16;
 #pragma unroll
     for (int i = 0; i < PASSES; ++i) {
       if (n0 + row0 + i * ROW_STEP >= a.N) break;
-      const char* src = live ? g + static_cast<long long>(i * ROW_STEP) * ld : a.w;
-      cp_async16_byte_weight(dst + i * ROW_STEP * 64, src, live, policy);
+      const char* src = g + static_cast<long long>(i * ROW_STEP) * ld;
+      cp_async16_byte_weight(dst + i * ROW_STEP * 64, src, true, policy);
     }
   }
 
