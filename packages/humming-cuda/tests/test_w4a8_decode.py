@@ -88,9 +88,16 @@ def test_config_takes_one_row_of_token_fragments():
     with pytest.raises(ValueError):
         W4a8DecodeConfig(arch="sm_90a", slabs=3)
     one = W4a8DecodeConfig(arch="sm_90a", slabs=1, stages=4)
-    # per stage and slab: 16 token rows of 128 codes, 128 weight rows of 64 bytes
-    assert one.smem_bytes == 4 * (16 * 128 + 128 * 64)
-    assert one.model_copy(update={"slabs": 4}).smem_bytes == 4 * one.smem_bytes
+    # per slab 16 token rows of 128 codes and 128 weight rows of 64 bytes, then a scale row of
+    # the 128 weight rows per group the stage touches
+    assert one.stage_bytes(128) == 16 * 128 + 128 * 64 + 128 * 4
+    assert one.stage_bytes(256) == one.stage_bytes(128)
+    assert one.stage_bytes(32) == 16 * 128 + 128 * 64 + 4 * 128 * 4
+    two = one.model_copy(update={"slabs": 2})
+    assert two.stage_bytes(384) == 2 * (16 * 128 + 128 * 64) + 2 * 128 * 4  # a boundary inside
+    assert two.stage_bytes(512) == 2 * (16 * 128 + 128 * 64) + 128 * 4
+    # the config's own figure (for fitting stages) is the most any group size needs
+    assert one.smem_bytes == 4 * one.stage_bytes(32)
 
 
 def test_render_names_the_decode_entry():
@@ -133,6 +140,8 @@ def test_bound_kernel_refuses_more_rows_than_its_tokens(monkeypatch):
     cfg = FAMILY.candidates(presets.W4A8_FP8, DECODE, SM90)[0]
     kernel = W4a8DecodeKernel(_Function(), presets.W4A8_FP8, cfg)
     assert kernel.max_m == 8
+    # launched with the shared memory of its own spec's stages (g128: one scale row per slab)
+    assert kernel.smem == cfg.stages * cfg.stage_bytes(128) < cfg.smem_bytes
     x = torch.zeros(9, 256, dtype=torch.float16)
     out = torch.zeros(9, 64, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match=r"9 rows, but this kernel computes at most 8"):

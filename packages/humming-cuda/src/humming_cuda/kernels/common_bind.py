@@ -57,7 +57,10 @@ class ActQuantGemmKernel(ABC):
         self.function = function
         self.signature = signature
         self.launcher = Launcher(function, signature.ctypes, pdl=pdl)
-        function.reserve_smem(config.smem_bytes)
+        # dynamic shared memory of every launch (a family whose need depends on the spec too
+        # sets it before calling this)
+        self.smem = getattr(self, "smem", config.smem_bytes)
+        function.reserve_smem(self.smem)
 
     @abstractmethod
     def _quantize(
@@ -106,4 +109,4 @@ class ActQuantGemmKernel(ABC):
         quantize()
         if grid[1]:
             cfg = self.config
-            self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)
+            self.launcher(grid, (cfg.threads, 1, 1), params, self.smem)

@@ -12,7 +12,7 @@ from humming_core.spec import QuantSpec
 
 from ..split_k import split_launch
 from ..w8a8.bind import W8a8Kernel
-from ..w8a8.config import BLOCK_K
+from ..w8a8.config import BLOCK_K, W8a8Format
 from .config import W4a8DecodeConfig
 
 
@@ -20,6 +20,8 @@ class W4a8DecodeKernel(W8a8Kernel):
     """`kernel(x=..., out=..., [act_scale=...], **packed)` for M <= config.tokens."""
 
     def __init__(self, function: Any, spec: QuantSpec, config: W4a8DecodeConfig) -> None:
+        # the stages' scale tiles are sized for this spec's weight group
+        self.smem = config.stages * config.stage_bytes(W8a8Format.from_spec(spec).group)
         super().__init__(function, spec, config)
         self.max_m = config.tokens
 

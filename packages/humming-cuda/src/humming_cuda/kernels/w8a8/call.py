@@ -28,9 +28,7 @@ class W8a8Call(PreparedDenseCall):
     def __init__(self, kernel: Any, packed: dict[str, torch.Tensor]) -> None:
         out_dtype = OUT_DTYPES[kernel.fmt.out]
         # act: unset until the first checked call, whose x dtype the templates are built for
-        super().__init__(
-            kernel, packed, None, out_dtype, 2 * out_dtype.itemsize, kernel.config.smem_bytes
-        )
+        super().__init__(kernel, packed, None, out_dtype, 2 * out_dtype.itemsize, kernel.smem)
         self.quant: PreparedQuant | None = None
         # the last call's q and scales, per thread: alive until its GEMM is enqueued even when a
         # split-K workspace is allocated between the quantizer's launch and the GEMM's

@@ -55,8 +55,13 @@ struct W4a8DecodeKernel {
   static constexpr int BK = Tile::BK, THREADS = Tile::THREADS;  // BK: one slab
   static_assert(SLABS == 1 || SLABS == 2 || SLABS == 4, "1, 2 or 4 slabs per stage");
   static constexpr int kBSlab = Tile::BN * 64;  // one slab of the tile's weight rows
-  // a stage: SLABS token tiles (ALoader's, 128 codes per row), then SLABS weight slab tiles
-  static constexpr int kStage = SLABS * (ALoader::kBytes + kBSlab);
+  // Weight group scale rows a stage touches: its depth in groups, one more where a group
+  // boundary can fall inside it (groups of 384 against stages of 256)
+  static constexpr int kStageK = SLABS * BK, G = Fmt::W_GROUP;
+  static constexpr int SROWS = (kStageK + G - 1) / G + (kStageK % G != 0 && G % kStageK != 0);
+  // a stage: SLABS token tiles (ALoader's, 128 codes per row), SLABS weight slab tiles, then the
+  // fp32 scales of its group rows for the tile's rows ([SROWS][BN])
+  static constexpr int kStage = SLABS * (ALoader::kBytes + kBSlab) + SROWS * Tile::BN * 4;
   // CTAs per SM the registers are capped for: as many as the stages' shared memory lets reside
   // (228 KB per SM, 1 KB of it reserved per CTA), at most four (W8a8Tile's decode cap)
   static constexpr int kSmemPerSm = 228 * 1024;
@@ -96,16 +101,18 @@ struct W4a8DecodeKernel {
     }
   }
 
-  // Weight scales (times kFold) and zero points of the lane's rows, one per n8 block (row g of
-  // block nf), for the group holding K offset k; 0 past N or K.
+  // Weight scales (times kFold, from the stage's scale tile st whose first group row is g0) and
+  // zero points of the lane's rows, one per n8 block (row g of block nf), for the group holding K
+  // offset k; 0 past N or K.
   HM_DEVICE static void load_group(float (&ws)[NF], GroupParams<half> (&gp)[NF], const Args& a,
-                                   int k, int n0, int wn, int lane) {
-    const long long g = k / Fmt::W_GROUP;
+                                   const float* st, int g0, int k, int n0, int wn, int lane) {
+    const long long g = k / G;
+    const float* row = st + (g - g0) * Tile::BN + lane / 4;
 #pragma unroll
     for (int nf = 0; nf < NF; ++nf) {
       const int n = n0 + (wn * NF + nf) * 8 + lane / 4;
       const bool ok = n < a.N && k < a.K;
-      ws[nf] = ok ? a.w_scales[g * a.N + n] * kFold : 0.f;
+      ws[nf] = row[(wn * NF + nf) * 8] * kFold;
       if constexpr (W::ZERO) {
         const int z = ok ? a.zeros[g * a.N + n] : 0;
         gp[nf] = Exact::prepare(__float2half(1.f), __int2half_rn(z));
@@ -144,15 +151,23 @@ struct W4a8DecodeKernel {
   HM_DEVICE static char* b_tile(char* smem, int buf, int s) {
     return smem + buf * kStage + SLABS * ALoader::kBytes + s * kBSlab;
   }
+  HM_DEVICE static float* s_tile(char* smem, int buf) {
+    return reinterpret_cast<float*>(smem + buf * kStage + SLABS * (ALoader::kBytes + kBSlab));
+  }
 
-  // Iteration it's weights: slabs it * SLABS .. of the tile's rows, 64 * SLABS contiguous bytes
-  // per row (K is padded to whole slabs). Thread tid copies chunk
+  // Iteration it's weights and their group scales. Weights: slabs it * SLABS .. of the tile's
+  // rows, 64 * SLABS contiguous bytes per row (K is padded to whole slabs). Thread tid copies chunk
   // tid % CPR of rows tid / CPR + i * (THREADS / CPR), so one warp-wide copy covers whole rows'
   // runs; slab s of a row lands in slab tile s, as NibbleTileLoader lays one slab out (lane (g,
   // t) later reads chunk t of row g: a warp's 512 bytes are contiguous). Rows past N are not
-  // copied: they only feed columns of out that are never stored.
-  HM_DEVICE static void load_weights(const Args& a, char* smem, int buf, int it, int n0, int tid,
-                                     u64 policy) {
+  // copied: they only feed columns of out that are never stored. Plain copies: with an evict-first
+  // hint ptxas 13.0 put some tiles' copies through unwritten uniform registers (tests/
+  // sass_audit.py), an illegal instruction on the H200. Scales: group rows it * kStageK / G ..
+  // (SROWS of them), one word per row of the tile (any N: rows of [groups, N] need not be 16-byte
+  // aligned); zero past N and past the last group. Group scales go through shared memory because
+  // loaded from global memory at each segment they stalled the FFMA that applies them (ncu,
+  // session 24: 11% of the warp-stall samples).
+  HM_DEVICE static void load_weights(const Args& a, char* smem, int buf, int it, int n0, int tid) {
     constexpr int CPR = 4 * SLABS, ROW_STEP = THREADS / CPR, PASSES = Tile::BN / ROW_STEP;
     static_assert(THREADS % CPR == 0 && Tile::BN % ROW_STEP == 0, "whole rows per sweep");
     const int slabs = ceil_div(a.K, BK), ld = slabs * 64;
@@ -165,18 +180,25 @@ struct W4a8DecodeKernel {
 #pragma unroll
     for (int i = 0; i < PASSES; ++i) {
       if (n0 + row0 + i * ROW_STEP >= a.N) break;
-      const char* src = g + static_cast<long long>(i * ROW_STEP) * ld;
-      cp_async16_byte_weight(dst + i * ROW_STEP * 64, src, true, policy);
+      cp_async16(dst + i * ROW_STEP * 64, g + static_cast<long long>(i * ROW_STEP) * ld, true);
+    }
+    const int g0 = it * kStageK / G, groups = ceil_div(a.K, G);
+    float* st = s_tile(smem, buf);
+#pragma unroll
+    for (int e = tid; e < SROWS * Tile::BN; e += THREADS) {
+      const int row = e / Tile::BN, n = n0 + e % Tile::BN;
+      const bool ok = n < a.N && g0 + row < groups;
+      cp_async4(st + e, ok ? a.w_scales + static_cast<long long>(g0 + row) * a.N + n : a.w_scales,
+                ok);
     }
   }
 
   // Iteration it's token codes: SLABS tiles of 128 codes per row (zero past K).
-  HM_DEVICE static void load_acts(const Args& a, char* smem, int buf, int it, int m0, int tid,
-                                  u64 policy) {
+  HM_DEVICE static void load_acts(const Args& a, char* smem, int buf, int it, int m0, int tid) {
 #pragma unroll
     for (int s = 0; s < SLABS; ++s) {
       ALoader::template load<false>(a_tile(smem, buf, s), a.a, m0, (it * SLABS + s) * BK, a.M,
-                                    a.K, a.K, tid, policy);
+                                    a.K, a.K, tid, 0);
     }
   }
 
@@ -189,15 +211,16 @@ struct W4a8DecodeKernel {
 #pragma unroll 1
     for (int s = 0; s < SLABS; ++s) {
       compute_slab(total, part, ws, gp, a, a_tile(smem, buf, s), b_tile(smem, buf, s),
-                   it * SLABS + s, m0, n0, wn, lane, magic2);
+                   s_tile(smem, buf), it * kStageK / G, it * SLABS + s, m0, n0, wn, lane, magic2);
     }
   }
 
-  // One 128-deep slab `slab` of K from its token and weight tiles.
+  // One 128-deep slab `slab` of K from its token and weight tiles and its stage's scale tile st
+  // (first group row g0).
   HM_DEVICE static void compute_slab(float (&total)[ACC], float (&part)[ACC], float (&ws)[NF],
                                      GroupParams<half> (&gp)[NF], const Args& a, const char* a_s,
-                                     const char* b_s, int slab, int m0, int n0, int wn, int lane,
-                                     u32 magic2) {
+                                     const char* b_s, const float* st, int g0, int slab, int m0,
+                                     int n0, int wn, int lane, u32 magic2) {
     // one 16-byte chunk per n8 block: row g of the block, its words for all four k32 steps
     uint4 nib[NF];
 #pragma unroll
@@ -209,7 +232,7 @@ struct W4a8DecodeKernel {
 #pragma unroll
     for (int ks = 0; ks < BK / 32; ++ks) {
       const int k0 = slab * BK + ks * 32;
-      if (ks % KS_PER_SEG == 0) load_group(ws, gp, a, k0, n0, wn, lane);
+      if (ks % KS_PER_SEG == 0) load_group(ws, gp, a, st, g0, k0, n0, wn, lane);
       if (ks % 2 == 0) {
         // matrix j: token rows 8b..8b+7, 16-byte chunk 2ks + j (K 32ks + 16j..): registers 0, 1
         // hold K 4t.. and 16 + 4t.. of step ks, 2 and 3 those of step ks + 1
@@ -266,7 +289,6 @@ struct W4a8DecodeKernel {
     const int iters = ceil_div(a.K, BK * SLABS);
     const int it0 = Tile::SPLIT_K ? blockIdx.z * a.iters_per_split : 0;
     const int it1 = Tile::SPLIT_K ? min(iters, it0 + a.iters_per_split) : iters;
-    const u64 policy = byte_weight_policy();
 
     float total[ACC], part[ACC], ws[NF];
     GroupParams<half> gp[NF];
@@ -274,11 +296,11 @@ struct W4a8DecodeKernel {
     for (int i = 0; i < ACC; ++i) total[i] = part[i] = 0.f;
     const u32 magic2 = pinned_constant(Exact::kMagic2, a.K);
     cp_async_pipeline_pdl<Tile::STAGES>(
-        it0, it1, [&](int buf, int it) { load_weights(a, smem, buf, it, n0, tid, policy); },
-        [&](int buf, int it) { load_acts(a, smem, buf, it, m0, tid, policy); },
+        it0, it1, [&](int buf, int it) { load_weights(a, smem, buf, it, n0, tid); },
+        [&](int buf, int it) { load_acts(a, smem, buf, it, m0, tid); },
         [&](int buf, int it) {
-          load_acts(a, smem, buf, it, m0, tid, policy);
-          load_weights(a, smem, buf, it, n0, tid, policy);
+          load_acts(a, smem, buf, it, m0, tid);
+          load_weights(a, smem, buf, it, n0, tid);
         },
         [&](int buf, int it) {
           compute_stage(total, part, ws, gp, a, smem, buf, it, m0, n0, wn, lane, magic2);

@@ -93,6 +93,21 @@ HM_DEVICE void cp_async16_byte_weight(void* smem, const void* gmem, bool pred, u
   }
 }
 
+// Copies 4 bytes when `pred`, else writes a zero word (the same plain store as cp_async16's): for
+// arrays whose rows need not be 16-byte aligned (per-column scales of any N).
+HM_DEVICE void cp_async4(void* smem, const void* gmem, bool pred) {
+#if HM_HAS_CP_ASYNC
+  if (pred) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(smem)), "l"(gmem)
+                 : "memory");
+  } else {
+    *reinterpret_cast<u32*>(smem) = 0u;
+  }
+#else
+  *reinterpret_cast<u32*>(smem) = pred ? *reinterpret_cast<const u32*>(gmem) : 0u;
+#endif
+}
+
 // Copies 16 bytes when `copy`, else writes 16 zero bytes, both by one cp.async (a source size of
 // 0 reads nothing: `gmem` must still be a valid address). Its mbarrier arrival (.noinc) then
 // covers the zeros too, with no shared-memory store to order against the copies.
