@@ -125,7 +125,7 @@ def test_split_k_matches_reference_and_replays(case: Case, device):
 
 
 @pytest.mark.parametrize("name", ["W4A8_INT8", "W4A8_FP8", "MXFP4_A8"])
-def test_user_api_routes_decode_here(name, device, monkeypatch):
+def test_user_api_routes_decode_here(name, device):
     """PreparedGemm at M = 1, 5, 16 on the H200 runs this family, against the reference (the
     prepared call's quick path from the second call on)."""
     from w8a8_cases import error_bound
@@ -136,7 +136,6 @@ def test_user_api_routes_decode_here(name, device, monkeypatch):
 
     if device.caps().arch != "sm_90a":
         pytest.skip(f"the family is preferred on sm_90a only, not {device.caps().arch}")
-    monkeypatch.setenv("HUMMING_UNVERIFIED_KERNELS", "1")
     spec = presets.preset(name)
     for m in (1, 5, 16):
         assert device.candidates(spec, GemmProblem(n=384, k=512, m=m))[0].family == "w4a8_decode"

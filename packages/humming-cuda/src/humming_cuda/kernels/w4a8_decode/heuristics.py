@@ -1,21 +1,31 @@
 """Which problems the W4A8 decode kernel takes (w8a8's W4A8 specs at M <= 16 on sm_90) and its
-config: w8a8's decode tile for 4-bit weights, one n8 block of tokens up to M = 8
-and two above, split along K as w8a8 splits it."""
+config: a 64-row tile, one n8 block of tokens up to M = 8 and two above, split along K to about
+eight CTAs per SM."""
 
 from __future__ import annotations
 
 from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
+from ..split_k import clamp_split, pow2_fill
 from ..w8a8 import heuristics as w8a8
-from ..w8a8.config import W8a8Format
+from ..w8a8.config import BLOCK_K, W8a8Format
 from ..warp_tile import staged_candidates
+from ..wna16.heuristics import DEFAULT_SMS
 from .config import W4a8DecodeConfig
 
 MAX_M = 16  # two n8 blocks of tokens (include/humming/kernel/w4a8_decode.cuh)
 ONE_BLOCK_M = 8  # up to here one block: half the MMAs and accumulators
-# 32 weight rows per warp (two 16-row MMA blocks), four warps: w8a8's W4A8 decode tile
-TILE = {"m_frags": 1, "n_frags": 4, "warps_m": 1, "warps_n": 4}
+# 16 weight rows per warp (one 16-row MMA block), four warps, three stages of two slabs: the
+# H200 sweep's choice (benchmarks/notes/session24.md, W4A8_FP8, us): 57344x8192 M=1 80.3 (32 rows
+# per warp: 91.7 unsplit, 81.8 split 4), 8192x28672 M=1 53.9 at split 8, 4096x14336 M=16 26.8 at
+# split 8, 6144x4096 M=1 11.5 at split 4 (the best of 64 variants each: 78.4, 49.9, 25.9, 10.0).
+TILE = {"m_frags": 1, "n_frags": 2, "warps_m": 1, "warps_n": 4, "stages": 3, "slabs": 2}
+# Split K until the CTAs reach SPLIT_CTAS_PER_SM per SM (a power of two, at most MAX_SPLIT, and at
+# least 4 stages per split): the 37.5 KB tile fits five CTAs per SM, and the sweep's best splits
+# put 7-8 CTAs per SM on the layers with few tiles (fewer left 8192x28672 at 57-62 us).
+SPLIT_CTAS_PER_SM = 8
+MAX_SPLIT = 8
 
 
 def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
@@ -39,16 +49,23 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
     return Support.yes()
 
 
+def pick_split_k(problem: GemmProblem, cfg: W4a8DecodeConfig, caps: DeviceCaps) -> int:
+    """See SPLIT_CTAS_PER_SM."""
+    tiles = -(-problem.n // cfg.block_n)  # M <= 16: one row of tiles
+    stages = -(-problem.k // (BLOCK_K * cfg.slabs))
+    split = pow2_fill(SPLIT_CTAS_PER_SM * (caps.sm_count or DEFAULT_SMS), tiles)
+    return clamp_split(min(split, MAX_SPLIT), stages)
+
+
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W4a8DecodeConfig]:
-    """The decode tile with as many stages as fit (then a 3-stage variant), split along K by
-    w8a8's rule when its tiles alone would not fill the GPU; the unsplit forms follow. Empty when
-    `supports` says no."""
+    """The decode tile (at most TILE's stages, as many as fit), split by `pick_split_k` when its
+    tiles alone would not fill the GPU; the unsplit form follows. Empty when `supports` says no."""
     if not supports(spec, problem, caps):
         return []
     tokens = 8 if (problem.m or 1) <= ONE_BLOCK_M else 16
     first = W4a8DecodeConfig(arch=caps.arch, pdl=caps.has("pdl"), tokens=tokens, **TILE)
     configs = staged_candidates(first, caps)
-    split = w8a8.pick_split_k(problem, configs[0], caps) if configs else 1
+    split = pick_split_k(problem, configs[0], caps) if configs else 1
     if split > 1:
         configs.insert(0, configs[0].model_copy(update={"split_k": split}))
     return configs
