@@ -41,13 +41,24 @@ def test_candidates_take_one_token_block_up_to_8(name, m, tokens):
 
 @pytest.mark.parametrize(
     ("n", "k", "m", "split"),
-    # about eight CTAs of 64 rows per SM, at most 8 splits, at least 4 stages of 256 per split
+    # about eight CTAs per SM, at most 8 splits, at least 4 stages of 256 per split
     # (the H200 sweep's best splits, benchmarks/notes/session24.md)
-    [(4096, 14336, 1, 8), (6144, 4096, 1, 4), (57344, 8192, 1, 1), (8192, 28672, 16, 8)],
+    [
+        (4096, 14336, 1, 8),
+        (6144, 4096, 1, 4),
+        (57344, 8192, 1, 1),
+        (8192, 28672, 8, 8),
+        (57344, 8192, 16, 2),
+        (8192, 28672, 16, 8),
+        (6144, 4096, 9, 4),
+    ],
 )
 def test_split_fills_about_eight_ctas_per_sm(n, k, m, split):
     cfg = FAMILY.candidates(presets.W4A8_FP8, GemmProblem(n=n, k=k, m=m), SM90)[0]
-    assert (cfg.split_k, cfg.block_n, cfg.stages, cfg.slabs) == (split, 64, 3, 2)
+    # one token block: 64 rows and three stages; two: 128 rows (both blocks share each weight
+    # conversion) and two stages
+    tile = (64, 3) if m <= 8 else (128, 2)
+    assert (cfg.split_k, (cfg.block_n, cfg.stages), cfg.slabs) == (split, tile, 2)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """Which problems the W4A8 decode kernel takes (w8a8's W4A8 specs at M <= 16 on sm_90) and its
-config: a 64-row tile, one n8 block of tokens up to M = 8 and two above, split along K to about
-eight CTAs per SM."""
+config: one n8 block of tokens up to M = 8 on a 64-row tile, two above on a 128-row tile, split
+along K to about eight CTAs per SM."""
 
 from __future__ import annotations
 
@@ -16,14 +16,21 @@ from .config import W4a8DecodeConfig
 
 MAX_M = 16  # two n8 blocks of tokens (include/humming/kernel/w4a8_decode.cuh)
 ONE_BLOCK_M = 8  # up to here one block: half the MMAs and accumulators
-# 16 weight rows per warp (one 16-row MMA block), four warps, three stages of two slabs: the
-# H200 sweep's choice (benchmarks/notes/session24.md, W4A8_FP8, us): 57344x8192 M=1 80.3 (32 rows
-# per warp: 91.7 unsplit, 81.8 split 4), 8192x28672 M=1 53.9 at split 8, 4096x14336 M=16 26.8 at
-# split 8, 6144x4096 M=1 11.5 at split 4 (the best of 64 variants each: 78.4, 49.9, 25.9, 10.0).
-TILE = {"m_frags": 1, "n_frags": 2, "warps_m": 1, "warps_n": 4, "stages": 3, "slabs": 2}
+# One token block (M <= 8): 16 weight rows per warp (one 16-row MMA block), four warps, three
+# stages of two slabs: the H200 sweep's choice (benchmarks/notes/session24.md, W4A8_FP8, us):
+# 57344x8192 M=1 80.3 (32 rows per warp: 91.7 unsplit, 81.8 split 4), 8192x28672 M=1 53.9 at
+# split 8, 6144x4096 M=1 11.5 at split 4 (the best of 64 variants each: 78.4, 49.9, 10.0).
+# Two token blocks (M = 9-16): 32 rows per warp, whose weight conversions both token blocks share,
+# and two stages: 57344x8192 M=16 91.2 us at split 2 (16 rows per warp: 112.4 at best),
+# 8192x28672 M=16 66.1 at split 8 (69.1), 6144x4096 M=16 12.8 at split 8 (13.7).
+TILES = {
+    8: {"m_frags": 1, "n_frags": 2, "warps_m": 1, "warps_n": 4, "stages": 3, "slabs": 2},
+    16: {"m_frags": 1, "n_frags": 4, "warps_m": 1, "warps_n": 4, "stages": 2, "slabs": 2},
+}
 # Split K until the CTAs reach SPLIT_CTAS_PER_SM per SM (a power of two, at most MAX_SPLIT, and at
-# least 4 stages per split): the 37.5 KB tile fits five CTAs per SM, and the sweep's best splits
-# put 7-8 CTAs per SM on the layers with few tiles (fewer left 8192x28672 at 57-62 us).
+# least 4 stages per split): the one-block tile (37.5 KB) fits five CTAs per SM, and the sweep's
+# best splits put 7-8 CTAs per SM on the layers with few tiles (fewer left 8192x28672 M=1 at 57-62
+# us); the two-block tile's best splits follow the same rule (2, 8 and 8 above).
 SPLIT_CTAS_PER_SM = 8
 MAX_SPLIT = 8
 
@@ -58,12 +65,13 @@ def pick_split_k(problem: GemmProblem, cfg: W4a8DecodeConfig, caps: DeviceCaps) 
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W4a8DecodeConfig]:
-    """The decode tile (at most TILE's stages, as many as fit), split by `pick_split_k` when its
-    tiles alone would not fill the GPU; the unsplit form follows. Empty when `supports` says no."""
+    """The decode tile of its token count (at most TILES' stages, as many as fit), split by
+    `pick_split_k` when its tiles alone would not fill the GPU; the unsplit form follows. Empty
+    when `supports` says no."""
     if not supports(spec, problem, caps):
         return []
     tokens = 8 if (problem.m or 1) <= ONE_BLOCK_M else 16
-    first = W4a8DecodeConfig(arch=caps.arch, pdl=caps.has("pdl"), tokens=tokens, **TILE)
+    first = W4a8DecodeConfig(arch=caps.arch, pdl=caps.has("pdl"), tokens=tokens, **TILES[tokens])
     configs = staged_candidates(first, caps)
     split = pick_split_k(problem, configs[0], caps) if configs else 1
     if split > 1:
