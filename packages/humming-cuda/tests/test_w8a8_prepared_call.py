@@ -142,3 +142,33 @@ def test_another_dtype_or_a_static_scale_takes_the_full_check():
 def test_wrong_x_and_out_are_refused_after_the_template(make_bad, message):
     kernel, weights = make(presets.W4A8_FP8)
     assert_refused_after_template(kernel, weights, lambda: operands(4), make_bad, message)
+
+
+@pytest.mark.parametrize("name", ["W4A8_FP8", "MXFP4_A8"])
+def test_decode_kernel_calls_launch_with_its_specs_shared_memory(name):
+    """w4a8_decode (a W8a8Kernel) launches, checked and prepared alike, with the shared memory of
+    its spec's stages (scale tiles sized by the weight group, not the config's bound) and with
+    iters_per_split counted in stages of `slabs` slabs."""
+    from humming_cuda.kernels.w4a8_decode import FAMILY as DECODE
+    from humming_cuda.kernels.w4a8_decode import W4a8DecodeKernel
+
+    spec = presets.preset(name)
+    config = DECODE.candidates(spec, GemmProblem(n=N, k=K, m=1), SM90)[0]
+    kernel = W4a8DecodeKernel(FakeFunction(), spec, config)
+    kernel.launcher = Recorder(kernel.signature.ctypes)
+    group = spec.weight.scale.group_size
+    assert kernel.smem == config.stages * config.stage_bytes(group)
+    assert (kernel.smem < config.smem_bytes) == (group > 32)
+    cw = quantize_weight(torch.randn(N, K, generator=torch.Generator().manual_seed(3)), spec)
+    packed = DECODE.weight_layout(spec, config, SM90).pack(cw, "cpu")
+    weights = {n: cuda(t) for n, t in packed.items()}
+    call = kernel.prepare(**weights)
+    for _ in range(3):  # the full check, then the prepared path twice
+        call(*operands(1))
+    ips = kernel.signature.names.index("iters_per_split")
+    stages = -(-K // (128 * config.slabs))
+    for grid, _, smem, params in kernel.launcher.launches:
+        assert smem == kernel.smem
+        assert grid == (N // config.block_n, 1, config.split_k)
+        assert params[ips] == -(-stages // config.split_k)
+    assert len(kernel.launcher.launches) == 3
