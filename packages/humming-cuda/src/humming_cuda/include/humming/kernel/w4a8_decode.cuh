@@ -7,10 +7,11 @@
 // holds SLABS consecutive 128-deep slabs (64 * SLABS contiguous bytes of each weight row, copied by
 // one sweep of the threads): W8a8Kernel's one slab per stage reads 64-byte pieces of rows 4 KB
 // or more apart, and its W4A8 decode took as long as W8A8's on twice the bytes (H200, act8.json of
-// session 23: 115.0 against 125.1 us at 57344x8192, M = 1). What differs besides is the inner step. W8a8Kernel multiplies a 16-row tile of tokens
-// (mostly padding at decode) by 8-bit weight codes; on sm_90, which has no fp8 mma.sync, each of its
-// k32 steps becomes two fp16 MMAs per n8 block of weights, and the lane's share of the W4A8 decode
-// kernel was 3.6 instructions per weight (H200, benchmarks/notes/session23.md). Here:
+// session 23: 115.0 against 125.1 us at 57344x8192, M = 1). The other difference is the inner
+// step. W8a8Kernel multiplies a 16-row tile of tokens (mostly padding at decode) by 8-bit weight
+// codes; on sm_90, which has no fp8 mma.sync, each of its k32 steps becomes two fp16 MMAs per n8
+// block of weights, and the lane's share of the W4A8 decode kernel was 3.6 instructions per weight
+// (H200, benchmarks/notes/session23.md). Here:
 // - 16 weight rows are one A operand: lane (g, t) reads rows g and g + 8 of a 16-row block, which
 //   the layout's chunks already give it (row g of n8 block 2P, row g of block 2P + 1). Per k32 step
 //   and 16 rows that is two MMAs, half of W8a8Kernel's fp16 form.
@@ -66,8 +67,10 @@ struct W4a8DecodeKernel {
   // (228 KB per SM, 1 KB of it reserved per CTA), at most four (W8a8Tile's decode cap)
   static constexpr int kSmemPerSm = 228 * 1024;
   static constexpr int MIN_BLOCKS_FIT = kSmemPerSm / (kStage * Tile::STAGES + 1024);
-  static constexpr int MIN_BLOCKS = MIN_BLOCKS_FIT < 1 ? 1 : (MIN_BLOCKS_FIT > 4 ? 4 : MIN_BLOCKS_FIT);
-  static_assert(W::NIBBLES && Fmt::W_GROUPED, "the decode form reads 4-bit weights with group scales");
+  static constexpr int MIN_BLOCKS =
+      MIN_BLOCKS_FIT < 1 ? 1 : (MIN_BLOCKS_FIT > 4 ? 4 : MIN_BLOCKS_FIT);
+  static_assert(W::NIBBLES && Fmt::W_GROUPED,
+                "the decode form reads 4-bit weights with group scales");
   static_assert(Tile::M_FRAGS == 1 && Tile::WARPS_M == 1, "one 16-row tile of tokens per CTA");
   static_assert(TOKENS == 8 || TOKENS == 16, "one or two n8 blocks of tokens");
   static_assert(!HM_PPU_LAYOUT, "NVIDIA layout only");
@@ -101,9 +104,9 @@ struct W4a8DecodeKernel {
     }
   }
 
-  // Weight scales (times kFold, from the stage's scale tile st whose first group row is g0) and
-  // zero points of the lane's rows, one per n8 block (row g of block nf), for the group holding K
-  // offset k; 0 past N or K.
+  // Weight scales (times kFold, from the stage's scale tile st whose first group row is g0: 0
+  // past N and past the last group) and zero points of the lane's rows, one per n8 block (row g of
+  // block nf), for the group holding K offset k.
   HM_DEVICE static void load_group(float (&ws)[NF], GroupParams<half> (&gp)[NF], const Args& a,
                                    const float* st, int g0, int k, int n0, int wn, int lane) {
     const long long g = k / G;
@@ -111,7 +114,7 @@ struct W4a8DecodeKernel {
 #pragma unroll
     for (int nf = 0; nf < NF; ++nf) {
       const int n = n0 + (wn * NF + nf) * 8 + lane / 4;
-      const bool ok = n < a.N && k < a.K;
+      const bool ok = n < a.N && k < a.K;  // zero points: read where they lie, 0 past N or K
       ws[nf] = row[(wn * NF + nf) * 8] * kFold;
       if constexpr (W::ZERO) {
         const int z = ok ? a.zeros[g * a.N + n] : 0;
