@@ -82,11 +82,16 @@ def test_routing_takes_decode_on_sm90(monkeypatch):
     assert FAMILY.hardware_verified is True  # verified on the H200 in session 24
     monkeypatch.delenv("HUMMING_UNVERIFIED_KERNELS", raising=False)
     device = CudaDevice.for_arch("sm_90a")
-    for m in (1, 16):
-        problem = GemmProblem(n=8192, k=8192, m=m)
-        assert device.candidates(presets.W4A8_FP8, problem)[0].family == "w4a8_decode"
-    big = GemmProblem(n=8192, k=8192, m=17)
-    assert device.candidates(presets.W4A8_FP8, big)[0].family != "w4a8_decode"
+
+    def routed(n, k, m):
+        return device.candidates(presets.W4A8_FP8, GemmProblem(n=n, k=k, m=m))[0].family
+
+    # one token block: every layer; two: the large layers only (session 24's same-run compare)
+    for n, k in ((6144, 4096), (4096, 14336), (8192, 28672), (57344, 8192)):
+        assert routed(n, k, 1) == routed(n, k, 8) == "w4a8_decode"
+    assert routed(8192, 28672, 16) == routed(57344, 8192, 9) == "w4a8_decode"
+    assert routed(4096, 14336, 16) == routed(6144, 4096, 9) == "w8a8"
+    assert routed(57344, 8192, 17) != "w4a8_decode"
 
 
 def test_config_takes_one_row_of_token_fragments():

@@ -92,7 +92,8 @@ def test_device_routes_w4a8_here_and_replays_in_a_graph(device):
 
 
 def test_user_api_switches_families_per_m_on_one_packed_copy(device):
-    check_user_api_switch(device, "W4A8_FP8", "w4a8_wgmma", decode="w4a8_decode")
+    # w4a8_wgmma from M = 17 (session 23); this small layer's M = 9-16 bucket runs w8a8
+    check_user_api_switch(device, "W4A8_FP8", "w4a8_wgmma")
 
 
 @pytest.fixture(scope="module")

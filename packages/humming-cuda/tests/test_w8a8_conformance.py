@@ -177,7 +177,7 @@ def test_user_api(name, x_dtype, device):
         assert ((out.cpu().double() - ref.double()).abs() <= bound).all(), f"{name} M={m}"
 
 
-@pytest.mark.parametrize("m, family", [(1, "w4a8_decode"), (16, "w4a8_decode"), (32, "w4a8_wgmma")])
+@pytest.mark.parametrize("m, family", [(1, "w4a8_decode"), (16, "w8a8"), (32, "w4a8_wgmma")])
 def test_quantizer_pdl_chain_reads_each_input_after_its_producer(m, family, device):
     """W4A8-fp8 layers, each reading the one before: the quantizer launches with PDL on sm_90+
     (the decode GEMMs after it too), so a quantizer that read x before griddepcontrol.wait would

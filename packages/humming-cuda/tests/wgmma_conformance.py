@@ -164,12 +164,10 @@ def check_routed_graph_replay(device, preset: str, family: str) -> None:
     assert ((out.cpu().double() - ref.double()).abs() <= error_bound(x, cw, ref, None)).all()
 
 
-def check_user_api_switch(
-    device, preset: str, family: str, from_m: int = 32, decode: str = "w8a8"
-) -> None:
-    """PreparedGemm on one packed copy: the M = 16 bucket runs `decode`, the others below
-    `from_m` the mma.sync w8a8 kernels, those from it up to 256 `family`; M = 5, 40 (a 128-row
-    tile with zero rows past M on the wgmma kernels), 200 and 1030 match the reference."""
+def check_user_api_switch(device, preset: str, family: str, from_m: int = 32) -> None:
+    """PreparedGemm on one packed copy: the M buckets from 16 below `from_m` run the mma.sync w8a8
+    kernels, those from it up to 256 `family`; M = 5, 40 (a 128-row tile with zero rows past M on
+    the wgmma kernels), 200 and 1030 match the reference."""
     from w8a8_cases import error_bound
 
     from humming_core.numerics import quantize_weight, reference_gemm
@@ -182,8 +180,7 @@ def check_user_api_switch(
     layer = PreparedGemm(cw, device)
     families = {b: c.family for b, c in layer.configs.items()}
     for bucket in (16, 32, 64, 128, 256):
-        small = decode if bucket <= 16 else "w8a8"
-        assert families[bucket] == (small if bucket < from_m else family), families
+        assert families[bucket] == ("w8a8" if bucket < from_m else family), families
     for m in (5, 40, 200, 1030):
         x = torch.randn(m, 640, generator=gen).to(torch.float16)
         out = layer.run(x.cuda())

@@ -6,7 +6,8 @@ issues them for a 16-row tile of tokens, mostly padding at decode); elsewhere w8
 run W4A8. Specs: w8a8's W4A8 ones (int4 and uint4 with integer zero points x int8, int4 and E2M1 x E4M3,
 group scales). Weights use the w8a8 layout with the same identity, so a layer packs once for this
 family, w8a8 and the larger-M kernels that share it; activations are quantized by w8a8's own
-quantizer entries into the same codes and scales. Registered before w8a8, which takes M > 16.
+quantizer entries into the same codes and scales. Registered before w8a8, which takes M > 16 and
+M = 9-16 on smaller layers (`prefers`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..w8a8.config import W8a8Format
 from ..w8a8.layout import W8a8Layout
 from .bind import W4a8DecodeKernel
 from .config import W4a8DecodeConfig
-from .heuristics import candidates, supports
+from .heuristics import candidates, prefers, supports
 from .render import render
 
 
@@ -35,6 +36,7 @@ class W4a8DecodeFamily(ModuleFamily):
     kernel_type = W4a8DecodeKernel  # w8a8's quantizer, parameters, grid, split-K and prepared call
     supports = staticmethod(supports)
     candidates = staticmethod(candidates)
+    prefers = staticmethod(prefers)
     render = staticmethod(render)
 
     def weight_layout(

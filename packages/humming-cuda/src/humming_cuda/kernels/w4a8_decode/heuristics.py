@@ -56,6 +56,21 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
     return Support.yes()
 
 
+# Two token blocks (M = 9-16) only on layers of at least this many weights: same run
+# (benchmarks/notes/session24/family_compare_m16.json, us, w4a8_decode vs w8a8): 57344x8192 92.0
+# vs 119.3, 8192x28672 67.2 vs 76.6, but 4096x14336 30.2 vs 26.9 and 6144x4096 13.0 vs 12.8 (M=9:
+# 12.6 vs 12.5). At M <= 8 it was the faster on all four layers (run 24: 0.71-0.98x the time).
+TWO_BLOCK_MIN_WEIGHTS = 1 << 27
+
+
+def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
+    """Always with one block of tokens; with two only on layers of TWO_BLOCK_MIN_WEIGHTS or more
+    (smaller ones are left to w8a8)."""
+    if (problem.m or 1) <= ONE_BLOCK_M:
+        return True
+    return problem.n * problem.k >= TWO_BLOCK_MIN_WEIGHTS
+
+
 def pick_split_k(problem: GemmProblem, cfg: W4a8DecodeConfig, caps: DeviceCaps) -> int:
     """See SPLIT_CTAS_PER_SM."""
     tiles = -(-problem.n // cfg.block_n)  # M <= 16: one row of tiles
