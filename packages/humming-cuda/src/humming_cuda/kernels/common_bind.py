@@ -57,10 +57,13 @@ class ActQuantGemmKernel(ABC):
         self.function = function
         self.signature = signature
         self.launcher = Launcher(function, signature.ctypes, pdl=pdl)
-        # dynamic shared memory of every launch (a family whose need depends on the spec too
-        # sets it before calling this)
-        self.smem = getattr(self, "smem", config.smem_bytes)
+        self.smem = self._smem_bytes()  # dynamic shared memory of every launch
         function.reserve_smem(self.smem)
+
+    def _smem_bytes(self) -> int:
+        """The config's shared memory; a family whose need also depends on the spec overrides it
+        (called once the subclass has set `fmt`)."""
+        return self.config.smem_bytes
 
     @abstractmethod
     def _quantize(

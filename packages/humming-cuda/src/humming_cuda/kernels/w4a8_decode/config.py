@@ -30,12 +30,16 @@ class W4a8DecodeConfig(W8a8Config):
             )
         return self
 
+    @property
+    def stage_k(self) -> int:
+        return self.slabs * BLOCK_K
+
     def stage_bytes(self, group: int) -> int:
         """One stage for weight groups of `group` (mirrors W4a8DecodeKernel::kStage): per slab
         16 token rows of 128 codes and the tile's weight rows of 64 bytes, then the fp32 scales
         of the group rows the stage touches."""
         return self.slabs * (self.block_m * BLOCK_K + self.block_n * BLOCK_K // 2) + (
-            scale_rows(group, self.slabs) * self.block_n * 4
+            scale_rows(group, self.stage_k) * self.block_n * 4
         )
 
     @property
@@ -48,8 +52,7 @@ class W4a8DecodeConfig(W8a8Config):
 MIN_GROUP = 32  # the smallest W4A8 weight group (w8a8.heuristics)
 
 
-def scale_rows(group: int, slabs: int) -> int:
-    """Weight group rows a stage of `slabs` slabs touches (W4a8DecodeKernel::SROWS): its depth in
+def scale_rows(group: int, depth: int) -> int:
+    """Weight group rows a stage `depth` deep touches (W4a8DecodeKernel::SROWS): its depth in
     groups, one more where a group boundary can fall inside it."""
-    depth = slabs * BLOCK_K
     return -(-depth // group) + (depth % group != 0 and group % depth != 0)

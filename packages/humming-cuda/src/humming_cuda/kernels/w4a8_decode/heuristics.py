@@ -9,7 +9,7 @@ from humming_core.spec import QuantSpec
 
 from ..split_k import clamp_split, pow2_fill
 from ..w8a8 import heuristics as w8a8
-from ..w8a8.config import BLOCK_K, W8a8Format
+from ..w8a8.config import W8a8Format
 from ..warp_tile import staged_candidates
 from ..wna16.heuristics import DEFAULT_SMS
 from .config import W4a8DecodeConfig
@@ -74,7 +74,7 @@ def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
 def pick_split_k(problem: GemmProblem, cfg: W4a8DecodeConfig, caps: DeviceCaps) -> int:
     """See SPLIT_CTAS_PER_SM."""
     tiles = -(-problem.n // cfg.block_n)  # M <= 16: one row of tiles
-    stages = -(-problem.k // (BLOCK_K * cfg.slabs))
+    stages = -(-problem.k // cfg.stage_k)
     split = pow2_fill(SPLIT_CTAS_PER_SM * (caps.sm_count or DEFAULT_SMS), tiles)
     return clamp_split(min(split, MAX_SPLIT), stages)
 

@@ -13,7 +13,7 @@ from ..act_quant import CODE_DTYPES, ActQuantizer, QuantLaunch
 from ..common_bind import ActQuantGemmKernel, out_arg
 from ..split_k import split_launch, tile_workspace
 from .call import W8a8Call
-from .config import BLOCK_K, W8a8Config, W8a8Format
+from .config import W8a8Config, W8a8Format
 from .nibbles import slab_words
 
 # WG: weight groups along K; KW: int32 words per row of the W4A8 layout
@@ -79,7 +79,8 @@ class W8a8Kernel(ActQuantGemmKernel):
     ) -> tuple[int, dict[str, Any], dict[str, int]]:
         # every kernel takes IPS; the unsplit ones run all iterations
         cfg = self.config
-        return split_launch(-(-k // BLOCK_K), cfg.split_k, tiles, cfg.block_m * cfg.block_n, device)
+        steps = -(-k // cfg.stage_k)
+        return split_launch(steps, cfg.split_k, tiles, cfg.block_m * cfg.block_n, device)
 
     def _k_dims(self, k: int) -> dict[str, int]:
         dims = {"KB": -(-k // 128) if self.fmt.weight_scale == "block" else 0}

@@ -46,6 +46,11 @@ class W8a8Config(WarpTileConfig):
         return self
 
     @property
+    def stage_k(self) -> int:
+        """K depth of one pipeline stage: the unit split-K divides (iters_per_split counts it)."""
+        return BLOCK_K
+
+    @property
     def smem_bytes(self) -> int:
         return self.stages * (
             self.block_m * BLOCK_K + self.block_n * BLOCK_K * self.weight_bits // 8
