@@ -72,7 +72,11 @@ def test_other_specs_are_refused_with_the_reason(spec, words):
 
 def test_configs_mirror_the_header():
     configs = FAMILY.candidates(presets.FP8_BLOCK128, LARGE, SM90)
-    assert [c.stages for c in configs] == [4, 6]
+    # persistent first (unsplit), then one CTA per tile, each at both ring depths
+    assert [(c.persistent, c.stages) for c in configs] == [(1, 4), (1, 6), (0, 4), (0, 6)]
+    assert "template <int STAGES_, int GROUP_M_, int CONSUMERS_ = 2, bool PERSISTENT_ = false>" in (
+        HEADER
+    )
     # the kernel's tile constants that the Python side computes with
     assert "BM = 64 * CONSUMERS, BN = 128, BK = 128" in HEADER
     assert "CTAS = CONSUMERS == 1 ? 2 : 1" in HEADER
@@ -103,6 +107,29 @@ def test_small_m_takes_the_64_row_tile_where_the_grid_fills_the_sms(name):
     assert {c.tile_rows for c in wide} == {128}
 
 
+def test_persistent_configs_are_unsplit_128_row_tiles():
+    with pytest.raises(ValueError, match="split_k=2 needs persistent=False"):
+        W8a8WgmmaConfig(arch="sm_90a", stages=4, persistent=True, split_k=2)
+    with pytest.raises(ValueError, match="128-row tile"):
+        W8a8WgmmaConfig(arch="sm_90a", stages=4, persistent=True, tile_rows=64)
+
+
+def test_persistent_launch_walks_the_tiles_on_the_resident_ctas():
+    """The grid of a persistent config: the resident CTAs, at most one per tile (the header's
+    loop over blockIdx.x, + gridDim.x, ...)."""
+    from humming_cuda.kernels.w8a8_wgmma.bind import W8a8WgmmaKernel
+
+    kernel = W8a8WgmmaKernel.__new__(W8a8WgmmaKernel)
+    kernel.resident = 132
+    assert kernel.grid(48, 32, 1) == (132, 1, 1)
+    assert kernel.grid(3, 9, 1) == (27, 1, 1)
+    kernel.resident = 0  # one CTA per tile (and split)
+    assert kernel.grid(48, 32, 2) == (48, 32, 2)
+    assert "for (int id = first, q0 = 0; id < tiles_n * tiles_m; id += step, q0 += iters)" in (
+        HEADER
+    )
+
+
 def test_render_instantiates_one_entry_with_the_spec_arguments():
     spec = presets.FP8_BLOCK128
     cfg = FAMILY.candidates(spec, LARGE, SM90)[0]
@@ -110,7 +137,11 @@ def test_render_instantiates_one_entry_with_the_spec_arguments():
     assert source.arch == "sm_90a"
     assert '#include "humming/kernel/w8a8_wgmma.cuh"' in source.code
     assert "humming::WgmmaFp8Format<2, true>" in source.code  # block weights, grouped acts
-    assert f"humming::WgmmaFp8Tile<{cfg.stages}, {cfg.group_m}>" in source.code
+    assert f"humming::WgmmaFp8Tile<{cfg.stages}, {cfg.group_m}, 2, true>" in source.code
+    one_per_tile = cfg.model_copy(update={"persistent": False})
+    assert f"humming::WgmmaFp8Tile<{cfg.stages}, {cfg.group_m}>" in (
+        FAMILY.render(spec, one_per_tile, SM90).code
+    )
     assert re.search(
         rf"HUMMING_W8A8_WGMMA_ENTRY\({source.name}, Fmt, Tile, \w+, false\)", source.code
     )
@@ -212,9 +243,13 @@ def test_tensor_maps_travel_as_128_byte_launch_parameters():
 def test_split_k_fills_the_sms_only_on_small_grids(n, k, m, split):
     configs = FAMILY.candidates(presets.W8A8_FP8, GemmProblem(n=n, k=k, m=m), SM90)
     assert configs[0].split_k == split
-    # the split configs first, then the unsplit ones, each at both ring depths
-    expected = [(4, split), (6, split)] + ([(4, 1), (6, 1)] if split > 1 else [])
-    assert [(c.stages, c.split_k) for c in configs] == expected
+    # the split configs first, then the unsplit ones, each at both ring depths; unsplit, the
+    # persistent ones first
+    if split > 1:
+        expected = [(0, 4, split), (0, 6, split), (0, 4, 1), (0, 6, 1)]
+    else:
+        expected = [(1, 4, 1), (1, 6, 1), (0, 4, 1), (0, 6, 1)]
+    assert [(c.persistent, c.stages, c.split_k) for c in configs] == expected
 
 
 @pytest.mark.parametrize(
@@ -229,11 +264,14 @@ def test_split_k_fills_the_sms_only_on_small_grids(n, k, m, split):
 def test_small_m_orders_the_64_row_tile_by_the_128_row_split(n, k, m, wide):
     """M <= 64: the 128-row configs (split first, then unsplit) and the 64-row ones (unsplit),
     the 64-row ones first only where the 128-row tile is not split."""
-    split = [(128, d, wide) for d in (4, 6)] + ([(128, d, 1) for d in (4, 6)] if wide > 1 else [])
-    narrow = [(64, d, 1) for d in (4, 3)]
+    if wide > 1:
+        split = [(128, 0, d, wide) for d in (4, 6)] + [(128, 0, d, 1) for d in (4, 6)]
+    else:
+        split = [(128, p, d, 1) for p in (1, 0) for d in (4, 6)]
+    narrow = [(64, 0, d, 1) for d in (4, 3)]
     configs = FAMILY.candidates(presets.W8A8_FP8, GemmProblem(n=n, k=k, m=m), SM90)
     expected = split + narrow if wide > 1 else narrow + split
-    assert [(c.tile_rows, c.stages, c.split_k) for c in configs] == expected
+    assert [(c.tile_rows, c.persistent, c.stages, c.split_k) for c in configs] == expected
 
 
 def test_split_k_counts_the_devices_sms():

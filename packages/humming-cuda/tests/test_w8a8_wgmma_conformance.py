@@ -148,3 +148,28 @@ def test_64_row_tile_matches_reference_unsplit_and_split(case: Case, device, nar
         config, kernel = split_of(device, case, narrow_kernels[case.id], 5)
         check_act8_case(case, device, config, kernel)
         check_act8_case(case, device, config, kernel)
+
+
+@pytest.fixture(scope="module")
+def persistent_kernels(device):
+    """Every case's first candidate made persistent (unsplit, 128-row tile)."""
+    from humming_cuda.kernels.w8a8_wgmma import FAMILY
+
+    jobs = [(c, 0) for c in CASES]
+    built = build_kernels(
+        device, FAMILY, jobs, update={"persistent": True, "split_k": 1, "tile_rows": 128}
+    )
+    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_persistent_kernel_matches_reference_on_any_grid(case: Case, device, persistent_kernels):
+    """The persistent form on the device's resident grid, then on 3 CTAs and on 1: each CTA walks
+    many tiles (up to all 27 of the 1030 x 384 case), its ring carrying on across them (phases
+    continue from tile to tile, the next tile's stages fill during the epilogue), so a phase or
+    stage error shows as wrong or unwritten (poisoned) output."""
+    config, kernel = persistent_kernels[case.id]
+    assert config.persistent and kernel.resident >= 1
+    for ctas in (kernel.resident, 3, 1):
+        kernel.resident = ctas
+        check_act8_case(case, device, config, kernel)

@@ -1,6 +1,7 @@
 """Bind a loaded W8A8-wgmma module: quantize x (the module's own entries), encode the two TMA
 tensor maps (cached per pointer), launch one CTA of 384 threads per 128x128 tile of out and K
-split (grid z), with the shared split-K workspace when the config splits."""
+split (grid z), with the shared split-K workspace when the config splits, or (persistent configs)
+one CTA per SM walking the tiles."""
 
 from __future__ import annotations
 
@@ -70,6 +71,11 @@ class W8a8WgmmaKernel:
         self.launcher = Launcher(function, ctypes_list)
         self.maps = TensorMapCache()
         function.reserve_smem(config.smem_bytes)
+        # a persistent config's grid: the CTAs the device holds at once (one per SM)
+        persistent = getattr(config, "persistent", False)
+        self.resident = (
+            function.resident_ctas(config.threads, config.smem_bytes) if persistent else 0
+        )
 
     def __call__(self, **values: Any) -> None:
         values = dict(values)
@@ -88,7 +94,15 @@ class W8a8WgmmaKernel:
             return
         params[0] = self.maps.get(values["a"], "activations a", box_rows=a_rows)
         params[1] = self.maps.get(values["qweight"], "qweight", packed=self.PACKED)
-        self.launcher((grid_n, grid_m, splits), (cfg.threads, 1, 1), params, cfg.smem_bytes)
+        grid = self.grid(grid_n, grid_m, splits)
+        self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)
+
+    def grid(self, grid_n: int, grid_m: int, splits: int) -> tuple[int, int, int]:
+        """One CTA per tile and split, or (persistent, never split) the resident CTAs, at most
+        one per tile, each walking every gridDim.x-th tile."""
+        if self.resident:
+            return (min(self.resident, grid_n * grid_m), 1, 1)
+        return (grid_n, grid_m, splits)
 
     def k_dims(self, k: int) -> dict[str, int]:
         """The K-dependent dimensions of the signature."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, WgmmaTileConfig
 
@@ -36,6 +36,23 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
     # Rows of M per CTA tile: 128 (two consumer warpgroups, one CTA per SM) or 64 (one consumer
     # warpgroup, two CTAs per SM: WgmmaFp8Tile's CONSUMERS = 1), for M <= 64.
     tile_rows: Literal[64, 128] = BLOCK_M
+    # One CTA per SM walking the tiles, its ring carrying on across them (WgmmaFp8Tile's
+    # PERSISTENT): the next tile's loads overlap the epilogue. Unsplit 128-row tiles only.
+    persistent: bool = False
+
+    @model_validator(mode="after")
+    def _persistent_form(self) -> W8a8WgmmaConfig:
+        if self.persistent and self.tile_rows != BLOCK_M:
+            raise ValueError(
+                "a persistent kernel needs the 128-row tile (one CTA per SM); "
+                f"got tile_rows={self.tile_rows}"
+            )
+        if self.persistent and self.split_k > 1:
+            raise ValueError(
+                f"a persistent kernel runs each tile over all of K: split_k={self.split_k} "
+                "needs persistent=False"
+            )
+        return self
 
     @property
     def block_m(self) -> int:

@@ -123,6 +123,8 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         problem,
         caps,
     )
+    if wide and wide[0].split_k == 1:
+        wide = [c.model_copy(update={"persistent": True}) for c in wide] + wide
     if not wide or (problem.m or BLOCK_M) > NARROW_BLOCK_M:
         return wide
     narrow = [

@@ -18,8 +18,12 @@ def template_arguments(fmt: W8a8Format, cfg: W8a8WgmmaConfig) -> tuple[str, str]
         f"humming::WgmmaFp8Format<{WEIGHT_SCALE_CODES[fmt.weight_scale]}, "
         f"{str(fmt.act_group).lower()}>"
     )
-    narrow = f", {cfg.consumers}" if cfg.tile_rows != BLOCK_M else ""
-    return weight, f"humming::WgmmaFp8Tile<{cfg.stages}, {cfg.group_m}{narrow}>"
+    extra = ""
+    if cfg.persistent:
+        extra = f", {cfg.consumers}, true"
+    elif cfg.tile_rows != BLOCK_M:
+        extra = f", {cfg.consumers}"
+    return weight, f"humming::WgmmaFp8Tile<{cfg.stages}, {cfg.group_m}{extra}>"
 
 
 def render(spec: QuantSpec, config: W8a8WgmmaConfig, caps: DeviceCaps) -> KernelSource:

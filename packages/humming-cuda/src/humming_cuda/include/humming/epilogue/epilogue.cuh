@@ -40,6 +40,48 @@ struct Epilogue {
     dst[0] = convert_out<OutT>(r0);
   }
 
+  // A column's factors, loaded ahead of the stores that use them (store_pair below): the output
+  // pointer may alias the scales as far as the compiler knows, so a load placed after a store
+  // waits for it, and a tile's stores interleaved with their loads make a chain of L2 round trips.
+  struct Column {
+    float scale, bias;  // 1 and 0 where the format has none, and past N
+  };
+
+  HM_DEVICE Column column(int n, int N) const {
+    Column c{1.f, 0.f};
+    if (n < N) {
+      if constexpr (SCALE == kEpiScaleChannel) c.scale = channel_scale[n];
+      if constexpr (SCALE == kEpiScaleTensor) c.scale = channel_scale[0];
+      if constexpr (BIAS) c.bias = bias[n];
+    }
+    return c;
+  }
+
+  // apply() with the column's factors already loaded (the same operations in the same order).
+  HM_DEVICE float apply(float v, const Column& c, float global) const {
+    if constexpr (SCALE != kEpiScaleNone) v *= c.scale;
+    if constexpr (GLOBAL) v *= global;
+    if constexpr (BIAS) v += c.bias;
+    return v;
+  }
+
+  // store_pair() with columns n and n + 1's factors already loaded.
+  HM_DEVICE void store_pair(OutT* out, int ldc, int M, int N, int m, int n, float v0, float v1,
+                            const Column& c0, const Column& c1, float global) const {
+    if (m >= M || n >= N) return;
+    OutT* dst = out + static_cast<long long>(m) * ldc + n;
+    const float r0 = apply(v0, c0, global);
+    if (n + 1 < N) {
+      const float r1 = apply(v1, c1, global);
+      if ((ldc & 1) == 0) {
+        store2(dst, r0, r1);
+        return;
+      }
+      dst[1] = convert_out<OutT>(r1);
+    }
+    dst[0] = convert_out<OutT>(r0);
+  }
+
   // Store one value (row m, column n): the PPU-layout emulation, whose pair columns are not adjacent.
   HM_DEVICE void store_one(OutT* out, int ldc, int M, int N, int m, int n, float v,
                            float global) const {

@@ -336,6 +336,8 @@ struct W4a8WgmmaKernel {
       // The out^T form hands its registers to the consumers (two fragment sets in flight).
       if constexpr (Tile::REG_A) setmaxnreg_dec<Tile::PRODUCER_REGS>();
       if (threadIdx.x == 0) {
+        tma_prefetch_descriptor(&ta);
+        tma_prefetch_descriptor(&tw);
         // the slab holds two 4-bit codes per byte: BK / 2 bytes of K per step
         produce_ab_ring<STAGES>(&ta, &tw, sm, Tile::STAGE_BYTES, kb0, iters, BK, BK / 2, m0, n0);
       }

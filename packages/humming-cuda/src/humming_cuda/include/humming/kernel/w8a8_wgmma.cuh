@@ -8,11 +8,14 @@
 // bytes on the stage's `full` mbarrier and issues two TMA tile loads (A 128x128, W 128x128, 128B
 // swizzle). Warpgroups 1 and 2 consume rows 0-63 and 64-127 of the tile: 4 wgmma m64n128k32 per
 // stage into fp32 accumulators, wait, release the stage (one arrival per warp on `empty`), then
-// promote the block's sum into fp32 totals. Promoting every 128 K bounds the error of the tensor
+// promote the block's sum into fp32 totals. The two take turns issuing their blocks' wgmmas
+// (consume_blocks), so one promotes while the other's run. Promoting every 128 K bounds the error of the tensor
 // cores' reduced-precision fp8 accumulation to one block and applies group / block scales:
 //   factor(row, kb) = (A_GROUP ? a_scales[kb, row] : 1) * (BLOCK ? w_scales[n_blk, kb] : 1).
 // The epilogue applies per-token / static activation scales, per-channel / per-tensor weight
-// scales and bias (humming::Epilogue) and stores straight from registers (no write outside [M,N]).
+// scales and bias (humming::Epilogue) and stores straight from registers (no write outside [M,N]),
+// every factor loaded before the first store. Persistent configs (Tile::PERSISTENT, what large
+// grids run) launch one CTA per SM that walks the tiles, the ring carrying on across them.
 // M, N and K tails: TMA fills out-of-bounds rows and K columns with zeros, which add nothing. A
 // consumer warpgroup whose 64 rows all lie at or past M (the second one, in a tile of 64 rows of M
 // or fewer) would only multiply those zeros: it issues no wgmma, only keeps the ring turning. When
@@ -51,10 +54,14 @@ struct WgmmaFp8Format {
 // the producer hands its registers to the consumer (setmaxnreg), which keeps the accumulators
 // and totals of its m64n128 block, and a second CTA's ring keeps loads in flight while one CTA
 // fills its ring or runs its epilogue.
-template <int STAGES_, int GROUP_M_, int CONSUMERS_ = 2>
+// PERSISTENT: one CTA per SM walks the tiles blockIdx.x, + gridDim.x, ... (grouped order), its
+// ring carrying on from one tile to the next: the producer fills the next tile's stages while the
+// consumers run the epilogue, where one CTA per tile starts on an empty ring every time.
+template <int STAGES_, int GROUP_M_, int CONSUMERS_ = 2, bool PERSISTENT_ = false>
 struct WgmmaFp8Tile {
   static constexpr int CONSUMERS = CONSUMERS_;
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "64- or 128-row tiles");
+  static constexpr bool PERSISTENT = PERSISTENT_;
   static constexpr int BM = 64 * CONSUMERS, BN = 128, BK = 128, STAGES = STAGES_;
   static constexpr int GROUP_M = GROUP_M_, CTAS = CONSUMERS == 1 ? 2 : 1;
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
@@ -106,43 +113,89 @@ struct W8a8WgmmaKernel {
     }
   }
 
-  // Adds K blocks kb0 .. kb0 + iters - 1 (ring steps 0 .. iters - 1) of warpgroup wg's rows to
-  // `total`, or, when those rows all lie at or past M, only waits for each stage and releases it:
-  // the producer needs every warp's arrival on `empty`, and waiting on `full` first keeps this
+  // Block kb's 4 wgmmas from ring stage s into acc (one commit group), warpgroup wg's 64 rows.
+  HM_DEVICE static void issue_block(const Ring& r, int s, int wg, float (&acc)[ACC]) {
+    const u64 da = sw128_kmajor_desc(r.a(s) + wg * 64 * BK), db = sw128_kmajor_desc(r.b(s));
+    fence_registers(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < BK / 32; ++k) {
+      wgmma_m64n128k32_e4m3(acc, desc_advance(da, 32 * k), desc_advance(db, 32 * k), k > 0);
+    }
+    wgmma_commit();
+  }
+
+  // Adds K blocks kb0 .. kb0 + iters - 1 (ring steps q0 .. q0 + iters - 1) of warpgroup wg's rows
+  // to `total`, or, when those rows all lie at or past M, only waits for each stage and releases
+  // it: the producer needs every warp's arrival on `empty`, and waiting on `full` first keeps this
   // warpgroup's arrivals in the current phase.
   HM_DEVICE static void consume(const Args& a, const Ring& r, int kb0, int iters, int m0, int n0,
-                                int wg, float (&total)[ACC]) {
+                                int wg, float (&total)[ACC], int q0) {
     const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
     const int row0 = m0 + wg * 64 + warp * 16 + lane / 4;
     if (m0 + wg * 64 >= a.M) {
-      for (int it = 0; it < iters; ++it) {
-        mbar_wait(r.full_bar(it % STAGES), (it / STAGES) & 1);
-        if (lane == 0) mbar_arrive(r.empty_bar(it % STAGES));
+      for (int q = q0; q < q0 + iters; ++q) {
+        mbar_wait(r.full_bar(q % STAGES), (q / STAGES) & 1);
+        if (lane == 0) mbar_arrive(r.empty_bar(q % STAGES));
       }
       return;
     }
+    // Both warpgroups computing: they take turns issuing (ordered); else one runs alone.
+    if (Tile::CONSUMERS == 2 && m0 + 64 < a.M) {
+      if (wg == 0) {
+        consume_blocks<1>(a, r, kb0, iters, n0, row0, wg, total, q0);
+      } else {
+        consume_blocks<2>(a, r, kb0, iters, n0, row0, wg, total, q0);
+      }
+    } else {
+      consume_blocks<0>(a, r, kb0, iters, n0, row0, wg, total, q0);
+    }
+  }
+
+  // Named barriers of the issue turns (1 is the split-K reduction's): TURN_FIRST passes the turn
+  // from consumer 0 to consumer 1, TURN_SECOND back.
+  static constexpr int TURN_FIRST = 2, TURN_SECOND = 3;
+
+  // consume's K loop. ORDER 0: this warpgroup alone. ORDER 1 / 2: consumer 0 / 1 of a pair that
+  // issues its blocks in turns: consumer 0 block k, consumer 1 block k, consumer 0 block k + 1...
+  // Why: each warpgroup waits for its block's wgmmas before it promotes the sum (the fp32 totals),
+  // and started together the two would run their wgmmas side by side, finish together and leave
+  // the tensor cores idle while both promote. In turns, one promotes while the other's wgmmas
+  // run. (The turn is a named barrier: the first issues, then arrives; the second waits, issues,
+  // arrives for the first's next block.)
+  template <int ORDER>
+  HM_DEVICE static void consume_blocks(const Args& a, const Ring& r, int kb0, int iters, int n0,
+                                       int row0, int wg, float (&total)[ACC], int q0) {
+    const int lane = threadIdx.x % 32;
     float acc[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
+    // Block factors are loaded a block ahead: one block's wgmmas (~500 clocks) are shorter than an
+    // L2 round trip under full load. The last block loads its own again (no branch).
+    float f[2];
+    block_factors(a, kb0, n0, row0, f);
     for (int it = 0; it < iters; ++it) {
-      const int s = it % STAGES;
-      mbar_wait(r.full_bar(s), (it / STAGES) & 1);
-      const u64 da = sw128_kmajor_desc(r.a(s) + wg * 64 * BK), db = sw128_kmajor_desc(r.b(s));
-      fence_registers(acc);
-      wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < BK / 32; ++k) {
-        wgmma_m64n128k32_e4m3(acc, desc_advance(da, 32 * k), desc_advance(db, 32 * k), k > 0);
-      }
-      wgmma_commit();
-      float f[2];  // loaded while the tensor cores work
-      block_factors(a, kb0 + it, n0, row0, f);
+      const int q = q0 + it, s = q % STAGES;
+      mbar_wait(r.full_bar(s), (q / STAGES) & 1);
+      if (ORDER == 1 && it > 0) named_barrier<256>(TURN_SECOND);
+      if (ORDER == 2) named_barrier<256>(TURN_FIRST);
+      issue_block(r, s, wg, acc);
+      if (ORDER == 1) named_barrier_arrive<256>(TURN_FIRST);
+      if (ORDER == 2 && it + 1 < iters) named_barrier_arrive<256>(TURN_SECOND);
+      float next[2];
+      block_factors(a, kb0 + min(it + 1, iters - 1), n0, row0, next);
       wgmma_wait<0>();
       fence_registers(acc);
       if (lane == 0) mbar_arrive(r.empty_bar(s));  // this warp no longer reads the stage
-#pragma unroll
-      for (int i = 0; i < ACC; ++i) total[i] += acc[i] * f[(i / 2) % 2];
+      promote(acc, f, total);
+      f[0] = next[0], f[1] = next[1];
     }
+  }
+
+  HM_DEVICE static void promote(const float (&acc)[ACC], const float (&f)[2],
+                                float (&total)[ACC]) {
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) total[i] += acc[i] * f[(i / 2) % 2];
   }
 
   HM_DEVICE static void store(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
@@ -158,8 +211,12 @@ struct W8a8WgmmaKernel {
     const Ring r{base, bars, bars + 8 * STAGES};
     const u32 flag = bars + 16 * STAGES;
     const int wg = threadIdx.x / 128;
-    const TileCoord tile = grouped_tile<Tile::GROUP_M>();
-    const int n0 = tile.n * BN, m0 = tile.m * BM;
+    // The tiles this CTA computes: its own (one CTA per tile), or every gridDim.x-th one from
+    // blockIdx.x (PERSISTENT, unsplit).
+    const int tiles_n = Tile::PERSISTENT ? ceil_div(a.N, BN) : gridDim.x;
+    const int tiles_m = Tile::PERSISTENT ? ceil_div(a.M, BM) : gridDim.y;
+    const int first = Tile::PERSISTENT ? blockIdx.x : blockIdx.y * gridDim.x + blockIdx.x;
+    const int step = Tile::PERSISTENT ? gridDim.x : tiles_n * tiles_m;
     // This split's K blocks (all of them when unsplit); the host leaves no split empty.
     const int kb0 = blockIdx.z * a.iters_per_split;
     const int iters = min(ceil_div(a.K, BK), kb0 + a.iters_per_split) - kb0;
@@ -168,23 +225,33 @@ struct W8a8WgmmaKernel {
       // No barrier follows: the rest of the producer warpgroup may exit.
       if constexpr (Tile::CTAS == 2) setmaxnreg_dec<Tile::PRODUCER_REGS>();
       if (threadIdx.x == 0) {
+        tma_prefetch_descriptor(&ta);
+        tma_prefetch_descriptor(&tb);
         const u32 stage_bytes = a.a_rows * BK + Tile::B_BYTES;  // what the two boxes deliver
-        produce_ab_ring<STAGES>(&ta, &tb, r, stage_bytes, kb0, iters, BK, BK, m0, n0);
+        for (int id = first, q0 = 0; id < tiles_n * tiles_m; id += step, q0 += iters) {
+          const TileCoord tile = grouped_tile<Tile::GROUP_M>(id, tiles_n, tiles_m);
+          produce_ab_ring<STAGES>(&ta, &tb, r, stage_bytes, kb0, iters, BK, BK, tile.m * BM,
+                                  tile.n * BN, q0);
+        }
       }
       return;
     }
     if constexpr (Tile::CTAS == 2) setmaxnreg_inc<Tile::CONSUMER_REGS>();
-    float total[ACC];
+    for (int id = first, q0 = 0; id < tiles_n * tiles_m; id += step, q0 += iters) {
+      const TileCoord tile = grouped_tile<Tile::GROUP_M>(id, tiles_n, tiles_m);
+      const int n0 = tile.n * BN, m0 = tile.m * BM;
+      float total[ACC];
 #pragma unroll
-    for (int i = 0; i < ACC; ++i) total[i] = 0.f;
-    consume(a, r, kb0, iters, m0, n0, wg - 1, total);
-    static_assert(ACC * 128 * Tile::CONSUMERS == BM * BN, "the host sizes splits as BM * BN");
-    if (gridDim.z > 1 && !reduce_wgmma_splits<ACC, Tile::CONSUMERS>(
-                             a.workspace, a.counters, total, m0 + (wg - 1) * 64 < a.M,
-                             shared_int(flag))) {
-      return;
+      for (int i = 0; i < ACC; ++i) total[i] = 0.f;
+      consume(a, r, kb0, iters, m0, n0, wg - 1, total, q0);
+      static_assert(ACC * 128 * Tile::CONSUMERS == BM * BN, "the host sizes splits as BM * BN");
+      if (gridDim.z > 1 && !reduce_wgmma_splits<ACC, Tile::CONSUMERS>(
+                               a.workspace, a.counters, total, m0 + (wg - 1) * 64 < a.M,
+                               shared_int(flag))) {
+        return;
+      }
+      store(a, total, m0, n0, wg - 1);
     }
-    store(a, total, m0, n0, wg - 1);
   }
 };
 

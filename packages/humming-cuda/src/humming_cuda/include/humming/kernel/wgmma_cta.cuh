@@ -28,17 +28,16 @@ HM_DEVICE void init_ring_barriers(u32 full, u32 empty) {
 // warpgroup runs it): for each of `iters` K steps from step `first` (a split-K CTA's range starts
 // past 0), wait for its stage to be free, expect `stage_bytes` (the two tensor maps' box bytes) on
 // the stage's full barrier and TMA-load A at (k * a_k, m0) and B at (k * b_k, n0). Stages count
-// from the range's first step. `ring` gives the stage addresses a(s), b(s) and barriers
-// full_bar(s), empty_bar(s).
+// from ring step q0 (a persistent CTA's ring carries on over its tiles: q0 counts the steps of
+// the tiles before). `ring` gives the stage addresses a(s), b(s) and barriers full_bar(s),
+// empty_bar(s).
 template <int STAGES, class Ring>
 HM_DEVICE void produce_ab_ring(const TmaDescriptor* ta, const TmaDescriptor* tb, const Ring& ring,
                                u32 stage_bytes, int first, int iters, int a_k, int b_k, int m0,
-                               int n0) {
-  tma_prefetch_descriptor(ta);
-  tma_prefetch_descriptor(tb);
+                               int n0, int q0 = 0) {
   for (int it = 0; it < iters; ++it) {
-    const int s = it % STAGES, k = first + it;
-    mbar_wait(ring.empty_bar(s), ((it / STAGES) & 1) ^ 1);
+    const int q = q0 + it, s = q % STAGES, k = first + it;
+    mbar_wait(ring.empty_bar(s), ((q / STAGES) & 1) ^ 1);
     mbar_arrive_expect_tx(ring.full_bar(s), stage_bytes);
     tma_load_2d(ring.a(s), ta, k * a_k, m0, ring.full_bar(s));
     tma_load_2d(ring.b(s), tb, k * b_k, n0, ring.full_bar(s));
@@ -93,26 +92,39 @@ HM_DEVICE int* shared_int(u32 addr) {
 
 // Consumer warpgroup `wg`'s rows m0 + 64 wg .. +63 of the tile at (m0, n0), through the epilogue
 // `epi` (store_pair: scales, bias, rounding, bounds), each row times its row_scales[m] when
-// ROW_SCALED (per-token activation scales), and `global`.
+// ROW_SCALED (per-token activation scales), and `global`. Every factor is loaded before the first
+// store (Epilogue::Column says why).
 template <bool ROW_SCALED, class Epi, typename OutT>
 HM_DEVICE void store_wgmma_tile(const Epi& epi, const float (&total)[64], const float* row_scales,
                                 OutT* out, int ldc, int M, int N, int m0, int n0, int wg,
                                 float global) {
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
-  const int row0 = m0 + wg * 64 + warp * 16 + lane / 4;
+  const int row0 = m0 + wg * 64 + warp * 16 + lane / 4, col0 = n0 + 2 * (lane % 4);
+  typename Epi::Column cols[16][2];
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+#pragma unroll
+    for (int c = 0; c < 2; ++c) cols[j][c] = epi.column(col0 + 8 * j + c, N);
+  }
+  float as[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = row0 + 8 * h;
+    as[h] = ROW_SCALED && m < M ? row_scales[m] : 1.f;
+  }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int m = row0 + 8 * h;
     if (m >= M) continue;
-    const float as = ROW_SCALED ? row_scales[m] : 1.f;
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
       const float* c = &total[4 * j + 2 * h];
-      const int n = n0 + 8 * j + 2 * (lane % 4);
+      const int n = col0 + 8 * j;
       if constexpr (ROW_SCALED) {
-        epi.store_pair(out, ldc, M, N, m, n, c[0] * as, c[1] * as, global);
+        epi.store_pair(out, ldc, M, N, m, n, c[0] * as[h], c[1] * as[h], cols[j][0], cols[j][1],
+                       global);
       } else {
-        epi.store_pair(out, ldc, M, N, m, n, c[0], c[1], global);
+        epi.store_pair(out, ldc, M, N, m, n, c[0], c[1], cols[j][0], cols[j][1], global);
       }
     }
   }

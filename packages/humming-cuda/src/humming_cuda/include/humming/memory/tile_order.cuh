@@ -13,16 +13,21 @@ struct TileCoord {
   int m, n;  // tile indices
 };
 
-// Tile of this CTA on a grid of gridDim.x N tiles by gridDim.y M tiles, in groups of GROUP M tiles
-// (the last group may be shorter). A bijection of the grid, so every tile is still computed once.
+// Tile `id` (0 .. tiles_n * tiles_m - 1) of a grid of tiles_n N tiles by tiles_m M tiles, in groups
+// of GROUP M tiles (the last group may be shorter). A bijection of the grid, so every tile is
+// still computed once.
 template <int GROUP>
-HM_DEVICE TileCoord grouped_tile() {
-  const int tiles_n = gridDim.x, tiles_m = gridDim.y;
-  const int id = blockIdx.y * tiles_n + blockIdx.x;
+HM_DEVICE TileCoord grouped_tile(int id, int tiles_n, int tiles_m) {
   const int first_m = (id / (GROUP * tiles_n)) * GROUP;
   const int rows = min(tiles_m - first_m, GROUP);
   const int in_group = id - first_m * tiles_n;
   return TileCoord{first_m + in_group % rows, in_group / rows};
+}
+
+// Tile of this CTA on a grid of gridDim.x N tiles by gridDim.y M tiles (one CTA per tile).
+template <int GROUP>
+HM_DEVICE TileCoord grouped_tile() {
+  return grouped_tile<GROUP>(blockIdx.y * gridDim.x + blockIdx.x, gridDim.x, gridDim.y);
 }
 
 }  // namespace humming

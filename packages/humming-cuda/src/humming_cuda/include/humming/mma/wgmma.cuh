@@ -55,6 +55,13 @@ HM_DEVICE void named_barrier(int id) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(THREADS) : "memory");
 }
 
+// Arrive at named barrier `id` without waiting (a matching named_barrier of the other threads
+// waits for these arrivals).
+template <int THREADS>
+HM_DEVICE void named_barrier_arrive(int id) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "n"(THREADS) : "memory");
+}
+
 HM_DEVICE void st_shared_u32(u32 addr, u32 v) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
 }
