@@ -292,20 +292,34 @@ struct W4a8WgmmaKernel {
 
   // total[4j + 2h + c] is weight row n0 + 64wg + tile_row() + 8h, token m0 + 8j + 2(lane%4) + c:
   // out[m, n] = total * a_scales[m] (+ bias[n]).
+  // Every token scale and bias is loaded before the first store (Epilogue::Column says why).
   HM_DEVICE static void store_t(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
     const Epilogue<OutT, kEpiScaleNone, false, BIAS> epi{nullptr, nullptr, a.bias};
     const int t = threadIdx.x % 4;
+    float as[BM / 8][2];
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int m = m0 + 8 * j + 2 * t + c;
+        as[j][c] = m < a.M ? a.a_scales[m] : 0.f;
+      }
+    }
+    typename Epilogue<OutT, kEpiScaleNone, false, BIAS>::Column cols[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) cols[h] = epi.column(n0 + 64 * wg + tile_row() + 8 * h, a.N);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int n = n0 + 64 * wg + tile_row() + 8 * h;
+      if (n >= a.N) continue;
 #pragma unroll
       for (int j = 0; j < BM / 8; ++j) {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int m = m0 + 8 * j + 2 * t + c;
           if (m < a.M) {
-            epi.store_one(a.out, a.ldc, a.M, a.N, m, n, total[4 * j + 2 * h + c] * a.a_scales[m],
-                          1.f);
+            a.out[static_cast<long long>(m) * a.ldc + n] = convert_out<OutT>(
+                epi.apply(total[4 * j + 2 * h + c] * as[j][c], cols[h], 1.f));
           }
         }
       }
