@@ -92,20 +92,16 @@ HM_DEVICE int* shared_int(u32 addr) {
 
 // Consumer warpgroup `wg`'s rows m0 + 64 wg .. +63 of the tile at (m0, n0), through the epilogue
 // `epi` (store_pair: scales, bias, rounding, bounds), each row times its row_scales[m] when
-// ROW_SCALED (per-token activation scales), and `global`. Every factor is loaded before the first
-// store (Epilogue::Column says why).
+// ROW_SCALED (per-token activation scales), and `global`. The factors are loaded ahead of the
+// stores (Epilogue::Column says why): the row scales first, then the columns in two halves of 64
+// (all 128 columns' scales and biases at once would take 64 registers and spill).
 template <bool ROW_SCALED, class Epi, typename OutT>
 HM_DEVICE void store_wgmma_tile(const Epi& epi, const float (&total)[64], const float* row_scales,
                                 OutT* out, int ldc, int M, int N, int m0, int n0, int wg,
                                 float global) {
+  constexpr int HALF = 8;  // column groups of 8 per half
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
   const int row0 = m0 + wg * 64 + warp * 16 + lane / 4, col0 = n0 + 2 * (lane % 4);
-  typename Epi::Column cols[16][2];
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-#pragma unroll
-    for (int c = 0; c < 2; ++c) cols[j][c] = epi.column(col0 + 8 * j + c, N);
-  }
   float as[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -113,18 +109,27 @@ HM_DEVICE void store_wgmma_tile(const Epi& epi, const float (&total)[64], const 
     as[h] = ROW_SCALED && m < M ? row_scales[m] : 1.f;
   }
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = row0 + 8 * h;
-    if (m >= M) continue;
+  for (int j0 = 0; j0 < 16; j0 += HALF) {
+    typename Epi::Column cols[HALF][2];
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      const float* c = &total[4 * j + 2 * h];
-      const int n = col0 + 8 * j;
-      if constexpr (ROW_SCALED) {
-        epi.store_pair(out, ldc, M, N, m, n, c[0] * as[h], c[1] * as[h], cols[j][0], cols[j][1],
-                       global);
-      } else {
-        epi.store_pair(out, ldc, M, N, m, n, c[0], c[1], cols[j][0], cols[j][1], global);
+    for (int j = 0; j < HALF; ++j) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) cols[j][c] = epi.column(col0 + 8 * (j0 + j) + c, N);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = row0 + 8 * h;
+      if (m >= M) continue;
+#pragma unroll
+      for (int j = 0; j < HALF; ++j) {
+        const float* c = &total[4 * (j0 + j) + 2 * h];
+        const int n = col0 + 8 * (j0 + j);
+        if constexpr (ROW_SCALED) {
+          epi.store_pair(out, ldc, M, N, m, n, c[0] * as[h], c[1] * as[h], cols[j][0], cols[j][1],
+                         global);
+        } else {
+          epi.store_pair(out, ldc, M, N, m, n, c[0], c[1], cols[j][0], cols[j][1], global);
+        }
       }
     }
   }
