@@ -113,9 +113,9 @@ struct W8a8WgmmaKernel {
     }
   }
 
-  // Block kb's 4 wgmmas from ring stage s into acc (one commit group), warpgroup wg's 64 rows.
-  HM_DEVICE static void issue_block(const Ring& r, int s, int wg, float (&acc)[ACC]) {
-    const u64 da = sw128_kmajor_desc(r.a(s) + wg * 64 * BK), db = sw128_kmajor_desc(r.b(s));
+  // A block's 4 wgmmas into acc (one commit group) from the stage whose A rows (warpgroup wg's)
+  // and B tile the descriptors da, db address.
+  HM_DEVICE static void issue_block(u64 da, u64 db, float (&acc)[ACC]) {
     fence_registers(acc);
     wgmma_fence();
 #pragma unroll
@@ -174,12 +174,18 @@ struct W8a8WgmmaKernel {
     // L2 round trip under full load. The last block loads its own again (no branch).
     float f[2];
     block_factors(a, kb0, n0, row0, f);
+    // Stage 0's descriptors; stage s's start STAGE_BYTES * s further (desc_advance). The stage
+    // and its phase step along with the loop instead of q % STAGES, q / STAGES per block: the
+    // index arithmetic sat between the full barrier's wait and the first wgmma.
+    const u64 da0 = sw128_kmajor_desc(r.a(0) + wg * 64 * BK), db0 = sw128_kmajor_desc(r.b(0));
+    int s = q0 % STAGES;
+    u32 phase = (q0 / STAGES) & 1;
     for (int it = 0; it < iters; ++it) {
-      const int q = q0 + it, s = q % STAGES;
-      mbar_wait(r.full_bar(s), (q / STAGES) & 1);
+      const u32 step = s * Tile::STAGE_BYTES;
+      mbar_wait(r.full_bar(s), phase);
       if (ORDER == 1 && it > 0) named_barrier<256>(TURN_SECOND);
       if (ORDER == 2) named_barrier<256>(TURN_FIRST);
-      issue_block(r, s, wg, acc);
+      issue_block(desc_advance(da0, step), desc_advance(db0, step), acc);
       if (ORDER == 1) named_barrier_arrive<256>(TURN_FIRST);
       if (ORDER == 2 && it + 1 < iters) named_barrier_arrive<256>(TURN_SECOND);
       float next[2];
@@ -189,6 +195,7 @@ struct W8a8WgmmaKernel {
       if (lane == 0) mbar_arrive(r.empty_bar(s));  // this warp no longer reads the stage
       promote(acc, f, total);
       f[0] = next[0], f[1] = next[1];
+      if (++s == STAGES) s = 0, phase ^= 1;
     }
   }
 
