@@ -435,8 +435,14 @@ struct Wna16WgmmaRsKernel {
     // a chunk is 8 columns of a row; a warp stores one row's 32 chunks
     constexpr int CHUNKS = BN / 8;
     const int ct = threadIdx.x, chunk = ct % CHUNKS, n = n0 + 8 * chunk;
-    const Epilogue<OutT, Fmt::EPI_SCALE, Fmt::GLOBAL, BIAS> epi{a.channel, a.global, a.bias};
+    using Epi = Epilogue<OutT, Fmt::EPI_SCALE, Fmt::GLOBAL, BIAS>;
+    const Epi epi{a.channel, a.global, a.bias};
     const float global = Fmt::GLOBAL ? a.global[0] : 1.f;
+    // A thread stores the same 8 columns in every row: their factors are loaded once, before the
+    // first store (Epilogue::Column says why loads between the stores cost a round trip each).
+    typename Epi::Column cols[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) cols[e] = epi.column(n + e, a.N);
     const bool vector = ((reinterpret_cast<unsigned long long>(a.out) |
                           static_cast<unsigned long long>(a.ldc) * sizeof(OutT)) & 15) == 0;
 #pragma unroll 2
@@ -450,14 +456,14 @@ struct Wna16WgmmaRsKernel {
       if (vector && n + 8 <= a.N) {
         OutT o[8];
 #pragma unroll
-        for (int e = 0; e < 8; ++e) o[e] = convert_out<OutT>(epi.apply(f[e], n + e, global));
+        for (int e = 0; e < 8; ++e) o[e] = convert_out<OutT>(epi.apply(f[e], cols[e], global));
 #pragma unroll
         for (int q = 0; q < static_cast<int>(sizeof(OutT)) / 2; ++q) {
           reinterpret_cast<uint4*>(dst)[q] = reinterpret_cast<const uint4*>(o)[q];
         }
       } else {
         for (int e = 0; e < 8 && n + e < a.N; ++e) {
-          dst[e] = convert_out<OutT>(epi.apply(f[e], n + e, global));
+          dst[e] = convert_out<OutT>(epi.apply(f[e], cols[e], global));
         }
       }
     }
