@@ -170,15 +170,9 @@ struct W4a8WgmmaKernel {
     }
     for (int it = 0; it < iters; ++it) {
       const int s = it % STAGES;
-      const u64 da = sw128_kmajor_desc(sm.a(s) + wg * 64 * BK);
-      const u64 db = sw128_kmajor_desc(sm.expanded(wg, it));
-      fence_registers(acc);
-      wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < BK / 32; ++k) {
-        wgmma_m64n128k32_e4m3(acc, desc_advance(da, 32 * k), desc_advance(db, 32 * k), k > 0);
-      }
-      wgmma_commit();
+      static_assert(BK == 128 && ACC == 64, "wgmma_block_e4m3's block");
+      wgmma_block_e4m3(acc, sw128_kmajor_desc(sm.a(s) + wg * 64 * BK),
+                       sw128_kmajor_desc(sm.expanded(wg, it)));
       if (it + 1 < iters) {
         const int next = (it + 1) % STAGES;
         mbar_wait(sm.full_bar(next), ((it + 1) / STAGES) & 1);

@@ -113,18 +113,6 @@ struct W8a8WgmmaKernel {
     }
   }
 
-  // A block's 4 wgmmas into acc (one commit group) from the stage whose A rows (warpgroup wg's)
-  // and B tile the descriptors da, db address.
-  HM_DEVICE static void issue_block(u64 da, u64 db, float (&acc)[ACC]) {
-    fence_registers(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < BK / 32; ++k) {
-      wgmma_m64n128k32_e4m3(acc, desc_advance(da, 32 * k), desc_advance(db, 32 * k), k > 0);
-    }
-    wgmma_commit();
-  }
-
   // Adds K blocks kb0 .. kb0 + iters - 1 (ring steps q0 .. q0 + iters - 1) of warpgroup wg's rows
   // to `total`, or, when those rows all lie at or past M, only waits for each stage and releases
   // it: the producer needs every warp's arrival on `empty`, and waiting on `full` first keeps this
@@ -185,7 +173,8 @@ struct W8a8WgmmaKernel {
       mbar_wait(r.full_bar(s), phase);
       if (ORDER == 1 && it > 0) named_barrier<256>(TURN_SECOND);
       if (ORDER == 2) named_barrier<256>(TURN_FIRST);
-      issue_block(desc_advance(da0, step), desc_advance(db0, step), acc);
+      static_assert(BK == 128 && ACC == 64, "wgmma_block_e4m3's block");
+      wgmma_block_e4m3(acc, desc_advance(da0, step), desc_advance(db0, step));
       if (ORDER == 1) named_barrier_arrive<256>(TURN_FIRST);
       if (ORDER == 2 && it + 1 < iters) named_barrier_arrive<256>(TURN_SECOND);
       float next[2];

@@ -44,6 +44,19 @@ HM_DEVICE void produce_ab_ring(const TmaDescriptor* ta, const TmaDescriptor* tb,
   }
 }
 
+// One 128-deep K block of a warpgroup's m64n128 e4m3 tile: 4 wgmma k32 from the K-major,
+// 128B-swizzled A (64 rows at `da`) and B (128 rows at `db`) into acc, the first overwriting it,
+// as one commit group.
+HM_DEVICE void wgmma_block_e4m3(float (&acc)[64], u64 da, u64 db) {
+  fence_registers(acc);
+  wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    wgmma_m64n128k32_e4m3(acc, desc_advance(da, 32 * k), desc_advance(db, 32 * k), k > 0);
+  }
+  wgmma_commit();
+}
+
 // Split-K across gridDim.z CTAs of one output tile: SplitKReducer's protocol
 // (epilogue/epilogue.cuh) with named barrier 1 over the CONSUMERS warpgroups in place of
 // __syncthreads, which an exited producer warpgroup could never reach. Each split writes its
