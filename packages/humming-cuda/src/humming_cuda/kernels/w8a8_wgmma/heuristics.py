@@ -57,6 +57,11 @@ NARROW_STAGE_CHOICES = (4, 3)
 # FP8 block-128 4096x14336 M=64 27.8 (63.0).
 SPLIT_OVERHEAD_BLOCKS = 2
 SPLIT_MAX_WAVES = 2
+# Unsplit grids run persistent CTAs (config.persistent) first. H200, same run (session 25,
+# benchmarks/notes/session25/sweep_persistent.json), us, one CTA per tile -> persistent, 4 stages:
+# W8A8 fp8 6144x4096 M=4096 273.1 -> 264.9, 57344x8192 M=1024 943.8 -> 910.7, M=256 263.0 ->
+# 251.2; 8192x28672 and 4096x14336 within 1%; FP8 block-128 8192x28672 M=1024 561.5 -> 582.0, the
+# one loss (before the epilogue and issue-turn changes, which apply to both forms).
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -115,7 +120,8 @@ def pick_split_k(problem: GemmProblem, caps: DeviceCaps, ctas_per_sm: int = 1) -
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W8a8WgmmaConfig]:
     """Configs for this problem, best first: ring depths that fit the arch's shared memory, split
-    along K by `pick_split_k` when that pays, then unsplit (a tuner's alternatives). At M <= 64
+    along K by `pick_split_k` when that pays, then unsplit (a tuner's alternatives); unsplit, the
+    persistent form of each depth first. At M <= 64
     the 64-row tile (two CTAs per SM, unsplit) comes first where the 128-row grid needs no split,
     and after the 128-row configs where it does (see NARROW_STAGE_CHOICES)."""
     wide = split_first(
@@ -123,7 +129,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         problem,
         caps,
     )
-    if wide and wide[0].split_k == 1:
+    if wide and wide[0].split_k == 1:  # unsplit: persistent CTAs first (PERSISTENT_FIRST)
         wide = [c.model_copy(update={"persistent": True}) for c in wide] + wide
     if not wide or (problem.m or BLOCK_M) > NARROW_BLOCK_M:
         return wide
