@@ -129,7 +129,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         problem,
         caps,
     )
-    if wide and wide[0].split_k == 1:  # unsplit: persistent CTAs first (PERSISTENT_FIRST)
+    if wide and wide[0].split_k == 1:  # unsplit: persistent CTAs first (measured above)
         wide = [c.model_copy(update={"persistent": True}) for c in wide] + wide
     if not wide or (problem.m or BLOCK_M) > NARROW_BLOCK_M:
         return wide

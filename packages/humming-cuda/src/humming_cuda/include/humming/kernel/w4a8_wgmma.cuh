@@ -288,7 +288,8 @@ struct W4a8WgmmaKernel {
   // out[m, n] = total * a_scales[m] (+ bias[n]).
   // Every token scale and bias is loaded before the first store (Epilogue::Column says why).
   HM_DEVICE static void store_t(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
-    const Epilogue<OutT, kEpiScaleNone, false, BIAS> epi{nullptr, nullptr, a.bias};
+    using Epi = Epilogue<OutT, kEpiScaleNone, false, BIAS>;
+    const Epi epi{nullptr, nullptr, a.bias};
     const int t = threadIdx.x % 4;
     float as[BM / 8][2];
 #pragma unroll
@@ -299,7 +300,7 @@ struct W4a8WgmmaKernel {
         as[j][c] = m < a.M ? a.a_scales[m] : 0.f;
       }
     }
-    typename Epilogue<OutT, kEpiScaleNone, false, BIAS>::Column cols[2];
+    typename Epi::Column cols[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) cols[h] = epi.column(n0 + 64 * wg + tile_row() + 8 * h, a.N);
 #pragma unroll

@@ -9,8 +9,9 @@
 // swizzle). Warpgroups 1 and 2 consume rows 0-63 and 64-127 of the tile: 4 wgmma m64n128k32 per
 // stage into fp32 accumulators, wait, release the stage (one arrival per warp on `empty`), then
 // promote the block's sum into fp32 totals. The two take turns issuing their blocks' wgmmas
-// (consume_blocks), so one promotes while the other's run. Promoting every 128 K bounds the error of the tensor
-// cores' reduced-precision fp8 accumulation to one block and applies group / block scales:
+// (consume_blocks), so one promotes while the other's run. Promoting every 128 K bounds the error
+// of the tensor cores' reduced-precision fp8 accumulation to one block and applies group / block
+// scales:
 //   factor(row, kb) = (A_GROUP ? a_scales[kb, row] : 1) * (BLOCK ? w_scales[n_blk, kb] : 1).
 // The epilogue applies per-token / static activation scales, per-channel / per-tensor weight
 // scales and bias (humming::Epilogue) and stores straight from registers (no write outside [M,N]),
