@@ -79,6 +79,40 @@ def test_bit_identical_to_reference(code, quant, gran, dtype, wide):
         assert torch.equal(q.cpu().float(), values), f"codes differ at M={m} K={k}"
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize(("code", "quant", "gran"), ACTS)
+def test_every_quotient_correctly_rounded_at_scale(code, quant, gran, dtype):
+    """The kernels divide by a reciprocal and one correction step (humming/arith/divide.cuh), not
+    by __fdiv_rn: 4M values with random full-precision mantissas, over rows of scales that are not
+    powers of two, still give the reference's codes bit for bit (a quotient one ulp off shows up as
+    a code one step off wherever it lies near a rounding boundary). Static scales also cover
+    quotients past the float range (bf16 input), which saturate."""
+    from humming_core.numerics.act import quantize_act
+
+    act = _act(code, quant, gran)
+    quantize = _quantizer(act)
+    m, k = 1024, 4096
+    gen = torch.Generator().manual_seed(11)
+    # full-precision mantissas over 13 binades (where the codes are not all 0), each row scaled
+    # by its own factor so that row maxima and scales are not powers of two
+    x = torch.rand(m, k, generator=gen) * 2.0 - 1.0
+    x = x * torch.exp2(torch.randint(-12, 1, (m, k), generator=gen).float())
+    span = 20.0 if dtype == torch.bfloat16 else 6.0  # fp16 ends at 65504
+    x = (x * torch.exp(torch.empty(m, 1).uniform_(-span, span, generator=gen))).to(dtype)
+    static = None
+    if quant == "static":
+        static = torch.tensor([0.0173], dtype=torch.float32)
+        if dtype == torch.bfloat16:
+            x[0, :4] = torch.tensor([3.0e38, -3.0e38, 1.0e30, -7.0e-39], dtype=dtype)
+    values, scales = quantize_act(x, act, static)
+    q, s = quantize(x.cuda(), None if static is None else static.cuda())
+    torch.cuda.synchronize()
+    assert torch.equal(
+        s.cpu().view(torch.int32), scales.t().expand(s.shape[0], m).view(torch.int32)
+    )
+    assert torch.equal(q.cpu().float(), values), "codes differ"
+
+
 def test_rejects_wrong_static_scale_use():
     quantize = _quantizer(_act("int8", "dynamic", "token"))
     x = torch.ones(4, 128, dtype=torch.float16, device="cuda")

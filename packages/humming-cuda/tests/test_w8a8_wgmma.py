@@ -81,10 +81,13 @@ def test_configs_mirror_the_header():
     assert "BM = 64 * CONSUMERS, BN = 128, BK = 128" in HEADER
     assert "CTAS = CONSUMERS == 1 ? 2 : 1" in HEADER
     assert "THREADS = 128 * (1 + CONSUMERS)" in HEADER
-    assert "SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES + 4" in HEADER
-    assert W8a8WgmmaConfig(arch="sm_90a", stages=6).smem_bytes == 1024 + 6 * 32768 + 96 + 4
+    assert "FACTOR_BYTES = 4 * BM;" in HEADER
+    assert "1024 + STAGES * (STAGE_BYTES + FACTOR_BYTES) + 16 * STAGES + 4;" in HEADER
+    # per stage: the A and W tiles, then the tile rows' block factors (4 bytes each)
+    wide = W8a8WgmmaConfig(arch="sm_90a", stages=6)
+    assert wide.smem_bytes == 1024 + 6 * (32768 + 512) + 96 + 4
     narrow = W8a8WgmmaConfig(arch="sm_90a", stages=4, tile_rows=64)
-    assert narrow.smem_bytes == 1024 + 4 * (64 + 128) * 128 + 64 + 4
+    assert narrow.smem_bytes == 1024 + 4 * ((64 + 128) * 128 + 256) + 64 + 4
     assert (narrow.block_m, narrow.threads, narrow.ctas_per_sm) == (64, 256, 2)
     assert narrow.fits_smem(SM90)  # two CTAs' rings in one SM
     assert not W8a8WgmmaConfig(arch="sm_90a", stages=5, tile_rows=64).fits_smem(SM90)

@@ -75,7 +75,14 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
         return (self.tile_rows + BLOCK_N) * BLOCK_K
 
     @property
+    def factor_bytes(self) -> int:
+        """Per stage: its K block's fp32 factor of every tile row (read by the block-128 and
+        group-scaled formats, reserved by all)."""
+        return 4 * self.tile_rows
+
+    @property
     def smem_bytes(self) -> int:
-        """Mirrors WgmmaFp8Tile::SMEM_BYTES: alignment slack, the ring, its mbarriers, the split
-        flag."""
-        return ALIGN_SLACK + self.stages * self.stage_bytes + self.barrier_bytes + SPLIT_FLAG_BYTES
+        """Mirrors WgmmaFp8Tile::SMEM_BYTES: alignment slack, the ring, the stages' factors, its
+        mbarriers, the split flag."""
+        ring = self.stages * (self.stage_bytes + self.factor_bytes)
+        return ALIGN_SLACK + ring + self.barrier_bytes + SPLIT_FLAG_BYTES

@@ -9,8 +9,11 @@
 // x / scale, both correctly rounded fp32 divisions (__fdiv_rn, not a reciprocal multiply), then the
 // code's own rounding (Code8Traits); an all-zero tile gets scale 0 and codes 0. Static mode divides
 // by the given per-tensor scale and writes it as every row's scale. No host synchronisation.
+// The element divisions go through RoundedDivisor (humming/arith/divide.cuh): the same quotients
+// in three instructions each, where __fdiv_rn per element made these kernels compute-bound.
 #pragma once
 #include "humming/arith/common.cuh"
+#include "humming/arith/divide.cuh"
 #include "humming/datatype/act_types.cuh"
 #include "humming/datatype/code8.cuh"
 #include "humming/ptx/pdl.cuh"
@@ -21,11 +24,24 @@ enum ActQuantMode : int { kActQuantToken = 0, kActQuantGroup = 1, kActQuantStati
 
 constexpr int kActQuantThreads = 256;
 
+// Eight 16-bit values (one 16-byte chunk, in registers) as floats: each word's two halves.
 template <typename T>
-HM_DEVICE void unpack8(const uint4& v, float (&f)[8]) {
-  const T* e = reinterpret_cast<const T*>(&v);
+HM_DEVICE void unpack8(uint4 v, float (&f)[8]) {
+  using T2 = typename ActTraits<T>::T2;
+  const u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-  for (int i = 0; i < 8; ++i) f[i] = ActTraits<T>::to_float(e[i]);
+  for (int i = 0; i < 4; ++i) {
+    const T2 pair = *reinterpret_cast<const T2*>(&w[i]);
+    f[2 * i] = __low2float(pair);
+    f[2 * i + 1] = __high2float(pair);
+  }
+}
+
+// The eight values at p (16-byte aligned): one 16-byte load. (Unpacking through a pointer into
+// the loaded vector, as this did before, let the compiler split it into eight 2-byte loads.)
+template <typename T>
+HM_DEVICE void load8(const T* p, float (&f)[8]) {
+  unpack8<T>(*reinterpret_cast<const uint4*>(p), f);
 }
 
 HM_DEVICE float amax8(const float (&f)[8]) {
@@ -36,11 +52,11 @@ HM_DEVICE float amax8(const float (&f)[8]) {
 }
 
 // Eight values -> eight codes (8 bytes), x / scale correctly rounded; scale 0 gives codes 0.
-template <int CODE>
-HM_DEVICE uint2 encode8(const float (&f)[8], float scale) {
+template <int CODE, bool BOUNDED>
+HM_DEVICE uint2 encode8(const float (&f)[8], const RoundedDivisor<BOUNDED>& scale) {
   float v[8];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) v[i] = scale > 0.f ? __fdiv_rn(f[i], scale) : 0.f;
+  for (int i = 0; i < 8; ++i) v[i] = scale.d > 0.f ? scale(f[i]) : 0.f;
   using C = Code8Traits<CODE>;
   return make_uint2(C::encode4(v[0], v[1], v[2], v[3]), C::encode4(v[4], v[5], v[6], v[7]));
 }
@@ -97,6 +113,13 @@ struct ActQuant {
     return v;
   }
 
+  // 16-byte chunks of its row each thread keeps in shared memory from the amax pass to the
+  // encoding pass: rows of up to THREADS * kKept * 8 elements (16384) are read from memory once,
+  // longer ones read only the rest again. Why: re-reading every row missed L2 on wide layers
+  // (H200, K = 28672, M = 4096: 8 rows of 57 KB in flight per SM, 60 MB in all). Shared memory
+  // rather than registers: the unrolled register copy took 80-96 registers (2 CTAs per SM).
+  static constexpr int kKept = 8;
+
   // One CTA per row: amax over the row (dynamic) or the given scale (static), then encode.
   HM_DEVICE static void rows(const T* x, const float* static_scale, Q* q, float* scales, int M,
                              int K, int lda) {
@@ -104,23 +127,32 @@ struct ActQuant {
     const T* row = x + static_cast<long long>(m) * lda;
     Q* qrow = q + static_cast<long long>(m) * K;
     const int chunks = K / 8;
+    constexpr bool DYNAMIC = MODE != kActQuantStatic;
+    // chunk threadIdx.x + j * THREADS of the row, for j < kKept (thread-major: conflict-free)
+    __shared__ uint4 kept[DYNAMIC ? kKept : 1][THREADS];
+    const int kept_end = DYNAMIC ? min(chunks, kKept * THREADS) : 0;
     float scale;
-    if constexpr (MODE == kActQuantStatic) {
-      scale = static_scale[0];
-    } else {
+    if constexpr (DYNAMIC) {
       float amax = 0.f;
       for (int c = threadIdx.x; c < chunks; c += THREADS) {
+        const uint4 v = *reinterpret_cast<const uint4*>(row + c * 8);
+        if (c < kept_end) kept[c / THREADS][threadIdx.x] = v;
         float f[8];
-        unpack8<T>(*reinterpret_cast<const uint4*>(row + c * 8), f);
+        unpack8<T>(v, f);
         amax = fmaxf(amax, amax8(f));
       }
-      scale = __fdiv_rn(block_max(amax), Code8Traits<CODE>::kMax);
+      scale = __fdiv_rn(block_max(amax), Code8Traits<CODE>::kMax);  // syncs the CTA
+    } else {
+      scale = static_scale[0];
     }
     if (threadIdx.x == 0) scales[m] = scale;
+    const RoundedDivisor<DYNAMIC> divisor(scale);
     for (int c = threadIdx.x; c < chunks; c += THREADS) {
       float f[8];
-      unpack8<T>(*reinterpret_cast<const uint4*>(row + c * 8), f);
-      store8<CODE>(qrow + c * 8, encode8<CODE>(f, scale));
+      unpack8<T>(c < kept_end ? kept[c / THREADS][threadIdx.x]
+                              : *reinterpret_cast<const uint4*>(row + c * 8),
+                 f);
+      store8<CODE>(qrow + c * 8, encode8<CODE>(f, divisor));
     }
   }
 
@@ -133,14 +165,14 @@ struct ActQuant {
     const int k = g * GROUP + lane * 8;
     const bool valid = m < M && k < K;
     float f[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    if (valid) unpack8<T>(*reinterpret_cast<const uint4*>(x + static_cast<long long>(m) * lda + k), f);
+    if (valid) load8<T>(x + static_cast<long long>(m) * lda + k, f);
     float amax = amax8(f);
 #pragma unroll
     for (int o = kLanes / 2; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
     const float scale = __fdiv_rn(amax, Code8Traits<CODE>::kMax);
     if (!valid) return;
     if (lane == 0) scales[static_cast<long long>(g) * M + m] = scale;
-    store8<CODE>(q + static_cast<long long>(m) * K + k, encode8<CODE>(f, scale));
+    store8<CODE>(q + static_cast<long long>(m) * K + k, encode8<CODE>(f, RoundedDivisor<true>(scale)));
   }
 
   HM_DEVICE static void run(const T* x, const float* static_scale, Q* q, float* scales, int M,

@@ -39,13 +39,14 @@ HM_DEVICE u32 encode_e2m1(float v) {
   return mag | ((__float_as_uint(v) >> 31) << 3);
 }
 
-// Eight values -> eight nibbles (value i in bits [4i, 4i + 4)); v / scale correctly rounded.
-template <bool INT4>
-HM_DEVICE u32 encode8_nibbles(const float (&f)[8], float scale) {
+// Eight values -> eight nibbles (value i in bits [4i, 4i + 4)); v / scale correctly rounded
+// (RoundedDivisor, as the 8-bit quantizers).
+template <bool INT4, bool BOUNDED>
+HM_DEVICE u32 encode8_nibbles(const float (&f)[8], const RoundedDivisor<BOUNDED>& scale) {
   u32 w = 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
-    const float v = scale > 0.f ? __fdiv_rn(f[i], scale) : 0.f;
+    const float v = scale.d > 0.f ? scale(f[i]) : 0.f;
     w |= (INT4 ? encode_int4(v) : encode_e2m1(v)) << (4 * i);
   }
   return w;
@@ -99,16 +100,17 @@ struct ActQuant4 {
       float amax = 0.f;
       for (int c = threadIdx.x; c < K / 8; c += THREADS) {
         float f[8];
-        unpack8<T>(*reinterpret_cast<const uint4*>(row + c * 8), f);
+        load8<T>(row + c * 8, f);
         amax = fmaxf(amax, amax8(f));
       }
       scale = __fdiv_rn(ActQuant<T, kCode8Int8, kActQuantToken, 8>::block_max(amax), 7.f);
     }
     if (threadIdx.x == 0) scales[m] = scale;
+    const RoundedDivisor<MODE != kAct4Int4Static> divisor(scale);
     for (int c = threadIdx.x; c < K / 8; c += THREADS) {
       float f[8];
-      unpack8<T>(*reinterpret_cast<const uint4*>(row + c * 8), f);
-      qrow[c] = encode8_nibbles<true>(f, scale);
+      load8<T>(row + c * 8, f);
+      qrow[c] = encode8_nibbles<true>(f, divisor);
     }
   }
 
@@ -122,7 +124,7 @@ struct ActQuant4 {
     const int k = g * GROUP + lane * 8;
     const bool valid = m < M;
     float f[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    if (valid) unpack8<T>(*reinterpret_cast<const uint4*>(x + static_cast<long long>(m) * lda + k), f);
+    if (valid) load8<T>(x + static_cast<long long>(m) * lda + k, f);
     float amax = amax8(f);
 #pragma unroll
     for (int o = kLanes / 2; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
@@ -150,7 +152,7 @@ struct ActQuant4 {
       }
     }
     *reinterpret_cast<u32*>(q + static_cast<long long>(m) * (K / 2) + k / 2) =
-        encode8_nibbles<INT4>(f, scale);
+        encode8_nibbles<INT4>(f, RoundedDivisor<true>(scale));
   }
 };
 
@@ -162,7 +164,7 @@ HM_DEVICE void act4_amax(const T* x, u32* amax_bits, int M, int K, int lda) {
   for (long long c = blockIdx.x * kActQuantThreads + threadIdx.x; c < static_cast<long long>(M) * chunks;
        c += static_cast<long long>(gridDim.x) * kActQuantThreads) {
     float f[8];
-    unpack8<T>(*reinterpret_cast<const uint4*>(x + (c / chunks) * lda + (c % chunks) * 8), f);
+    load8<T>(x + (c / chunks) * lda + (c % chunks) * 8, f);
     a = fmaxf(a, amax8(f));
   }
   a = ActQuant<T, kCode8Int8, kActQuantToken, 8>::block_max(a);

@@ -39,18 +39,19 @@ struct ActQuantInterleaved {
       float amax = 0.f;
       for (int c = threadIdx.x; c < chunks * 2; c += Base::THREADS) {
         float f[8];
-        unpack8<T>(*reinterpret_cast<const uint4*>(row + c * 8), f);
+        load8<T>(row + c * 8, f);
         amax = fmaxf(amax, amax8(f));
       }
       scale = __fdiv_rn(Base::block_max(amax), Code8Traits<CODE>::kMax);
     }
     if (threadIdx.x == 0) scales[m] = scale;
+    const RoundedDivisor<MODE != kActQuantStatic> divisor(scale);
     for (int c = threadIdx.x; c < chunks; c += Base::THREADS) {
       float lo[8], hi[8];
-      unpack8<T>(*reinterpret_cast<const uint4*>(row + c * 16), lo);
-      unpack8<T>(*reinterpret_cast<const uint4*>(row + c * 16 + 8), hi);
+      load8<T>(row + c * 16, lo);
+      load8<T>(row + c * 16 + 8, hi);
       *reinterpret_cast<uint4*>(qrow + c * 16) =
-          interleave16(encode8<CODE>(lo, scale), encode8<CODE>(hi, scale));
+          interleave16(encode8<CODE>(lo, divisor), encode8<CODE>(hi, divisor));
     }
   }
 };

@@ -13,6 +13,11 @@
 // of the tensor cores' reduced-precision fp8 accumulation to one block and applies group / block
 // scales:
 //   factor(row, kb) = (A_GROUP ? a_scales[kb, row] : 1) * (BLOCK ? w_scales[n_blk, kb] : 1).
+// Formats with such factors (Fmt::FACTORS) have warp 1 of the producer warpgroup load them and
+// store each block's BM of them beside its stage; its 32 lanes arrive on the stage's full barrier
+// with the TMA thread, so a consumer reads its two rows' factors from shared memory once the
+// stage is full. Why: loaded by the consumers from global memory, they cost FP8 block-128 a fifth
+// of its time (H200, same run: 4096x14336 M=1024 149 against 117 us with constant factors).
 // The epilogue applies per-token / static activation scales, per-channel / per-tensor weight
 // scales and bias (humming::Epilogue) and stores straight from registers (no write outside [M,N]),
 // every factor loaded before the first store. Persistent configs (Tile::PERSISTENT, what large
@@ -46,6 +51,7 @@ struct WgmmaFp8Format {
   static constexpr int W_SCALE = WEIGHT_SCALE;
   static constexpr bool ACT_GROUP = A_GROUP;
   static constexpr bool BLOCK = WEIGHT_SCALE == 2;
+  static constexpr bool FACTORS = BLOCK || A_GROUP;  // a factor per (row, K block)
   static constexpr int EPI_SCALE =
       BLOCK ? kEpiScaleNone : (WEIGHT_SCALE == 1 ? kEpiScaleChannel : kEpiScaleTensor);
 };
@@ -72,9 +78,12 @@ struct WgmmaFp8Tile {
   static_assert(CTAS == 1 || (PRODUCER_REGS + CONSUMER_REGS) * 128 <= 65536 / CTAS,
                 "the register pool");
   static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int FACTOR_BYTES = 4 * BM;  // per stage: its block's factor of every tile row
   // 1024 bytes of slack to align the ring to the 128B-swizzle atom, then the ring, then the
-  // full / empty barriers, then split-K's "last split" flag (mirrors W8a8WgmmaConfig.smem_bytes)
-  static constexpr int SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES + 4;
+  // stages' factors, then the full / empty barriers, then split-K's "last split" flag (mirrors
+  // W8a8WgmmaConfig.smem_bytes)
+  static constexpr int SMEM_BYTES =
+      1024 + STAGES * (STAGE_BYTES + FACTOR_BYTES) + 16 * STAGES + 4;
 };
 
 template <class Fmt, class Tile, typename OutT, bool BIAS>
@@ -95,33 +104,54 @@ struct W8a8WgmmaKernel {
   };
 
   struct Ring {
-    u32 data, full, empty;  // smem addresses: stage s holds A at data + s*STAGE_BYTES, then W
+    u32 data, factors, full, empty;  // smem: stage s holds A at data + s*STAGE_BYTES, then W
     HM_DEVICE u32 a(int s) const { return data + s * Tile::STAGE_BYTES; }
     HM_DEVICE u32 b(int s) const { return a(s) + Tile::A_BYTES; }
+    HM_DEVICE u32 factor(int s, int row) const { return factors + s * Tile::FACTOR_BYTES + 4 * row; }
     HM_DEVICE u32 full_bar(int s) const { return full + 8 * s; }
     HM_DEVICE u32 empty_bar(int s) const { return empty + 8 * s; }
   };
 
-  // The per-row factor of K block `kb` for this thread's two rows (see the header comment).
-  HM_DEVICE static void block_factors(const Args& a, int kb, int n0, int row0, float (&f)[2]) {
-    const float w = Fmt::BLOCK ? a.w_scales[(n0 / BN) * a.ws_ld + kb] : 1.f;
+  // Producer warp 1 (Fmt::FACTORS): for ring steps q0 .. q0 + iters - 1 (K blocks kb0 ..), the
+  // factor of each of the tile's BM rows (see the header comment) into the step's stage, once the
+  // consumers have released it; each lane then arrives on the stage's full barrier. A step's
+  // loads are issued before the wait for its stage, so they overlap it.
+  HM_DEVICE static void produce_factors(const Args& a, const Ring& r, int kb0, int iters, int m0,
+                                        int n0, int q0) {
+    const int lane = threadIdx.x % 32;
+    for (int it = 0; it < iters; ++it) {
+      const int q = q0 + it, s = q % STAGES, kb = kb0 + it;
+      const float w = Fmt::BLOCK ? __ldg(a.w_scales + (n0 / BN) * a.ws_ld + kb) : 1.f;
+      float f[BM / 32];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = row0 + 8 * h;
-      float s = w;
-      if constexpr (Fmt::ACT_GROUP) s *= row < a.M ? a.a_scales[kb * a.M + row] : 0.f;
-      f[h] = s;
+      for (int i = 0; i < BM / 32; ++i) {
+        const int row = m0 + 32 * i + lane;
+        f[i] = w;
+        if constexpr (Fmt::ACT_GROUP) f[i] *= row < a.M ? __ldg(a.a_scales + kb * a.M + row) : 0.f;
+      }
+      mbar_wait(r.empty_bar(s), ((q / STAGES) & 1) ^ 1);
+#pragma unroll
+      for (int i = 0; i < BM / 32; ++i) st_shared_u32(r.factor(s, 32 * i + lane), __float_as_uint(f[i]));
+      mbar_arrive(r.full_bar(s));  // releases this lane's stores to the consumers' wait
     }
   }
 
-  // Adds K blocks kb0 .. kb0 + iters - 1 (ring steps q0 .. q0 + iters - 1) of warpgroup wg's rows
-  // to `total`, or, when those rows all lie at or past M, only waits for each stage and releases
-  // it: the producer needs every warp's arrival on `empty`, and waiting on `full` first keeps this
+  // This thread's two rows' factors of the full stage s (rows `tile_row` and + 8 of the tile).
+  HM_DEVICE static void stage_factors(const Ring& r, int s, int tile_row, float (&f)[2]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      f[h] = Fmt::FACTORS ? __uint_as_float(ld_shared_u32(r.factor(s, tile_row + 8 * h))) : 1.f;
+    }
+  }
+
+  // Adds the tile's `iters` K blocks (ring steps q0 .. q0 + iters - 1) of warpgroup wg's rows to
+  // `total`, or, when those rows all lie at or past M, only waits for each stage and releases it:
+  // the producer needs every warp's arrival on `empty`, and waiting on `full` first keeps this
   // warpgroup's arrivals in the current phase.
-  HM_DEVICE static void consume(const Args& a, const Ring& r, int kb0, int iters, int m0, int n0,
-                                int wg, float (&total)[ACC], int q0) {
+  HM_DEVICE static void consume(const Args& a, const Ring& r, int iters, int m0, int wg,
+                                float (&total)[ACC], int q0) {
     const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
-    const int row0 = m0 + wg * 64 + warp * 16 + lane / 4;
+    const int row0 = wg * 64 + warp * 16 + lane / 4;  // in the tile
     if (m0 + wg * 64 >= a.M) {
       for (int q = q0; q < q0 + iters; ++q) {
         mbar_wait(r.full_bar(q % STAGES), (q / STAGES) & 1);
@@ -132,12 +162,12 @@ struct W8a8WgmmaKernel {
     // Both warpgroups computing: they take turns issuing (ordered); else one runs alone.
     if (Tile::CONSUMERS == 2 && m0 + 64 < a.M) {
       if (wg == 0) {
-        consume_blocks<1>(a, r, kb0, iters, n0, row0, wg, total, q0);
+        consume_blocks<1>(r, iters, row0, wg, total, q0);
       } else {
-        consume_blocks<2>(a, r, kb0, iters, n0, row0, wg, total, q0);
+        consume_blocks<2>(r, iters, row0, wg, total, q0);
       }
     } else {
-      consume_blocks<0>(a, r, kb0, iters, n0, row0, wg, total, q0);
+      consume_blocks<0>(r, iters, row0, wg, total, q0);
     }
   }
 
@@ -153,16 +183,12 @@ struct W8a8WgmmaKernel {
   // run. (The turn is a named barrier: the first issues, then arrives; the second waits, issues,
   // arrives for the first's next block.)
   template <int ORDER>
-  HM_DEVICE static void consume_blocks(const Args& a, const Ring& r, int kb0, int iters, int n0,
-                                       int row0, int wg, float (&total)[ACC], int q0) {
+  HM_DEVICE static void consume_blocks(const Ring& r, int iters, int row0, int wg,
+                                       float (&total)[ACC], int q0) {
     const int lane = threadIdx.x % 32;
     float acc[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
-    // Block factors are loaded a block ahead: one block's wgmmas (~500 clocks) are shorter than an
-    // L2 round trip under full load. The last block loads its own again (no branch).
-    float f[2];
-    block_factors(a, kb0, n0, row0, f);
     // Stage 0's descriptors; stage s's start STAGE_BYTES * s further (desc_advance). The stage
     // and its phase step along with the loop instead of q % STAGES, q / STAGES per block: the
     // index arithmetic sat between the full barrier's wait and the first wgmma.
@@ -172,19 +198,19 @@ struct W8a8WgmmaKernel {
     for (int it = 0; it < iters; ++it) {
       const u32 step = s * Tile::STAGE_BYTES;
       mbar_wait(r.full_bar(s), phase);
+      float f[2];
+      stage_factors(r, s, row0, f);
       if (ORDER == 1 && it > 0) named_barrier<256>(TURN_SECOND);
       if (ORDER == 2) named_barrier<256>(TURN_FIRST);
       static_assert(BK == 128 && ACC == 64, "wgmma_block_e4m3's block");
       wgmma_block_e4m3(acc, desc_advance(da0, step), desc_advance(db0, step));
       if (ORDER == 1) named_barrier_arrive<256>(TURN_FIRST);
       if (ORDER == 2 && it + 1 < iters) named_barrier_arrive<256>(TURN_SECOND);
-      float next[2];
-      block_factors(a, kb0 + min(it + 1, iters - 1), n0, row0, next);
       wgmma_wait<0>();
       fence_registers(acc);
+      if (Fmt::FACTORS) __syncwarp();  // orders the lanes' factor reads before the release
       if (lane == 0) mbar_arrive(r.empty_bar(s));  // this warp no longer reads the stage
       promote(acc, f, total);
-      f[0] = next[0], f[1] = next[1];
       if (++s == STAGES) s = 0, phase ^= 1;
     }
   }
@@ -204,8 +230,9 @@ struct W8a8WgmmaKernel {
   HM_DEVICE static void run(const TmaDescriptor& ta, const TmaDescriptor& tb, const Args& a) {
     extern __shared__ uint4 smem_u4[];
     const u32 base = (smem_addr(smem_u4) + 1023u) & ~1023u;  // the 128B swizzle atom alignment
-    const u32 bars = base + STAGES * Tile::STAGE_BYTES;
-    const Ring r{base, bars, bars + 8 * STAGES};
+    const u32 factors = base + STAGES * Tile::STAGE_BYTES;
+    const u32 bars = factors + STAGES * Tile::FACTOR_BYTES;
+    const Ring r{base, factors, bars, bars + 8 * STAGES};
     const u32 flag = bars + 16 * STAGES;
     const int wg = threadIdx.x / 128;
     // The tiles this CTA computes: its own (one CTA per tile), or every gridDim.x-th one from
@@ -217,10 +244,16 @@ struct W8a8WgmmaKernel {
     // This split's K blocks (all of them when unsplit); the host leaves no split empty.
     const int kb0 = blockIdx.z * a.iters_per_split;
     const int iters = min(ceil_div(a.K, BK), kb0 + a.iters_per_split) - kb0;
-    init_ring_barriers<STAGES, Tile::CONSUMERS>(r.full, r.empty);
+    init_ring_barriers<STAGES, Tile::CONSUMERS, 4, Fmt::FACTORS ? 32 : 0>(r.full, r.empty);
     if (wg == 0) {
       // No barrier follows: the rest of the producer warpgroup may exit.
       if constexpr (Tile::CTAS == 2) setmaxnreg_dec<Tile::PRODUCER_REGS>();
+      if (Fmt::FACTORS && threadIdx.x / 32 == 1) {
+        for (int id = first, q0 = 0; id < tiles_n * tiles_m; id += step, q0 += iters) {
+          const TileCoord tile = grouped_tile<Tile::GROUP_M>(id, tiles_n, tiles_m);
+          produce_factors(a, r, kb0, iters, tile.m * BM, tile.n * BN, q0);
+        }
+      }
       if (threadIdx.x == 0) {
         tma_prefetch_descriptor(&ta);
         tma_prefetch_descriptor(&tb);
@@ -240,7 +273,7 @@ struct W8a8WgmmaKernel {
       float total[ACC];
 #pragma unroll
       for (int i = 0; i < ACC; ++i) total[i] = 0.f;
-      consume(a, r, kb0, iters, m0, n0, wg - 1, total, q0);
+      consume(a, r, iters, m0, wg - 1, total, q0);
       static_assert(ACC * 128 * Tile::CONSUMERS == BM * BN, "the host sizes splits as BM * BN");
       if (gridDim.z > 1 && !reduce_wgmma_splits<ACC, Tile::CONSUMERS>(
                                a.workspace, a.counters, total, m0 + (wg - 1) * 64 < a.M,

@@ -10,13 +10,14 @@
 namespace humming {
 
 // Thread 0 initialises the ring's barriers, then the CTA syncs: `full` (8 bytes per stage) takes
-// the producer's expect_tx arrival, `empty` RELEASES arrivals per consumer warpgroup (one per warp
-// where only wgmma reads the stage, one per thread where every thread loads from it).
-template <int STAGES, int CONSUMERS, int RELEASES = 4>
+// the producer's expect_tx arrival and FILLS more (threads that store into the stage themselves),
+// `empty` RELEASES arrivals per consumer warpgroup (one per warp where only wgmma reads the stage,
+// one per thread where every thread loads from it).
+template <int STAGES, int CONSUMERS, int RELEASES = 4, int FILLS = 0>
 HM_DEVICE void init_ring_barriers(u32 full, u32 empty) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(full + 8 * s, 1);
+      mbar_init(full + 8 * s, 1 + FILLS);
       mbar_init(empty + 8 * s, CONSUMERS * RELEASES);
     }
     mbar_init_fence();

@@ -66,6 +66,12 @@ HM_DEVICE void st_shared_u32(u32 addr, u32 v) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
 }
 
+HM_DEVICE u32 ld_shared_u32(u32 addr) {
+  u32 v;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+
 // Pins accumulator registers at this point: without it the compiler could read them before the
 // wgmma_wait that makes them valid (the asm above names no registers).
 template <int R>
