@@ -59,15 +59,15 @@ def test_configs_mirror_the_header():
     assert all(c.smem_bytes <= SM90.smem_per_block for c in configs)
     assert "A_BYTES = BM * BK, P_BYTES = BN * BK / 2, STAGE_BYTES = A_BYTES + P_BYTES" in HEADER
     assert "X_BYTES = BN * BK, X_BUFFERS = REG_A ? 0 : 2" in HEADER
-    assert (
-        "1024 + STAGES * STAGE_BYTES + CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES + 4" in HEADER
-    )
+    assert "SCALE_BYTES = REG_A ? 4 * BN : 0;" in HEADER
+    assert "1024 + STAGES * (STAGE_BYTES + SCALE_BYTES) +" in HEADER
+    assert "CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES + 4;" in HEADER
     assert W4a8WgmmaConfig(arch="sm_90a", stages=4, weights_in_registers=False).smem_bytes == (
         1024 + 4 * (16384 + 8192) + 2 * 2 * 16384 + 64 + 4
     )
-    # the out^T form (the default) keeps no expanded tiles
+    # the out^T form (the default) keeps no expanded tiles, and each stage's 128 row scales
     assert W4a8WgmmaConfig(arch="sm_90a", stages=4).smem_bytes == (
-        1024 + 4 * (16384 + 8192) + 64 + 4
+        1024 + 4 * (16384 + 8192 + 512) + 64 + 4
     )
 
 
@@ -175,7 +175,7 @@ def test_narrow_token_tiles_render_their_tile_and_launch_bound():
     source = FAMILY.render(presets.W4A8_FP8, cfg, SM90)
     assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}, true, 32, 2>" in source.code
     assert cfg.block_m == 32 and cfg.ctas_per_sm == 2 and cfg.threads == 384
-    assert cfg.smem_bytes == 1024 + cfg.stages * (32 * 128 + 128 * 64) + 16 * cfg.stages + 4
+    assert cfg.smem_bytes == 1024 + cfg.stages * (32 * 128 + 128 * 64 + 512) + 16 * cfg.stages + 4
     assert "__launch_bounds__(TILE::THREADS, TILE::CTAS)" in HEADER
     assert "CONSUMER_REGS = CTAS == 2 ? 96 : 232" in HEADER
     wide = cfg.model_copy(update={"rs_block_m": 128, "rs_ctas_per_sm": 1})

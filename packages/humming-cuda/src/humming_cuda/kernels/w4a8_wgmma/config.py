@@ -73,14 +73,19 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
         return self.rs_block_m * BLOCK_K + BLOCK_N * BLOCK_K // 2
 
     @property
+    def scale_bytes(self) -> int:
+        """Per stage (out^T form): its K block's group scale of each of the tile's weight rows."""
+        return 4 * BLOCK_N if self.weights_in_registers else 0
+
+    @property
     def smem_bytes(self) -> int:
-        """Mirrors WgmmaW4a8Tile::SMEM_BYTES: alignment slack, the ring, the expanded tiles, the
-        ring's mbarriers, the split flag."""
+        """Mirrors WgmmaW4a8Tile::SMEM_BYTES: alignment slack, the ring, the stages' scales, the
+        expanded tiles, the ring's mbarriers, the split flag."""
         buffers = 0 if self.weights_in_registers else EXPANDED_BUFFERS
         expanded = CONSUMERS * buffers * BLOCK_N * BLOCK_K
         return (
             ALIGN_SLACK
-            + self.stages * self.stage_bytes
+            + self.stages * (self.stage_bytes + self.scale_bytes)
             + expanded
             + self.barrier_bytes
             + SPLIT_FLAG_BYTES

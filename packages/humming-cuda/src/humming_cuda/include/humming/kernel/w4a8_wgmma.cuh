@@ -68,11 +68,13 @@ struct WgmmaW4a8Tile {
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
   static constexpr int A_BYTES = BM * BK, P_BYTES = BN * BK / 2, STAGE_BYTES = A_BYTES + P_BYTES;
   static constexpr int X_BYTES = BN * BK, X_BUFFERS = REG_A ? 0 : 2;  // expanded W per consumer
+  // out^T form: per stage, its K block's group scale of each of the tile's BN weight rows
+  static constexpr int SCALE_BYTES = REG_A ? 4 * BN : 0;
   // 1024 bytes of slack to align everything to the 128B-swizzle atom, the ring, the expanded
-  // tiles, then the full / empty barriers, then split-K's "last split" flag (mirrors
-  // W4a8WgmmaConfig.smem_bytes)
-  static constexpr int SMEM_BYTES =
-      1024 + STAGES * STAGE_BYTES + CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES + 4;
+  // tiles, the stages' scales, then the full / empty barriers, then split-K's "last split" flag
+  // (mirrors W4a8WgmmaConfig.smem_bytes)
+  static constexpr int SMEM_BYTES = 1024 + STAGES * (STAGE_BYTES + SCALE_BYTES) +
+                                    CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES + 4;
   static_assert(STAGE_BYTES % 1024 == 0, "every stage's A tile starts on a swizzle atom");
 };
 
@@ -95,8 +97,9 @@ struct W4a8WgmmaKernel {
   };
 
   struct Smem {
-    u32 data, x, full, empty;  // ring (A, then the packed slab), expanded tiles, barriers
+    u32 data, x, scales, full, empty;  // ring (A, then the packed slab), expanded tiles, barriers
     HM_DEVICE u32 a(int s) const { return data + s * Tile::STAGE_BYTES; }
+    HM_DEVICE u32 scale(int s, int row) const { return scales + s * Tile::SCALE_BYTES + 4 * row; }
     HM_DEVICE u32 b(int s) const { return a(s) + Tile::A_BYTES; }  // the packed 4-bit slab
     HM_DEVICE u32 expanded(int wg, int it) const {
       return x + (wg * Tile::X_BUFFERS + it % Tile::X_BUFFERS) * Tile::X_BYTES;
@@ -214,14 +217,28 @@ struct W4a8WgmmaKernel {
     }
   }
 
-  // The group's weight scale of this thread's rows (0 past N): the accumulator rows are weight
-  // rows in this form, so two scales per thread and block instead of 32. Loaded before the
-  // block's wgmma is waited for, so their latency hides behind it.
-  HM_DEVICE static void load_row_scales(const Args& a, int g, int n0, int wg, float (&ws)[2]) {
+  // Producer warp 1 (out^T form): each K block's group scale of the tile's BN weight rows (0 past
+  // N) into its stage once the consumers have released it; each lane then arrives on the stage's
+  // full barrier with the TMA thread. The accumulator rows are weight rows in this form, so a
+  // consumer thread reads two scales per block from the stage. Why: loaded by the consumers from
+  // global memory between their wgmmas, such per-block factors cost w8a8_wgmma's FP8 block-128 a
+  // fifth of its time (kernel/w8a8_wgmma.cuh). The loads are issued before the wait for the stage.
+  HM_DEVICE static void produce_row_scales(const Args& a, const Smem& sm, int kb0, int iters,
+                                           int n0) {
+    const int lane = threadIdx.x % 32;
+    for (int it = 0; it < iters; ++it) {
+      const int s = it % STAGES;
+      const long long g = (kb0 + it) * BK / Fmt::W_GROUP;
+      float w[BN / 32];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int n = n0 + 64 * wg + tile_row() + 8 * h;
-      ws[h] = n < a.N ? __ldg(a.w_scales + static_cast<long long>(g) * a.N + n) : 0.f;
+      for (int i = 0; i < BN / 32; ++i) {
+        const int n = n0 + 32 * i + lane;
+        w[i] = n < a.N ? __ldg(a.w_scales + g * a.N + n) : 0.f;
+      }
+      mbar_wait(sm.empty_bar(s), ((it / STAGES) & 1) ^ 1);
+#pragma unroll
+      for (int i = 0; i < BN / 32; ++i) st_shared_u32(sm.scale(s, 32 * i + lane), __float_as_uint(w[i]));
+      mbar_arrive(sm.full_bar(s));  // releases this lane's stores to the consumers' wait
     }
   }
 
@@ -236,12 +253,12 @@ struct W4a8WgmmaKernel {
   // slab words are read and expanded into `nxt`, so only the promotion is left between one
   // block's wgmma and the next. `cur` stays live (fence_registers_u32) until the wgmma_wait: the
   // hardware reads register operands while the wgmma runs.
-  HM_DEVICE static void step_t(const Args& a, const Smem& sm, int kb0, int it, int iters, int n0,
-                               int wg, u32 (&cur)[4][4], u32 (&nxt)[4][4], float (&acc)[ACC],
-                               float (&total)[ACC]) {
+  HM_DEVICE static void step_t(const Smem& sm, int it, int iters, int wg, u32 (&cur)[4][4],
+                               u32 (&nxt)[4][4], float (&acc)[ACC], float (&total)[ACC]) {
     const int s = it % STAGES;
-    float ws[2];
-    load_row_scales(a, (kb0 + it) * BK / Fmt::W_GROUP, n0, wg, ws);
+    float ws[2];  // this thread's two weight rows' group scales (the stage is full)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) ws[h] = __uint_as_float(ld_shared_u32(sm.scale(s, 64 * wg + tile_row() + 8 * h)));
     const u64 db = sw128_kmajor_desc(sm.a(s));
     fence_registers(acc);
     wgmma_fence();
@@ -261,13 +278,13 @@ struct W4a8WgmmaKernel {
     fence_registers(acc);
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) fence_registers_u32(cur[ks]);
+    __syncwarp();  // orders the lanes' scale reads before the release
     if (threadIdx.x % 32 == 0) mbar_arrive(sm.empty_bar(s));  // this warp no longer reads it
     promote_rows(acc, ws, total);
   }
 
   // Two fragment sets in turn (named, not indexed by it % 2, which would put them in local memory).
-  HM_DEVICE static void consume_t(const Args& a, const Smem& sm, int kb0, int iters, int n0,
-                                  int wg, float (&total)[ACC]) {
+  HM_DEVICE static void consume_t(const Smem& sm, int iters, int wg, float (&total)[ACC]) {
     float acc[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
@@ -279,8 +296,8 @@ struct W4a8WgmmaKernel {
       expand_fragments(raw, even);
     }
     for (int it = 0; it < iters; it += 2) {
-      step_t(a, sm, kb0, it, iters, n0, wg, even, odd, acc, total);
-      if (it + 1 < iters) step_t(a, sm, kb0, it + 1, iters, n0, wg, odd, even, acc, total);
+      step_t(sm, it, iters, wg, even, odd, acc, total);
+      if (it + 1 < iters) step_t(sm, it + 1, iters, wg, odd, even, acc, total);
     }
   }
 
@@ -330,8 +347,9 @@ struct W4a8WgmmaKernel {
     extern __shared__ uint4 smem_u4[];
     const u32 base = (smem_addr(smem_u4) + 1023u) & ~1023u;  // the 128B swizzle atom alignment
     const u32 x = base + STAGES * Tile::STAGE_BYTES;
-    const u32 bars = x + Tile::CONSUMERS * Tile::X_BUFFERS * Tile::X_BYTES;
-    const Smem sm{base, x, bars, bars + 8 * STAGES};
+    const u32 scales = x + Tile::CONSUMERS * Tile::X_BUFFERS * Tile::X_BYTES;
+    const u32 bars = scales + STAGES * Tile::SCALE_BYTES;
+    const Smem sm{base, x, scales, bars, bars + 8 * STAGES};
     const u32 flag = bars + 16 * STAGES;
     const int wg = threadIdx.x / 128;
     const TileCoord tile = grouped_tile<Tile::GROUP_M>();
@@ -339,11 +357,12 @@ struct W4a8WgmmaKernel {
     // This split's K blocks (all of them when unsplit); the host leaves no split empty.
     const int kb0 = blockIdx.z * a.iters_per_split;
     const int iters = min(ceil_div(a.K, BK), kb0 + a.iters_per_split) - kb0;
-    init_ring_barriers<STAGES, Tile::CONSUMERS>(sm.full, sm.empty);
+    init_ring_barriers<STAGES, Tile::CONSUMERS, 4, Tile::REG_A ? 32 : 0>(sm.full, sm.empty);
     if (wg == 0) {
       // The consumers synchronise on their own named barriers: the producer warpgroup may exit.
       // The out^T form hands its registers to the consumers (two fragment sets in flight).
       if constexpr (Tile::REG_A) setmaxnreg_dec<Tile::PRODUCER_REGS>();
+      if (Tile::REG_A && threadIdx.x / 32 == 1) produce_row_scales(a, sm, kb0, iters, n0);
       if (threadIdx.x == 0) {
         tma_prefetch_descriptor(&ta);
         tma_prefetch_descriptor(&tw);
@@ -357,7 +376,7 @@ struct W4a8WgmmaKernel {
 #pragma unroll
     for (int i = 0; i < ACC; ++i) total[i] = 0.f;
     if constexpr (Tile::REG_A) {
-      consume_t(a, sm, kb0, iters, n0, wg - 1, total);
+      consume_t(sm, iters, wg - 1, total);
     } else {
       consume(a, sm, kb0, iters, n0, wg - 1, total);
     }
