@@ -3,6 +3,8 @@ quantizer format, and that the error bound of w8a8_cases.py is tight enough to c
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from w8a8_cases import FORMATS, conformance_cases, error_bound, make_spec
@@ -17,6 +19,10 @@ from humming_cuda.kernels.act_quant import ActQuantFormat, unsupported_reason
 from humming_cuda.kernels.w8a8 import FAMILY, W8a8Config
 from humming_cuda.kernels.w8a8.config import W8a8Format
 from humming_cuda.kernels.w8a8.layout import W8a8Layout, codes_to_canonical
+
+ACT_QUANT_HEADER = (
+    Path(__file__).parents[1] / "src/humming_cuda/include/humming/kernel/act_quant.cuh"
+).read_text()
 
 PRESETS = ("W8A8_INT8", "W8A8_FP8", "FP8_BLOCK128")
 PROBLEM = GemmProblem(n=4096, k=4096, m=16)
@@ -144,8 +150,10 @@ def test_act_quant_format(act, mode, rows):
     assert fmt.mode == mode and fmt.scale_rows(272) == rows
     entries = fmt.entries("k")
     assert "k_quant_fp16, half" in entries and "k_quant_bf16, nv_bfloat16" in entries
-    # group mode: 16 lanes per group of 128, 256 threads per CTA
-    assert fmt.grid(10, 272) == (10 if mode != "group" else -(-(3 * 10 * 16) // 256))
+    # group mode: 8 lanes per group of 128 (16 values each), 256 threads per CTA
+    assert fmt.grid(10, 272) == (10 if mode != "group" else -(-(3 * 10 * 8) // 256))
+    if mode == "group":
+        assert "kPerLane = GROUP < 16 ? 8 : 16;" in ACT_QUANT_HEADER
 
 
 def test_act_quant_refuses_4bit_and_mx():

@@ -131,7 +131,8 @@ class ActQuantFormat:
     def grid(self, m: int, k: int) -> int:
         if self.mode != "group":
             return m
-        lanes = self.scale_rows(k) * m * (self.group // 8)
+        # lanes per group: ActQuant::kLanes (two 16-byte chunks of 8 values each per lane)
+        lanes = self.scale_rows(k) * m * (self.group // min(self.group, 16))
         return -(-lanes // THREADS)
 
 
