@@ -8,10 +8,11 @@ CASE: indices into CASES, to run only those (with HUMMING_LINEINFO=1 a report na
 Covers split-K (M=1, long K; wna16 and w8a8), N/M/K tails, integer zero points, float zero points,
 MX scales and bf16, and the sm_90a wgmma kernels (wna16_wgmma on grids large enough to be chosen,
 in both forms and the register form's narrow small-M tiles with split-K, w8a8_wgmma with its
-activation quantizer, w4a8_wgmma); the M <= 8 WnA16 cases run the wna16_decode kernels (split-K
-included at M=1), M = 9-16 with 4-bit codes wna16's, every larger M wna16_wgmma (its register
-form's 16-128-row tiles with split-K where the grid is small, two CTAs per SM for 16 and 32 rows
-where they finish first).
+activation quantizer, FP8 block-128's factors staged by a producer warp, w4a8_wgmma); the per-token
+quantizer on rows longer than it keeps in shared memory; the M <= 8 WnA16 cases run the
+wna16_decode kernels (split-K included at M=1), M = 9-16 with 4-bit codes wna16's, every larger M
+wna16_wgmma (its register form's 16-128-row tiles with split-K where the grid is small, two CTAs
+per SM for 16 and 32 rows where they finish first).
 Each result is checked against the reference so a silent corruption also fails.
 """
 
@@ -43,6 +44,8 @@ CASES = [  # (preset, act dtype, M, N, K)
     ("W4A16_G128", "bf16", 130, 1000, 3000),  # three 64-row tiles (an M tail), K split 5 ways
     ("W4A16_G128", "fp16", 130, 8192, 4096),  # two 128-row tiles (an M tail), K split 2 ways
     ("W4A16_G128", "fp16", 20, 36864, 1024),  # its 32-row tile at two CTAs per SM (144 tiles)
+    ("FP8_BLOCK128", "bf16", 200, 264, 384),  # w8a8_wgmma: a producer warp stages block factors
+    ("W8A8_FP8", "bf16", 3, 136, 17408),  # per-token rows longer than the quantizer keeps
 ]
 
 
