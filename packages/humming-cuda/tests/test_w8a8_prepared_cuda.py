@@ -1,6 +1,8 @@
-"""The prepared W8A8 / W4A8 call on a GPU (kernels/w8a8/call.py): the same result as the fully
-checked call (bit-identical: split-K partials are summed in split order), within the format's
-bound of the reference, unsplit and split, over growing M, and replayed from a CUDA graph."""
+"""The prepared W8A8 / W4A8 calls on a GPU (kernels/w8a8/call.py, and kernels/w8a8_wgmma/call.py
+for the sm_90a wgmma kernels): the same result as the fully checked call (bit-identical: split-K
+partials are summed in split order), within the format's bound of the reference, unsplit and
+split, over growing M (the wgmma kernels' activation boxes change at 64 rows), and replayed from
+a CUDA graph."""
 
 from __future__ import annotations
 
@@ -20,15 +22,15 @@ pytestmark = [
 N, K = 320, 1024
 
 
-def _kernel(spec, split_k: int):
+def _kernel(spec, split_k: int, family=None, m: int = 1, **fields):
     from humming_cuda.kernels.w8a8 import FAMILY as W8A8
 
     device = get_device("cuda")
     weights = quantize_weight(
         torch.randn(N, K, generator=torch.Generator().manual_seed(5)) * 0.05, spec
     )
-    config = W8A8.candidates(spec, GemmProblem(n=N, k=K, m=1), device.caps())[0]
-    config = config.model_copy(update={"split_k": split_k})
+    config = (family or W8A8).candidates(spec, GemmProblem(n=N, k=K, m=m), device.caps())[0]
+    config = config.model_copy(update={"split_k": split_k, **fields})
     packed = device.weight_layout(spec, config).pack(weights, "cuda")
     kernel = device.load(jit.get_or_build(device, device.render(spec, config)))
     return kernel, packed, weights
@@ -48,6 +50,33 @@ def test_prepared_call_equals_the_checked_call(name, split_k):
         kernel(x=x, out=full, **packed)
         assert torch.equal(fast, full), f"{name} M={m} split_k={split_k}"
         assert within_bound(fast, x, weights) <= 1.0, f"{name} M={m} split_k={split_k}"
+    assert call.template is not None
+
+
+WGMMA = [  # (preset, split_k, config fields)
+    ("W8A8_FP8", 1, {"persistent": True}),
+    ("FP8_BLOCK128", 3, {}),
+    ("W4A8_FP8", 2, {}),
+]
+
+
+@pytest.mark.parametrize(("name", "split_k", "fields"), WGMMA, ids=[w[0] for w in WGMMA])
+def test_wgmma_prepared_call_equals_the_checked_call(name, split_k, fields):
+    from humming_cuda.kernels.w4a8_wgmma import FAMILY as W4A8_WGMMA
+    from humming_cuda.kernels.w8a8_wgmma import FAMILY as W8A8_WGMMA
+
+    spec = presets.preset(name)
+    family = W4A8_WGMMA if name == "W4A8_FP8" else W8A8_WGMMA
+    kernel, packed, weights = _kernel(spec, split_k, family, 300, **fields)
+    call = kernel.prepare(**packed)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[spec.output_dtype]
+    for m in (300, 40, 17, 300, 130):  # the quick path from the second call
+        x = torch.randn(m, K, device="cuda").to(torch.bfloat16)
+        fast, full = (torch.full((m, N), float("nan"), device="cuda").to(dtype) for _ in range(2))
+        call(x, fast)
+        kernel(x=x, out=full, **packed)
+        assert torch.equal(fast, full), f"{name} M={m}"
+        assert within_bound(fast, x, weights) <= 1.0, f"{name} M={m}"
     assert call.template is not None
 
 

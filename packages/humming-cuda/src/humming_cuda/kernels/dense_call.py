@@ -98,9 +98,11 @@ class PreparedDenseCall:
                 self.ws_rows = grid_m
             ws, ct = self.workspace
             struct.workspace, struct.counters = ws.data_ptr(), ct.data_ptr()
-        self.launcher.launch(
-            (self.grid_n, grid_m, self.split), self.block, self.smem, params.address
-        )
+        self.launcher.launch(self.grid(grid_m), self.block, self.smem, params.address)
+
+    def grid(self, grid_m: int) -> tuple[int, int, int]:
+        """The launch grid for `grid_m` row tiles: one CTA per tile and split."""
+        return (self.grid_n, grid_m, self.split)
 
     def _checked_call(self, x: Any, out: Any, extra: dict[str, Any]) -> None:
         kernel = self.kernel

@@ -5,6 +5,7 @@ one CTA per SM walking the tiles."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -16,7 +17,7 @@ from ...launch import Launcher
 from ..act_quant import ActQuantizer
 from ..common_bind import check_x_out, out_arg
 from ..family import arch_has_pdl
-from ..split_k import split_launch
+from ..split_k import split_launch, tile_workspace
 from ..w8a8.config import W8a8Format
 from .config import BLOCK_K
 from .tma import BOX_ROWS, HALF_BOX_ROWS, TensorMapCache, TensorMapParam
@@ -53,10 +54,12 @@ class W8a8WgmmaKernel:
     """`kernel(x=..., out=..., [act_scale=...], **packed)`: out[M, N] = quant(x) @ W^T (+ bias).
 
     x is fp16 or bf16 [M, K]; `packed` is the w8a8 layout's qweight / weight_scale / bias.
+    `kernel.prepare(**packed)` binds one layer's weights for repeated calls (W8a8WgmmaCall).
     Subclasses for other weight forms (w4a8_wgmma) set `signature`, `k_dims` and `PACKED`."""
 
     signature_of = staticmethod(signature)
     PACKED = False  # qweight holds the W4A8 layout's 4-bit slabs (their own tensor map)
+    max_m = 1 << 31  # rows of x one launch computes (PreparedDenseCall's quick check)
 
     def __init__(self, function: Any, spec: QuantSpec, config: Any) -> None:
         self.fmt = W8a8Format.from_spec(spec)
@@ -70,18 +73,35 @@ class W8a8WgmmaKernel:
         ctypes_list = (TensorMapParam, TensorMapParam, *self.signature.ctypes[2:])
         self.launcher = Launcher(function, ctypes_list)
         self.maps = TensorMapCache()
-        function.reserve_smem(config.smem_bytes)
+        self.smem = config.smem_bytes
+        function.reserve_smem(self.smem)
         # a persistent config's grid: the CTAs the device holds at once (one per SM)
         persistent = getattr(config, "persistent", False)
-        self.resident = (
-            function.resident_ctas(config.threads, config.smem_bytes) if persistent else 0
-        )
+        self.resident = function.resident_ctas(config.threads, self.smem) if persistent else 0
 
     def __call__(self, **values: Any) -> None:
+        grid, params, _, quantize = self.checked(values)
+        quantize()
+        if grid[0]:
+            self.launcher(grid, (self.config.threads, 1, 1), params, self.smem)
+
+    def prepare(self, **packed: torch.Tensor) -> Any:
+        from .call import W8a8WgmmaCall
+
+        return W8a8WgmmaCall(self, packed)
+
+    def checked(
+        self, values: dict[str, Any]
+    ) -> tuple[tuple[int, int, int], list, dict[str, int], Callable[[], None]]:
+        """(grid, parameters in order with the two tensor maps first, dims, the quantizer's
+        launch): every argument checked, the quantized activations' buffers allocated. Raises
+        naming what is wrong."""
         values = dict(values)
         x, out = values.pop("x"), values["out"]
         check_x_out(self.name, x, out)
-        values["a"], values["a_scales"] = self.quantizer(x, values.pop("act_scale", None))
+        values["a"], values["a_scales"], quantize = self.quantizer.checked(
+            x, values.pop("act_scale", None)
+        )
         m, n = out.shape
         cfg = self.config
         grid_n, grid_m = -(-n // cfg.block_n), -(-m // cfg.block_m)
@@ -89,13 +109,12 @@ class W8a8WgmmaKernel:
         values.update(buffers)
         a_rows = self.a_box_rows(m)  # one value for the map and the kernel's expected bytes
         dims = {"LDC": out.stride(0), "AR": a_rows, **self.k_dims(x.shape[1]), **split_dims}
-        _, params = self.signature.bind(values, dims, self.function.device_index)
-        if m == 0:
-            return
+        dims, params = self.signature.bind(values, dims, self.function.device_index)
+        if not m:
+            return (0, 0, 0), params, dims, quantize
         params[0] = self.maps.get(values["a"], "activations a", box_rows=a_rows)
         params[1] = self.maps.get(values["qweight"], "qweight", packed=self.PACKED)
-        grid = self.grid(grid_n, grid_m, splits)
-        self.launcher(grid, (cfg.threads, 1, 1), params, cfg.smem_bytes)
+        return self.grid(grid_n, grid_m, splits), params, dims, quantize
 
     def grid(self, grid_n: int, grid_m: int, splits: int) -> tuple[int, int, int]:
         """One CTA per tile and split, or (persistent, never split) the resident CTAs, at most
@@ -115,6 +134,14 @@ class W8a8WgmmaKernel:
         if m <= HALF_BOX_ROWS or self.config.block_m == HALF_BOX_ROWS:
             return HALF_BOX_ROWS
         return BOX_ROWS
+
+    def split_k_buffers(
+        self, device: torch.device, grid_n: int, grid_m: int, split: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Shared fp32 workspace (a tile per split and tile) and zeroed tile counters big enough
+        for this grid (a prepared call's growing M)."""
+        cfg = self.config
+        return tile_workspace(device, grid_n * grid_m, split, cfg.block_m * cfg.block_n)
 
     def split_k(
         self, k: int, tiles: int, device: torch.device
