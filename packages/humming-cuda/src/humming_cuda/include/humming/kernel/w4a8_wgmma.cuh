@@ -237,7 +237,9 @@ struct W4a8WgmmaKernel {
       }
       mbar_wait(sm.empty_bar(s), ((it / STAGES) & 1) ^ 1);
 #pragma unroll
-      for (int i = 0; i < BN / 32; ++i) st_shared_u32(sm.scale(s, 32 * i + lane), __float_as_uint(w[i]));
+      for (int i = 0; i < BN / 32; ++i) {
+        st_shared_u32(sm.scale(s, 32 * i + lane), __float_as_uint(w[i]));
+      }
       mbar_arrive(sm.full_bar(s));  // releases this lane's stores to the consumers' wait
     }
   }
@@ -258,7 +260,9 @@ struct W4a8WgmmaKernel {
     const int s = it % STAGES;
     float ws[2];  // this thread's two weight rows' group scales (the stage is full)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) ws[h] = __uint_as_float(ld_shared_u32(sm.scale(s, 64 * wg + tile_row() + 8 * h)));
+    for (int h = 0; h < 2; ++h) {
+      ws[h] = __uint_as_float(ld_shared_u32(sm.scale(s, 64 * wg + tile_row() + 8 * h)));
+    }
     const u64 db = sw128_kmajor_desc(sm.a(s));
     fence_registers(acc);
     wgmma_fence();

@@ -107,7 +107,9 @@ struct W8a8WgmmaKernel {
     u32 data, factors, full, empty;  // smem: stage s holds A at data + s*STAGE_BYTES, then W
     HM_DEVICE u32 a(int s) const { return data + s * Tile::STAGE_BYTES; }
     HM_DEVICE u32 b(int s) const { return a(s) + Tile::A_BYTES; }
-    HM_DEVICE u32 factor(int s, int row) const { return factors + s * Tile::FACTOR_BYTES + 4 * row; }
+    HM_DEVICE u32 factor(int s, int row) const {
+      return factors + s * Tile::FACTOR_BYTES + 4 * row;
+    }
     HM_DEVICE u32 full_bar(int s) const { return full + 8 * s; }
     HM_DEVICE u32 empty_bar(int s) const { return empty + 8 * s; }
   };
@@ -131,7 +133,9 @@ struct W8a8WgmmaKernel {
       }
       mbar_wait(r.empty_bar(s), ((q / STAGES) & 1) ^ 1);
 #pragma unroll
-      for (int i = 0; i < BM / 32; ++i) st_shared_u32(r.factor(s, 32 * i + lane), __float_as_uint(f[i]));
+      for (int i = 0; i < BM / 32; ++i) {
+        st_shared_u32(r.factor(s, 32 * i + lane), __float_as_uint(f[i]));
+      }
       mbar_arrive(r.full_bar(s));  // releases this lane's stores to the consumers' wait
     }
   }
