@@ -20,7 +20,12 @@ cubins only: the modules' quantizer entries wait for the previous grid (griddepc
 ActQuantizer launches them with PDL), the GEMM entries' code is unchanged. On the H200 with that
 change: test_act_quant_cuda.py (codes and scales bit-identical to the reference), the W8A8 /
 W4A8 split-K, user-API and PDL-chain tests of test_w8a8_conformance.py and the MoE a8
-conformance passed (benchmarks/notes/session23.md, section 2).
+conformance passed (benchmarks/notes/session23.md, section 2). Retaken in session 26 for the
+quantizer entries (every case: they share each module): 16-byte loads, quotients by
+RoundedDivisor, per-token rows kept in shared memory, two chunks per lane in group mode; the GEMM
+entries' code is unchanged. On the H200 with exactly that code: test_act_quant_cuda.py (with a
+4M-value bit-identity test), test_w8a8_conformance.py, test_w8a8_wgmma_conformance.py, 268 passed
+(benchmarks/notes/session26.md, run 42).
 test_w8a8_nvidia_identity.py compares against them.
 
 Regenerate (only for a deliberate NVIDIA kernel change that has been re-verified on hardware):

@@ -23,11 +23,21 @@ struct Epilogue {
     return v;
   }
 
-  // Store one accumulator pair (columns n, n+1 of row m), loading the two columns' factors.
+  // Store one accumulator pair (columns n, n+1 of row m).
   HM_DEVICE void store_pair(OutT* out, int ldc, int M, int N, int m, int n, float v0, float v1,
                             float global) const {
     if (m >= M || n >= N) return;
-    store_pair(out, ldc, M, N, m, n, v0, v1, column(n, N), column(n + 1, N), global);
+    OutT* dst = out + static_cast<long long>(m) * ldc + n;
+    const float r0 = apply(v0, n, global);
+    if (n + 1 < N) {
+      const float r1 = apply(v1, n + 1, global);
+      if ((ldc & 1) == 0) {
+        store2(dst, r0, r1);
+        return;
+      }
+      dst[1] = convert_out<OutT>(r1);
+    }
+    dst[0] = convert_out<OutT>(r0);
   }
 
   // A column's factors, loaded ahead of the stores that use them (store_pair below): the output
