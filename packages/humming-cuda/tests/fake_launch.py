@@ -114,3 +114,25 @@ def fake_split_workspace(monkeypatch) -> list[tuple[torch.Tensor, torch.Tensor]]
 
     monkeypatch.setattr(split_k.SPLIT_K_BUFFERS, "get", get)
     return held
+
+
+def fake_act_quantizer(monkeypatch) -> None:
+    """A quantizing kernel's module quantizer entries as fake functions whose launches are recorded
+    (`kernel.quantizer._by_dtype[dtype][2].launches`), and the q and scales buffers each call
+    allocates on the fake cuda:0 as x is."""
+    from humming_cuda.kernels.act_quant import ActQuantizer
+
+    def from_module(fmt, loaded, base, pdl):
+        quantizer = ActQuantizer(fmt, {"fp16": FakeFunction(), "bf16": FakeFunction()}, pdl)
+        for dtype, (fn, sig, _) in list(quantizer._by_dtype.items()):
+            quantizer._by_dtype[dtype] = (fn, sig, Recorder(sig.ctypes))
+        return quantizer
+
+    monkeypatch.setattr(ActQuantizer, "from_module", staticmethod(from_module))
+    empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: cuda(empty(*a, **k)))
+
+
+def quant_launches(kernel, dtype=torch.bfloat16) -> list:
+    """The recorded launches of `kernel`'s quantizer entry for x of `dtype` (fake_act_quantizer)."""
+    return kernel.quantizer._by_dtype[dtype][2].launches

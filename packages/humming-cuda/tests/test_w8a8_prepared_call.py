@@ -13,14 +13,15 @@ from fake_launch import (
     Recorder,
     assert_refused_after_template,
     cuda,
+    fake_act_quantizer,
     fake_split_workspace,
+    quant_launches,
 )
 
 from humming_core.device import GemmProblem
 from humming_core.numerics import quantize_weight
 from humming_core.spec import presets
 from humming_cuda.caps import caps_for_arch
-from humming_cuda.kernels.act_quant import ActQuantizer
 from humming_cuda.kernels.w8a8 import FAMILY
 from humming_cuda.kernels.w8a8.bind import W8a8Kernel
 
@@ -30,18 +31,7 @@ N, K = 512, 1024
 
 @pytest.fixture(autouse=True)
 def fake_quantizer(monkeypatch):
-    """The module's quantizer entries as fake functions whose launches are recorded."""
-
-    def from_module(fmt, loaded, base, pdl):
-        quantizer = ActQuantizer(fmt, {"fp16": FakeFunction(), "bf16": FakeFunction()}, pdl)
-        for dtype, (fn, sig, _) in list(quantizer._by_dtype.items()):
-            quantizer._by_dtype[dtype] = (fn, sig, Recorder(sig.ctypes))
-        return quantizer
-
-    monkeypatch.setattr(ActQuantizer, "from_module", staticmethod(from_module))
-    # the q and scales buffers each call allocates, on the fake cuda:0 as x is
-    empty = torch.empty
-    monkeypatch.setattr(torch, "empty", lambda *a, **k: cuda(empty(*a, **k)))
+    fake_act_quantizer(monkeypatch)
 
 
 @pytest.fixture(autouse=True)
@@ -61,10 +51,6 @@ def make(spec, m: int = 1) -> tuple[W8a8Kernel, dict[str, torch.Tensor]]:
 def operands(m: int, dtype=torch.bfloat16, out_dtype=torch.bfloat16):
     x = cuda(torch.randn(m, K).to(dtype))
     return x, cuda(torch.zeros(m, N, dtype=out_dtype))
-
-
-def quant_launches(kernel: W8a8Kernel, dtype=torch.bfloat16) -> list:
-    return kernel.quantizer._by_dtype[dtype][2].launches
 
 
 @pytest.mark.parametrize("name", ["W4A8_FP8", "W8A8_FP8"])

@@ -40,16 +40,22 @@ def _kernel(spec, split_k: int, family=None, m: int = 1, **fields):
 @pytest.mark.parametrize("split_k", [1, 4])
 def test_prepared_call_equals_the_checked_call(name, split_k):
     spec = presets.preset(name)
-    kernel, packed, weights = _kernel(spec, split_k)
+    # the quick path from the second call; the workspace grows
+    _check_prepared(spec, *_kernel(spec, split_k), (1, 3, 16, 1, 40), f"{name} split_k={split_k}")
+
+
+def _check_prepared(spec, kernel, packed, weights, ms, label: str) -> None:
+    """The prepared call's output equals the checked call's bit for bit, within the reference
+    bound, for each M of `ms` in turn (the first builds the template)."""
     call = kernel.prepare(**packed)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[spec.output_dtype]
-    for m in (1, 3, 16, 1, 40):  # the quick path from the second call; the workspace grows
+    for m in ms:
         x = torch.randn(m, K, device="cuda").to(torch.bfloat16)
         fast, full = (torch.full((m, N), float("nan"), device="cuda").to(dtype) for _ in range(2))
         call(x, fast)
         kernel(x=x, out=full, **packed)
-        assert torch.equal(fast, full), f"{name} M={m} split_k={split_k}"
-        assert within_bound(fast, x, weights) <= 1.0, f"{name} M={m} split_k={split_k}"
+        assert torch.equal(fast, full), f"{label} M={m}"
+        assert within_bound(fast, x, weights) <= 1.0, f"{label} M={m}"
     assert call.template is not None
 
 
@@ -67,17 +73,8 @@ def test_wgmma_prepared_call_equals_the_checked_call(name, split_k, fields):
 
     spec = presets.preset(name)
     family = W4A8_WGMMA if name == "W4A8_FP8" else W8A8_WGMMA
-    kernel, packed, weights = _kernel(spec, split_k, family, 300, **fields)
-    call = kernel.prepare(**packed)
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[spec.output_dtype]
-    for m in (300, 40, 17, 300, 130):  # the quick path from the second call
-        x = torch.randn(m, K, device="cuda").to(torch.bfloat16)
-        fast, full = (torch.full((m, N), float("nan"), device="cuda").to(dtype) for _ in range(2))
-        call(x, fast)
-        kernel(x=x, out=full, **packed)
-        assert torch.equal(fast, full), f"{name} M={m}"
-        assert within_bound(fast, x, weights) <= 1.0, f"{name} M={m}"
-    assert call.template is not None
+    built = _kernel(spec, split_k, family, 300, **fields)
+    _check_prepared(spec, *built, (300, 40, 17, 300, 130), name)  # across the 64-row boxes
 
 
 def test_graph_replay_of_the_quick_path():

@@ -17,13 +17,14 @@ from fake_launch import (
     Recorder,
     assert_refused_after_template,
     cuda,
+    fake_act_quantizer,
     fake_split_workspace,
+    quant_launches,
 )
 
 from humming_core.numerics import quantize_weight
 from humming_core.spec import presets
 from humming_cuda.caps import caps_for_arch
-from humming_cuda.kernels.act_quant import ActQuantizer
 from humming_cuda.kernels.w4a8_wgmma import FAMILY as W4A8
 from humming_cuda.kernels.w4a8_wgmma.bind import W4a8WgmmaKernel
 from humming_cuda.kernels.w4a8_wgmma.config import W4a8WgmmaConfig
@@ -44,17 +45,7 @@ class FakeMaps:
 
 @pytest.fixture(autouse=True)
 def fake_quantizer(monkeypatch):
-    """The module's quantizer entries as fake functions whose launches are recorded."""
-
-    def from_module(fmt, loaded, base, pdl):
-        quantizer = ActQuantizer(fmt, {"fp16": FakeFunction(), "bf16": FakeFunction()}, pdl)
-        for dtype, (fn, sig, _) in list(quantizer._by_dtype.items()):
-            quantizer._by_dtype[dtype] = (fn, sig, Recorder(sig.ctypes))
-        return quantizer
-
-    monkeypatch.setattr(ActQuantizer, "from_module", staticmethod(from_module))
-    empty = torch.empty  # the q and scales buffers each call allocates, on the fake cuda:0
-    monkeypatch.setattr(torch, "empty", lambda *a, **k: cuda(empty(*a, **k)))
+    fake_act_quantizer(monkeypatch)
 
 
 @pytest.fixture(autouse=True)
@@ -85,10 +76,6 @@ def make(name: str):
 
 def operands(m: int, dtype=torch.bfloat16):
     return cuda(torch.randn(m, K).to(dtype)), cuda(torch.zeros(m, N, dtype=torch.bfloat16))
-
-
-def quant_launches(kernel, dtype=torch.bfloat16) -> list:
-    return kernel.quantizer._by_dtype[dtype][2].launches
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))

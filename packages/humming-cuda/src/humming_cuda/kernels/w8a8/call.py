@@ -35,9 +35,16 @@ class W8a8Call(PreparedDenseCall):
         self._held = threading.local()
 
     def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int) -> None:
-        q, scales = self.quant(x, address, lda)
+        q, scales = self.quantize(x, address, lda)
         struct.a, struct.a_scales = q.data_ptr(), scales.data_ptr()
+
+    def quantize(
+        self, x: torch.Tensor, address: int, lda: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Launch the quantizer into fresh q and scales, held until this thread's next call."""
+        q, scales = self.quant(x, address, lda)
         self._held.buffers = (q, scales)
+        return q, scales
 
     def _checked_call(self, x: Any, out: Any, extra: dict[str, Any]) -> None:
         kernel = self.kernel

@@ -28,13 +28,12 @@ class W8a8WgmmaCall(W8a8Call):
 
     def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int) -> None:
         kernel = self.kernel
-        q, scales = self.quant(x, address, lda)
+        q, scales = self.quantize(x, address, lda)
         rows = kernel.a_box_rows(x.shape[0])
         struct.a = kernel.maps.get(q, "activations a", box_rows=rows)
         struct.a_scales = scales.data_ptr()
         if self.patch_rows:
             struct.a_rows = rows
-        self._held.buffers = (q, scales)
 
     def keep_template(self, grid: tuple[int, int, int], params: list, dims: dict[str, int]) -> None:
         super().keep_template(grid, params, dims)
