@@ -22,9 +22,9 @@ from humming_cuda.kernels.w8a8_wgmma.tma import TileMapParams, tile_map_params
 
 SM90 = caps_for_arch("sm_90a")
 LARGE = GemmProblem(n=4096, k=4096, m=1024)
-HEADER = (
-    Path(__file__).parents[1] / "src/humming_cuda/include/humming/kernel/w8a8_wgmma.cuh"
-).read_text()
+KERNEL_DIR = Path(__file__).parents[1] / "src/humming_cuda/include/humming/kernel"
+HEADER = (KERNEL_DIR / "w8a8_wgmma.cuh").read_text()
+CTA_HEADER = (KERNEL_DIR / "wgmma_cta.cuh").read_text()
 
 
 @pytest.mark.parametrize("name", ["W8A8_FP8", "FP8_BLOCK128"])
@@ -72,17 +72,28 @@ def test_other_specs_are_refused_with_the_reason(spec, words):
 
 def test_configs_mirror_the_header():
     configs = FAMILY.candidates(presets.FP8_BLOCK128, LARGE, SM90)
-    # persistent first (unsplit), then one CTA per tile, each at both ring depths
-    assert [(c.persistent, c.stages) for c in configs] == [(1, 4), (1, 6), (0, 4), (0, 6)]
-    assert "template <int STAGES_, int GROUP_M_, int CONSUMERS_ = 2, bool PERSISTENT_ = false>" in (
-        HEADER
+    # persistent first (unsplit), then one CTA per tile, each at both ring depths; the bf16
+    # output leaves through staged rows where they fit (4 stages, not 6)
+    assert [(c.persistent, c.stages, c.staged_store) for c in configs] == [
+        (1, 4, 1),
+        (1, 6, 0),
+        (0, 4, 1),
+        (0, 6, 0),
+    ]
+    assert (
+        "template <int STAGES_, int GROUP_M_, int CONSUMERS_ = 2, bool PERSISTENT_ = false,\n"
+        "          bool STAGED_ = false>" in HEADER
     )
     # the kernel's tile constants that the Python side computes with
     assert "BM = 64 * CONSUMERS, BN = 128, BK = 128" in HEADER
     assert "CTAS = CONSUMERS == 1 ? 2 : 1" in HEADER
     assert "THREADS = 128 * (1 + CONSUMERS)" in HEADER
     assert "FACTOR_BYTES = 4 * BM;" in HEADER
-    assert "1024 + STAGES * (STAGE_BYTES + FACTOR_BYTES) + 16 * STAGES + 4;" in HEADER
+    assert "STAGED_BYTES = STAGED ? CONSUMERS * StagedRows::BYTES : 0;" in HEADER
+    assert (
+        "1024 + STAGES * (STAGE_BYTES + FACTOR_BYTES) + STAGED_BYTES + 16 * STAGES + 4;" in HEADER
+    )
+    assert "ROW_BYTES = 2 * 128 + 16, BYTES = 64 * ROW_BYTES;" in CTA_HEADER
     # per stage: the A and W tiles, then the tile rows' block factors (4 bytes each)
     wide = W8a8WgmmaConfig(arch="sm_90a", stages=6)
     assert wide.smem_bytes == 1024 + 6 * (32768 + 512) + 96 + 4
@@ -91,6 +102,29 @@ def test_configs_mirror_the_header():
     assert (narrow.block_m, narrow.threads, narrow.ctas_per_sm) == (64, 256, 2)
     assert narrow.fits_smem(SM90)  # two CTAs' rings in one SM
     assert not W8a8WgmmaConfig(arch="sm_90a", stages=5, tile_rows=64).fits_smem(SM90)
+    # staged output rows: 64 rows of 128 2-byte values, 16 bytes longer, per consumer warpgroup
+    rows = W8a8WgmmaConfig(arch="sm_90a", stages=4, staged_store=True)
+    assert rows.smem_bytes == 1024 + 4 * (32768 + 512) + 2 * 64 * (256 + 16) + 64 + 4
+    assert rows.fits_smem(SM90)
+    assert not rows.model_copy(update={"stages": 6}).fits_smem(SM90)
+
+
+def test_staged_rows_are_rendered_for_2_byte_outputs_of_128_row_tiles():
+    with pytest.raises(ValueError, match="staged_store needs the 128-row tile"):
+        W8a8WgmmaConfig(arch="sm_90a", stages=4, staged_store=True, tile_rows=64)
+    first = FAMILY.candidates(presets.W8A8_FP8, LARGE, SM90)[0]
+    assert first.staged_store
+    assert "humming::WgmmaFp8Tile<4, 8, 2, true, true>" in (
+        FAMILY.render(presets.W8A8_FP8, first, SM90).code
+    )
+    split = first.model_copy(update={"persistent": False})
+    assert "humming::WgmmaFp8Tile<4, 8, 2, false, true>" in (
+        FAMILY.render(presets.W8A8_FP8, split, SM90).code
+    )
+    fp32 = presets.W8A8_FP8.model_copy(
+        update={"epilogue": presets.W8A8_FP8.epilogue.model_copy(update={"out_dtype": "fp32"})}
+    )
+    assert not any(c.staged_store for c in FAMILY.candidates(fp32, LARGE, SM90))
 
 
 @pytest.mark.parametrize("name", ["W8A8_FP8", "FP8_BLOCK128"])
@@ -140,8 +174,12 @@ def test_render_instantiates_one_entry_with_the_spec_arguments():
     assert source.arch == "sm_90a"
     assert '#include "humming/kernel/w8a8_wgmma.cuh"' in source.code
     assert "humming::WgmmaFp8Format<2, true>" in source.code  # block weights, grouped acts
-    assert f"humming::WgmmaFp8Tile<{cfg.stages}, {cfg.group_m}, 2, true>" in source.code
-    one_per_tile = cfg.model_copy(update={"persistent": False})
+    assert f"humming::WgmmaFp8Tile<{cfg.stages}, {cfg.group_m}, 2, true, true>" in source.code
+    registers = cfg.model_copy(update={"staged_store": False})
+    assert f"humming::WgmmaFp8Tile<{cfg.stages}, {cfg.group_m}, 2, true>" in (
+        FAMILY.render(spec, registers, SM90).code
+    )
+    one_per_tile = registers.model_copy(update={"persistent": False})
     assert f"humming::WgmmaFp8Tile<{cfg.stages}, {cfg.group_m}>" in (
         FAMILY.render(spec, one_per_tile, SM90).code
     )

@@ -8,7 +8,10 @@ this family; a call replays correctly from a CUDA graph (tensor maps are kernel
 parameters captured by value). Split-K runs 2, 3 and 5 splits of uneven K ranges, twice in a row
 (the tile counters must be back at zero) and from a CUDA graph (bit-identical: the partials are
 summed in split order). The 64-row tile (two CTAs per SM, what M <= 64 runs on grids that fill the
-SMs) runs the cases of up to 64 rows, unsplit and split.
+SMs) runs the cases of up to 64 rows, unsplit and split. Staged output rows (2-byte outputs
+through shared memory and bulk copies) run persistent and split, into 16-byte aligned rows (the
+staged path), misaligned ones (the register stores it falls back to) and N tails of 6 columns
+(both paths in one launch).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import pytest
 import torch
 from w8a8_cases import Case
-from w8a8_wgmma_cases import SHAPES, SPLITS, split_cases, wgmma_cases
+from w8a8_wgmma_cases import SHAPES, SPLITS, split_cases, staged_tail_cases, wgmma_cases
 from wgmma_conformance import (
     TORCH_DTYPES,
     act8_inputs,
@@ -40,6 +43,7 @@ CASES = wgmma_cases()
 # the largest-K shape of each format (16 K blocks: both rings wrap) also runs the 6-stage config
 DEEP = CASES[len(SHAPES) - 1 :: len(SHAPES)]
 SPLIT_CASES = split_cases()
+STAGED_CASES = CASES + staged_tail_cases()
 
 
 @pytest.fixture(scope="module")
@@ -173,3 +177,41 @@ def test_persistent_kernel_matches_reference_on_any_grid(case: Case, device, per
     for ctas in (kernel.resident, 3, 1):
         kernel.resident = ctas
         check_act8_case(case, device, config, kernel)
+
+
+@pytest.fixture(scope="module")
+def staged_kernels(device):
+    """Every staged case's first candidate with staged output rows, persistent, and unsplit (for
+    the split counts: a launch parameter on the same module)."""
+    from humming_cuda.kernels.w8a8_wgmma import FAMILY
+
+    forms = {"persistent": True, "split_k": 1, "tile_rows": 128, "staged_store": True}
+    jobs = [(c, 0) for c in STAGED_CASES]
+    built = build_kernels(device, FAMILY, jobs, update=forms)
+    split_jobs = [(c, 0) for c in SPLIT_CASES]
+    split_built = build_kernels(device, FAMILY, split_jobs, update={**forms, "persistent": False})
+    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}, {
+        c.id: b for (c, _), b in zip(split_jobs, split_built, strict=True)
+    }
+
+
+@pytest.mark.parametrize("case", STAGED_CASES, ids=lambda c: c.id)
+def test_staged_rows_match_reference_on_any_grid(case: Case, device, staged_kernels):
+    """Persistent with staged rows on the resident grid, 3 CTAs and 1 (each warpgroup's rows are
+    rewritten tile after tile while earlier copies may still read them), into aligned and
+    misaligned outputs; guarded_call's poison catches a copy past N or M."""
+    config, kernel = staged_kernels[0][case.id]
+    assert config.staged_store and config.persistent
+    for ctas in (kernel.resident, 3, 1):
+        kernel.resident = ctas
+        for aligned in (True, False):
+            check_act8_case(case, device, config, kernel, aligned)
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.id)
+def test_staged_rows_after_split_k_match_reference(case: Case, device, staged_kernels):
+    """The last split of each tile stores the summed tile through the staged rows."""
+    for split in (1, 3):
+        config, kernel = split_of(device, case, staged_kernels[1][case.id], split)
+        assert config.staged_store
+        check_act8_case(case, device, config, kernel, aligned=True)

@@ -41,6 +41,16 @@ def _rotated_cases(shapes, first_seed: int, parity: int) -> list[Case]:
     return cases
 
 
+# Staged output rows (config.staged_store) with an N tail of 6 columns: the full column tiles leave
+# by bulk copies, the last (6 columns, not a whole 16 bytes) from registers, in one launch.
+STAGED_TAIL_SHAPES = ((130, 262, 272), (300, 390, 400))
+
+
+def staged_tail_cases() -> list[Case]:
+    """Every format on the staged tail shapes."""
+    return _rotated_cases(STAGED_TAIL_SHAPES, 3000, 0)
+
+
 def wgmma_cases() -> list[Case]:
     """Every format on every shape."""
     return _rotated_cases(SHAPES, 1000, 1)

@@ -76,22 +76,28 @@ def split_kernel(device, family, case, unsplit, split: int):
     return config, family.bind(kernel.function, case.spec, config, device.caps())
 
 
-def guarded_call(kernel, x: torch.Tensor, n: int, out_dtype: str, k_pad: int, **args):
+def guarded_call(
+    kernel, x: torch.Tensor, n: int, out_dtype: str, k_pad: int, aligned: bool = False, **args
+):
     """Run kernel(x=..., out=..., **args) with x copied into a NaN-filled buffer (k_pad NaN columns
     after K, a NaN row below) and out a [M, N] view inside a poisoned buffer; asserts that nothing
-    outside the view was written and that no NaN (a read past K) reached the output. Returns out."""
+    outside the view was written and that no NaN (a read past K) reached the output. Returns out.
+    The view starts 2 columns in and its rows are N + 6 apart (no row 16-byte aligned), or, when
+    `aligned`, 8 columns in with rows a multiple of 8 columns apart (every row 16-byte aligned,
+    what bulk-copied output rows need)."""
     m, k = x.shape
     x_big = torch.full((m + 1, k + k_pad), float("nan"), dtype=x.dtype, device="cuda")
     x_dev = x_big[:m, :k]
     x_dev.copy_(x)
-    out_big = torch.full((m + 2, n + 6), POISON, dtype=TORCH_DTYPES[out_dtype], device="cuda")
+    left, width = (8, -(-(n + 16) // 8) * 8) if aligned else (2, n + 6)
+    out_big = torch.full((m + 2, width), POISON, dtype=TORCH_DTYPES[out_dtype], device="cuda")
     before = out_big.clone()
-    out = out_big[1 : m + 1, 2 : n + 2]
+    out = out_big[1 : m + 1, left : n + left]
     kernel(x=x_dev, out=out, **args)
     torch.cuda.synchronize()
 
     inside = torch.zeros_like(out_big, dtype=torch.bool)
-    inside[1 : m + 1, 2 : n + 2] = True
+    inside[1 : m + 1, left : n + left] = True
     assert torch.equal(out_big[~inside].view(torch.uint8), before[~inside].view(torch.uint8)), (
         "wrote outside [M, N]"
     )
@@ -126,8 +132,9 @@ def act8_inputs(case):
     return x, cw, scale
 
 
-def check_act8_case(case, device, config, kernel) -> None:
-    """One w8a8_cases.Case on `kernel` (built for `config`) within w8a8_cases.error_bound."""
+def check_act8_case(case, device, config, kernel, aligned: bool = False) -> None:
+    """One w8a8_cases.Case on `kernel` (built for `config`) within w8a8_cases.error_bound, the
+    output in guarded_call's `aligned` view or not."""
     from w8a8_cases import error_bound
 
     from humming_core.numerics import reference_gemm
@@ -135,7 +142,9 @@ def check_act8_case(case, device, config, kernel) -> None:
     x, cw, scale = act8_inputs(case)
     weights = device.weight_layout(case.spec, config).pack(cw, "cuda")
     extra = {} if scale is None else {"act_scale": scale.cuda()}
-    out = guarded_call(kernel, x.cuda(), case.n, case.spec.output_dtype, 16, **extra, **weights)
+    out = guarded_call(
+        kernel, x.cuda(), case.n, case.spec.output_dtype, 16, aligned, **extra, **weights
+    )
     ref = reference_gemm(x, cw, act_scale_static=scale)
     err = (out.cpu().double() - ref.double()).abs()
     worst = (err / error_bound(x, cw, ref, scale)).max().item()

@@ -19,6 +19,8 @@ from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, WgmmaTileConfig
 BLOCK_K = 128
 NARROW_BLOCK_M = 64  # the one-consumer tile, two CTAs per SM
 SPLIT_FLAG_BYTES = 4  # split-K's "last split" flag, after the ring's barriers
+# StagedRows (kernel/wgmma_cta.cuh): 64 rows of 128 2-byte outputs, each row 16 bytes longer
+STAGED_ROW_BYTES = 2 * BLOCK_N + 16
 
 __all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "NARROW_BLOCK_M", "W8a8WgmmaConfig"]
 
@@ -39,9 +41,18 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
     # One CTA per SM walking the tiles, its ring carrying on across them (WgmmaFp8Tile's
     # PERSISTENT): the next tile's loads overlap the epilogue. Unsplit 128-row tiles only.
     persistent: bool = False
+    # 2-byte outputs leave each consumer warpgroup through shared memory and one bulk copy per
+    # row (WgmmaFp8Tile's STAGED; the kernel stores from registers where the output's alignment
+    # does not allow it). 128-row tiles only: two 64-row CTAs per SM have no room for the rows.
+    staged_store: bool = False
 
     @model_validator(mode="after")
     def _persistent_form(self) -> W8a8WgmmaConfig:
+        if self.staged_store and self.tile_rows != BLOCK_M:
+            raise ValueError(
+                "staged_store needs the 128-row tile (its rows fill the second CTA's shared "
+                f"memory); got tile_rows={self.tile_rows}"
+            )
         if self.persistent and self.tile_rows != BLOCK_M:
             raise ValueError(
                 "a persistent kernel needs the 128-row tile (one CTA per SM); "
@@ -81,8 +92,13 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
         return 4 * self.tile_rows
 
     @property
+    def staged_bytes(self) -> int:
+        """The consumer warpgroups' staged output rows (staged_store), else 0."""
+        return self.consumers * 64 * STAGED_ROW_BYTES if self.staged_store else 0
+
+    @property
     def smem_bytes(self) -> int:
-        """Mirrors WgmmaFp8Tile::SMEM_BYTES: alignment slack, the ring, the stages' factors, its
-        mbarriers, the split flag."""
+        """Mirrors WgmmaFp8Tile::SMEM_BYTES: alignment slack, the ring, the stages' factors, the
+        staged rows, its mbarriers, the split flag."""
         ring = self.stages * (self.stage_bytes + self.factor_bytes)
-        return ALIGN_SLACK + ring + self.barrier_bytes + SPLIT_FLAG_BYTES
+        return ALIGN_SLACK + ring + self.staged_bytes + self.barrier_bytes + SPLIT_FLAG_BYTES

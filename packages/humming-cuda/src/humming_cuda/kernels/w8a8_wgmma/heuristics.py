@@ -64,6 +64,23 @@ SPLIT_MAX_WAVES = 2
 # one loss (before the epilogue and issue-turn changes, which apply to both forms).
 
 
+# 2-byte outputs leave through staged rows and bulk copies (config.staged_store) wherever the ring
+# leaves room for them (4 stages; 6 do not). H200, same run (session 27,
+# benchmarks/notes/session27/sweep_staged.json), us, registers -> staged: W8A8-fp8 6144x4096
+# M=4096 206.7 -> 193.9, M=1024 56.6 -> 52.3, M=256 21.1 -> 19.7, 57344x8192 M=1024 813.9 ->
+# 783.7, 8192x28672 M=4096 1636.4 -> 1601.1, 4096x14336 M=128 (split) 33.1 -> 32.0; FP8 block-128
+# 6144x4096 M=4096 221.3 -> 208.6, 57344x8192 M=1024 888.3 -> 859.0.
+STAGED_OUTPUTS = ("bf16", "fp16")
+
+
+def staged(config: W8a8WgmmaConfig, caps: DeviceCaps) -> W8a8WgmmaConfig:
+    """`config` with staged output rows if it is a 128-row tile whose shared memory has room."""
+    if config.tile_rows != BLOCK_M:
+        return config
+    with_rows = config.model_copy(update={"staged_store": True})
+    return with_rows if with_rows.fits_smem(caps) else config
+
+
 def _spec_reason(spec: QuantSpec) -> str:
     w, act = spec.weight, spec.act
     if not act.is_quantized or act.dtype.name != "e4m3" or w.dtype.name != "e4m3":
@@ -131,6 +148,8 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     )
     if wide and wide[0].split_k == 1:  # unsplit: persistent CTAs first (measured above)
         wide = [c.model_copy(update={"persistent": True}) for c in wide] + wide
+    if spec.output_dtype in STAGED_OUTPUTS:
+        wide = [staged(c, caps) for c in wide]
     if not wide or (problem.m or BLOCK_M) > NARROW_BLOCK_M:
         return wide
     narrow = [

@@ -19,7 +19,9 @@ def template_arguments(fmt: W8a8Format, cfg: W8a8WgmmaConfig) -> tuple[str, str]
         f"{str(fmt.act_group).lower()}>"
     )
     extra = ""
-    if cfg.persistent:
+    if cfg.staged_store:
+        extra = f", {cfg.consumers}, {str(cfg.persistent).lower()}, true"
+    elif cfg.persistent:
         extra = f", {cfg.consumers}, true"
     elif cfg.tile_rows != BLOCK_M:
         extra = f", {cfg.consumers}"

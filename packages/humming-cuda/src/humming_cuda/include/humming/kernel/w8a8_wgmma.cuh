@@ -64,11 +64,14 @@ struct WgmmaFp8Format {
 // PERSISTENT: one CTA per SM walks the tiles blockIdx.x, + gridDim.x, ... (grouped order), its
 // ring carrying on from one tile to the next: the producer fills the next tile's stages while the
 // consumers run the epilogue, where one CTA per tile starts on an empty ring every time.
-template <int STAGES_, int GROUP_M_, int CONSUMERS_ = 2, bool PERSISTENT_ = false>
+// STAGED: 2-byte outputs leave through shared memory and bulk copies (store_staged_wgmma_tile)
+// where the output's alignment allows, so the consumers do not wait for their global stores.
+template <int STAGES_, int GROUP_M_, int CONSUMERS_ = 2, bool PERSISTENT_ = false,
+          bool STAGED_ = false>
 struct WgmmaFp8Tile {
   static constexpr int CONSUMERS = CONSUMERS_;
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "64- or 128-row tiles");
-  static constexpr bool PERSISTENT = PERSISTENT_;
+  static constexpr bool PERSISTENT = PERSISTENT_, STAGED = STAGED_;
   static constexpr int BM = 64 * CONSUMERS, BN = 128, BK = 128, STAGES = STAGES_;
   static constexpr int GROUP_M = GROUP_M_, CTAS = CONSUMERS == 1 ? 2 : 1;
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
@@ -79,11 +82,12 @@ struct WgmmaFp8Tile {
                 "the register pool");
   static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
   static constexpr int FACTOR_BYTES = 4 * BM;  // per stage: its block's factor of every tile row
+  static constexpr int STAGED_BYTES = STAGED ? CONSUMERS * StagedRows::BYTES : 0;
   // 1024 bytes of slack to align the ring to the 128B-swizzle atom, then the ring, then the
-  // stages' factors, then the full / empty barriers, then split-K's "last split" flag (mirrors
-  // W8a8WgmmaConfig.smem_bytes)
+  // stages' factors, then the consumers' staged rows, then the full / empty barriers, then
+  // split-K's "last split" flag (mirrors W8a8WgmmaConfig.smem_bytes)
   static constexpr int SMEM_BYTES =
-      1024 + STAGES * (STAGE_BYTES + FACTOR_BYTES) + 16 * STAGES + 4;
+      1024 + STAGES * (STAGE_BYTES + FACTOR_BYTES) + STAGED_BYTES + 16 * STAGES + 4;
 };
 
 template <class Fmt, class Tile, typename OutT, bool BIAS>
@@ -225,8 +229,22 @@ struct W8a8WgmmaKernel {
     for (int i = 0; i < ACC; ++i) total[i] += acc[i] * f[(i / 2) % 2];
   }
 
-  HM_DEVICE static void store(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
+  // Named barriers 4 and 5: consumer warpgroup 0 / 1's staged rows (store_staged_wgmma_tile).
+  static constexpr int STAGED_BAR = 4;
+  static constexpr bool STAGED = Tile::STAGED && sizeof(OutT) == 2;
+
+  HM_DEVICE static void store(const Args& a, const float (&total)[ACC], int m0, int n0, int wg,
+                              u32 staging) {
     const Epilogue<OutT, Fmt::EPI_SCALE, false, BIAS> epi{a.w_scales, nullptr, a.bias};
+    if constexpr (STAGED) {
+      if (staged_rows_fit(a.out, a.ldc, a.N, n0)) {
+        store_staged_wgmma_tile<!Fmt::ACT_GROUP>(epi, total, a.a_scales, a.out, a.ldc, a.M, a.N,
+                                                 m0, n0, wg, 1.f,
+                                                 staging + wg * StagedRows::BYTES,
+                                                 STAGED_BAR + wg);
+        return;
+      }
+    }
     store_wgmma_tile<!Fmt::ACT_GROUP>(epi, total, a.a_scales, a.out, a.ldc, a.M, a.N, m0, n0, wg,
                                       1.f);
   }
@@ -235,7 +253,8 @@ struct W8a8WgmmaKernel {
     extern __shared__ uint4 smem_u4[];
     const u32 base = (smem_addr(smem_u4) + 1023u) & ~1023u;  // the 128B swizzle atom alignment
     const u32 factors = base + STAGES * Tile::STAGE_BYTES;
-    const u32 bars = factors + STAGES * Tile::FACTOR_BYTES;
+    const u32 staging = factors + STAGES * Tile::FACTOR_BYTES;
+    const u32 bars = staging + Tile::STAGED_BYTES;
     const Ring r{base, factors, bars, bars + 8 * STAGES};
     const u32 flag = bars + 16 * STAGES;
     const int wg = threadIdx.x / 128;
@@ -284,8 +303,9 @@ struct W8a8WgmmaKernel {
                                shared_int(flag))) {
         return;
       }
-      store(a, total, m0, n0, wg - 1);
+      store(a, total, m0, n0, wg - 1, staging);
     }
+    if constexpr (STAGED) bulk_wait_read<0>();  // the staged rows outlive their copies' reads
   }
 };
 

@@ -105,14 +105,14 @@ HM_DEVICE int* shared_int(u32 addr) {
 }
 
 // Consumer warpgroup `wg`'s rows m0 + 64 wg .. +63 of the tile at (m0, n0), through the epilogue
-// `epi` (store_pair: scales, bias, rounding, bounds), each row times its row_scales[m] when
-// ROW_SCALED (per-token activation scales), and `global`. The factors are loaded ahead of the
-// stores (Epilogue::Column says why): the row scales first, then the columns in two halves of 64
-// (all 128 columns' scales and biases at once would take 64 registers and spill).
-template <bool ROW_SCALED, class Epi, typename OutT>
-HM_DEVICE void store_wgmma_tile(const Epi& epi, const float (&total)[64], const float* row_scales,
-                                OutT* out, int ldc, int M, int N, int m0, int n0, int wg,
-                                float global) {
+// `epi`'s factors, each row times its row_scales[m] when ROW_SCALED (per-token activation scales):
+// put(m, n, v0, v1, c0, c1) per column pair n, n + 1 of each row m < M (v0, v1 row-scaled, c0, c1
+// the columns' factors). The factors are loaded ahead of the puts (Epilogue::Column says why):
+// the row scales first, then the columns in two halves of 64 (all 128 columns' scales and biases
+// at once would take 64 registers and spill).
+template <bool ROW_SCALED, class Epi, class Put>
+HM_DEVICE void walk_wgmma_tile(const Epi& epi, const float (&total)[64], const float* row_scales,
+                               int M, int N, int m0, int n0, int wg, Put put) {
   constexpr int HALF = 8;  // column groups of 8 per half
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
   const int row0 = m0 + wg * 64 + warp * 16 + lane / 4, col0 = n0 + 2 * (lane % 4);
@@ -139,13 +139,79 @@ HM_DEVICE void store_wgmma_tile(const Epi& epi, const float (&total)[64], const 
         const float* c = &total[4 * (j0 + j) + 2 * h];
         const int n = col0 + 8 * (j0 + j);
         if constexpr (ROW_SCALED) {
-          epi.store_pair(out, ldc, M, N, m, n, c[0] * as[h], c[1] * as[h], cols[j][0], cols[j][1],
-                         global);
+          put(m, n, c[0] * as[h], c[1] * as[h], cols[j][0], cols[j][1]);
         } else {
-          epi.store_pair(out, ldc, M, N, m, n, c[0], c[1], cols[j][0], cols[j][1], global);
+          put(m, n, c[0], c[1], cols[j][0], cols[j][1]);
         }
       }
     }
+  }
+}
+
+// walk_wgmma_tile storing straight from registers (epi.store_pair: no write outside [M, N]),
+// times `global`.
+template <bool ROW_SCALED, class Epi, typename OutT>
+HM_DEVICE void store_wgmma_tile(const Epi& epi, const float (&total)[64], const float* row_scales,
+                                OutT* out, int ldc, int M, int N, int m0, int n0, int wg,
+                                float global) {
+  walk_wgmma_tile<ROW_SCALED>(
+      epi, total, row_scales, M, N, m0, n0, wg,
+      [&](int m, int n, float v0, float v1, const typename Epi::Column& c0,
+          const typename Epi::Column& c1) {
+        epi.store_pair(out, ldc, M, N, m, n, v0, v1, c0, c1, global);
+      });
+}
+
+// A consumer warpgroup's 64 x 128 output rows of 2-byte values staged in shared memory for bulk
+// copies: why, H200 (same run, session 27): W8A8-fp8 6144x4096 M=4096 took 207 us storing from
+// registers and 172 us with no epilogue at all; each warp's 4-byte stores write 16 bytes into each
+// of 8 rows, and the consumers wait for them before the next tile's wgmmas. Rows are 16 bytes
+// longer than the data: 68 words apart, a warp's pair writes (8 rows x 4 lanes) fall in 32
+// different banks.
+struct StagedRows {
+  static constexpr int ROW_BYTES = 2 * 128 + 16, BYTES = 64 * ROW_BYTES;
+};
+
+// Can the tile at column n0 go out by staged rows (store_staged_wgmma_tile)? Bulk copies need
+// 16-byte aligned rows (out and the row stride) and a whole number of 16 bytes per row: 128
+// columns, or an N tail of a multiple of 8 columns. Uniform across the CTA.
+template <typename OutT>
+HM_DEVICE bool staged_rows_fit(const OutT* out, int ldc, int N, int n0) {
+  static_assert(sizeof(OutT) == 2, "StagedRows holds 2-byte outputs");
+  return (reinterpret_cast<u64>(out) & 15) == 0 && ldc % 8 == 0 && (n0 + 128 <= N || N % 8 == 0);
+}
+
+// store_wgmma_tile through warpgroup wg's StagedRows at `staging`: the values, rounded, into
+// shared memory, then one bulk copy per row (threads 0-63 of the warpgroup, rows below M, the
+// columns below N), which completes while the warpgroup goes on to its next tile. Those threads
+// first wait until their previous copies have read the rows (a whole main loop ago), and named
+// barrier `bar` (128 threads: this warpgroup's own) orders that wait, the writes and the copies.
+// Every thread of the warpgroup calls it; a thread that copied must bulk_wait_read<0>() before it
+// exits.
+template <bool ROW_SCALED, class Epi, typename OutT>
+HM_DEVICE void store_staged_wgmma_tile(const Epi& epi, const float (&total)[64],
+                                       const float* row_scales, OutT* out, int ldc, int M, int N,
+                                       int m0, int n0, int wg, float global, u32 staging,
+                                       int bar) {
+  const int t = threadIdx.x % 128, first = m0 + wg * 64;
+  if (t < 64) bulk_wait_read<0>();
+  named_barrier<128>(bar);
+  walk_wgmma_tile<ROW_SCALED>(
+      epi, total, row_scales, M, N, m0, n0, wg,
+      [&](int m, int n, float v0, float v1, const typename Epi::Column& c0,
+          const typename Epi::Column& c1) {
+        const OutT pair[2] = {convert_out<OutT>(epi.apply(v0, c0, global)),
+                              convert_out<OutT>(epi.apply(v1, c1, global))};
+        st_shared_u32(staging + (m - first) * StagedRows::ROW_BYTES + 2 * (n - n0),
+                      *reinterpret_cast<const u32*>(pair));
+      });
+  fence_proxy_async_smem();  // the rows' generic-proxy writes before the bulk copies read them
+  named_barrier<128>(bar);
+  if (t < 64 && first + t < M) {
+    const int cols = min(128, N - n0);
+    bulk_store(out + static_cast<long long>(first + t) * ldc + n0,
+               staging + t * StagedRows::ROW_BYTES, 2 * cols);
+    bulk_commit();
   }
 }
 

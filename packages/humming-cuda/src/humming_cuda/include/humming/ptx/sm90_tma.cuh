@@ -70,4 +70,22 @@ HM_DEVICE void bulk_load(u32 dst, const void* src, u32 bytes, u32 bar) {
       : "memory");
 }
 
+// Copy `bytes` (a multiple of 16, both addresses 16-byte aligned) of smem `src` to global `dst`
+// with the bulk-copy engine, in this thread's current bulk group (bulk_commit closes it).
+HM_DEVICE void bulk_store(void* dst, u32 src, u32 bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(
+                   reinterpret_cast<u64>(dst)),
+               "r"(src), "r"(bytes)
+               : "memory");
+}
+
+HM_DEVICE void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+
+// Wait until at most N of this thread's committed bulk groups still read their shared memory
+// (the source may then be overwritten; the global writes complete on their own).
+template <int N>
+HM_DEVICE void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+
 }  // namespace humming
