@@ -125,6 +125,11 @@ def test_staged_rows_are_rendered_for_2_byte_outputs_of_128_row_tiles():
         update={"epilogue": presets.W8A8_FP8.epilogue.model_copy(update={"out_dtype": "fp32"})}
     )
     assert not any(c.staged_store for c in FAMILY.candidates(fp32, LARGE, SM90))
+    # M <= 64 (split grids, measured slower with them) keeps register stores
+    for m in (64, 65):
+        problem = GemmProblem(n=4096, k=14336, m=m)
+        configs = FAMILY.candidates(presets.W8A8_FP8, problem, SM90)
+        assert configs[0].staged_store == (m > 64)
 
 
 @pytest.mark.parametrize("name", ["W8A8_FP8", "FP8_BLOCK128"])

@@ -69,8 +69,12 @@ SPLIT_MAX_WAVES = 2
 # benchmarks/notes/session27/sweep_staged.json), us, registers -> staged: W8A8-fp8 6144x4096
 # M=4096 206.7 -> 193.9, M=1024 56.6 -> 52.3, M=256 21.1 -> 19.7, 57344x8192 M=1024 813.9 ->
 # 783.7, 8192x28672 M=4096 1636.4 -> 1601.1, 4096x14336 M=128 (split) 33.1 -> 32.0; FP8 block-128
-# 6144x4096 M=4096 221.3 -> 208.6, 57344x8192 M=1024 888.3 -> 859.0.
+# 6144x4096 M=4096 221.3 -> 208.6, 57344x8192 M=1024 888.3 -> 859.0. From M = 65 only: at M <= 64
+# (split grids, one consumer warpgroup with rows) W8A8-fp8 lost 0.3-0.5 us with them (same run,
+# session27/sweep_staged_mid.json: 6144x4096 M=64 15.8 -> 16.3, 4096x14336 M=32 28.2 -> 28.7)
+# while M = 128 gained (6144x4096 19.8 -> 18.5, 57344x8192 153.1 -> 146.5).
 STAGED_OUTPUTS = ("bf16", "fp16")
+STAGED_MIN_M = 65
 
 
 def staged(config: W8a8WgmmaConfig, caps: DeviceCaps) -> W8a8WgmmaConfig:
@@ -148,7 +152,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     )
     if wide and wide[0].split_k == 1:  # unsplit: persistent CTAs first (measured above)
         wide = [c.model_copy(update={"persistent": True}) for c in wide] + wide
-    if spec.output_dtype in STAGED_OUTPUTS:
+    if spec.output_dtype in STAGED_OUTPUTS and (problem.m or BLOCK_M) >= STAGED_MIN_M:
         wide = [staged(c, caps) for c in wide]
     if not wide or (problem.m or BLOCK_M) > NARROW_BLOCK_M:
         return wide
