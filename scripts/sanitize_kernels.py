@@ -8,7 +8,8 @@ CASE: indices into CASES, to run only those (with HUMMING_LINEINFO=1 a report na
 Covers split-K (M=1, long K; wna16 and w8a8), N/M/K tails, integer zero points, float zero points,
 MX scales and bf16, and the sm_90a wgmma kernels (wna16_wgmma on grids large enough to be chosen,
 in both forms and the register form's narrow small-M tiles with split-K, w8a8_wgmma with its
-activation quantizer, FP8 block-128's factors staged by a producer warp, w4a8_wgmma); the per-token
+activation quantizer, FP8 block-128's factors staged by a producer warp, w4a8_wgmma, both with
+staged output rows from M = 65, a persistent CTA's rows rewritten over ~9 tiles); the per-token
 quantizer on rows longer than it keeps in shared memory; the M <= 8 WnA16 cases run the
 wna16_decode kernels (split-K included at M=1), M = 9-16 with 4-bit codes wna16's, every larger M
 wna16_wgmma (its register form's 16-128-row tiles with split-K where the grid is small, two CTAs
@@ -46,6 +47,7 @@ CASES = [  # (preset, act dtype, M, N, K)
     ("W4A16_G128", "fp16", 20, 36864, 1024),  # its 32-row tile at two CTAs per SM (144 tiles)
     ("FP8_BLOCK128", "bf16", 200, 264, 384),  # w8a8_wgmma: a producer warp stages block factors
     ("W8A8_FP8", "bf16", 3, 136, 17408),  # per-token rows longer than the quantizer keeps
+    ("W8A8_FP8", "bf16", 1030, 16904, 256),  # persistent CTAs' staged rows reused tile after tile
 ]
 
 

@@ -61,7 +61,9 @@ def test_configs_mirror_the_header():
     assert "X_BYTES = BN * BK, X_BUFFERS = REG_A ? 0 : 2" in HEADER
     assert "SCALE_BYTES = REG_A ? 4 * BN : 0;" in HEADER
     assert "1024 + STAGES * (STAGE_BYTES + SCALE_BYTES) +" in HEADER
-    assert "CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES + 4;" in HEADER
+    assert "CONSUMERS * X_BUFFERS * X_BYTES + STAGED_BYTES +" in HEADER
+    assert "STAGED_BYTES = STAGED ? CONSUMERS * Rows::BYTES : 0;" in HEADER
+    assert "using Rows = StagedRows<BM, 64>;" in HEADER
     assert W4a8WgmmaConfig(arch="sm_90a", stages=4, weights_in_registers=False).smem_bytes == (
         1024 + 4 * (16384 + 8192) + 2 * 2 * 16384 + 64 + 4
     )
@@ -69,14 +71,34 @@ def test_configs_mirror_the_header():
     assert W4a8WgmmaConfig(arch="sm_90a", stages=4).smem_bytes == (
         1024 + 4 * (16384 + 8192 + 512) + 64 + 4
     )
+    # staged output rows: each token's 64 weight rows of 2 bytes, 16 bytes longer, per warpgroup
+    staged = W4a8WgmmaConfig(arch="sm_90a", stages=4, staged_store=True)
+    assert staged.smem_bytes == 1024 + 4 * (16384 + 8192 + 512) + 2 * 128 * (128 + 16) + 64 + 4
+    narrow = W4a8WgmmaConfig(
+        arch="sm_90a", stages=6, rs_block_m=32, rs_ctas_per_sm=2, staged_store=True
+    )
+    assert narrow.staged_bytes == 2 * 32 * 144 and narrow.fits_smem(SM90)
+    with pytest.raises(ValueError, match="staged_store needs the out\\^T form"):
+        W4a8WgmmaConfig(arch="sm_90a", weights_in_registers=False, staged_store=True)
+    assert "humming::WgmmaW4a8Tile<4, 8, true, 128, 1, true>" in (
+        FAMILY.render(presets.W4A8_FP8, staged, SM90).code
+    )
+    # chosen for 2-byte outputs from M = 65 (the 128-token tiles), not below
+    for m, rows in ((64, False), (65, True), (1024, True)):
+        problem = GemmProblem(n=6144, k=4096, m=m)
+        assert FAMILY.candidates(presets.W4A8_FP8, problem, SM90)[0].staged_store == rows
 
 
 def test_register_a_form_is_the_default_and_each_form_renders_its_tile():
     cfg = FAMILY.candidates(presets.W4A8_FP8, LARGE, SM90)[0]
     assert cfg.weights_in_registers
     source = FAMILY.render(presets.W4A8_FP8, cfg, SM90)
-    assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}, true>" in source.code
-    shared = cfg.model_copy(update={"weights_in_registers": False})
+    assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}, true, 128, 1, true>" in source.code
+    registers = cfg.model_copy(update={"staged_store": False})
+    assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}, true>" in (
+        FAMILY.render(presets.W4A8_FP8, registers, SM90).code
+    )
+    shared = registers.model_copy(update={"weights_in_registers": False})
     shared_source = FAMILY.render(presets.W4A8_FP8, shared, SM90)
     assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}>" in shared_source.code
     assert source.name != shared_source.name
@@ -87,7 +109,7 @@ def test_render_bakes_the_code_table_and_the_group():
     source = FAMILY.render(presets.W4A8_FP8, cfg, SM90)
     words = ", ".join(f"0x{w:08x}u" for w in table_words(nibble_table("int4", "e4m3", False)))
     assert f"humming::WgmmaW4a8Format<128, {words}>" in source.code
-    assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}, true>" in source.code
+    assert f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}, true, 128, 1, true>" in source.code
     assert re.search(
         rf"HUMMING_W4A8_WGMMA_ENTRY\({source.name}, Fmt, Tile, nv_bfloat16, false\)", source.code
     )

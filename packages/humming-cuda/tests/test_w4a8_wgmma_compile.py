@@ -50,5 +50,6 @@ def test_shared_memory_form_compiles_without_spills(monkeypatch, tmp_path):
         for bias, out in ((True, "bf16"), (False, "fp16"), (False, "fp32")):
             spec = make_w4_spec(*fmt, bias=bias, out=out)
             cfg = FAMILY.candidates(spec, GemmProblem(*SHAPE, m=256), caps)[0]
-            units.add(spec, cfg.model_copy(update={"weights_in_registers": False}))
+            shared = {"weights_in_registers": False, "staged_store": False}
+            units.add(spec, cfg.model_copy(update=shared))
     check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "prmt.b32"))

@@ -7,14 +7,17 @@ K are NaN: a read past K would reach the output). Both ring depths run on the la
 device routes W4A8-fp8 above decode size here (M <= 16 stays w8a8, one packed copy
 serves both); a call replays correctly from a CUDA graph. The heuristics split K on these small
 grids and take 32- / 64-token tiles up to M = 64 (tests/test_w4a8_wgmma.py); split-K runs 2, 3 and
-5 splits of uneven K ranges twice in a row (the tile counters must be back at zero).
+5 splits of uneven K ranges twice in a row (the tile counters must be back at zero). Staged output
+rows (2-byte outputs through shared memory and bulk copies, the out^T form) run on every token
+tile, unsplit and split, into 16-byte aligned rows (the staged path), misaligned ones (the register
+stores it falls back to) and N tails of 6 columns.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
-from w4a8_wgmma_cases import split_cases, wgmma_cases
+from w4a8_wgmma_cases import split_cases, staged_tail_cases, wgmma_cases
 from w8a8_cases import Case
 from w8a8_wgmma_cases import SHAPES, SPLITS
 from wgmma_conformance import (
@@ -37,6 +40,7 @@ CASES = wgmma_cases()
 # the largest-K shape of each format (16 K blocks: both rings wrap) also runs the 6-stage config
 DEEP = [c for c in CASES if (c.m, c.n, c.k) == SHAPES[-1]]
 SPLIT_CASES = split_cases()
+STAGED_CASES = CASES + staged_tail_cases()
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +79,12 @@ def shared_memory_kernels(device):
     from humming_cuda.kernels.w4a8_wgmma import FAMILY
 
     jobs = [(c, 0) for c in CASES]
-    shared = {"weights_in_registers": False, "rs_block_m": 128, "rs_ctas_per_sm": 1}
+    shared = {
+        "weights_in_registers": False,
+        "rs_block_m": 128,
+        "rs_ctas_per_sm": 1,
+        "staged_store": False,
+    }
     built = build_kernels(device, FAMILY, jobs, update=shared)
     return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
 
@@ -114,3 +123,32 @@ def test_split_k_matches_reference_twice_in_a_row(case: Case, device, unsplit):
         config, kernel = split_kernel(device, FAMILY, case, unsplit[case.id], split)
         check_act8_case(case, device, config, kernel)
         check_act8_case(case, device, config, kernel)
+
+
+@pytest.fixture(scope="module")
+def staged_kernels(device):
+    """Every staged case's first candidate with staged output rows."""
+    from humming_cuda.kernels.w4a8_wgmma import FAMILY
+
+    jobs = [(c, 0) for c in STAGED_CASES + SPLIT_CASES]
+    built = build_kernels(device, FAMILY, jobs, update={"staged_store": True})
+    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+
+
+@pytest.mark.parametrize("case", STAGED_CASES, ids=lambda c: c.id)
+def test_staged_rows_match_reference(case: Case, device, staged_kernels):
+    """guarded_call's poison catches a copy past N or M."""
+    config, kernel = staged_kernels[case.id]
+    assert config.staged_store and config.weights_in_registers
+    for aligned in (True, False):
+        check_act8_case(case, device, config, kernel, aligned)
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.id)
+def test_staged_rows_after_split_k_match_reference(case: Case, device, staged_kernels):
+    """The last split of each tile stores the summed tile through the staged rows."""
+    from humming_cuda.kernels.w4a8_wgmma import FAMILY
+
+    config, kernel = split_kernel(device, FAMILY, case, staged_kernels[case.id], 3)
+    assert config.staged_store
+    check_act8_case(case, device, config, kernel, aligned=True)

@@ -89,11 +89,11 @@ def test_configs_mirror_the_header():
     assert "CTAS = CONSUMERS == 1 ? 2 : 1" in HEADER
     assert "THREADS = 128 * (1 + CONSUMERS)" in HEADER
     assert "FACTOR_BYTES = 4 * BM;" in HEADER
-    assert "STAGED_BYTES = STAGED ? CONSUMERS * StagedRows::BYTES : 0;" in HEADER
+    assert "STAGED_BYTES = STAGED ? CONSUMERS * StagedRows<64, BN>::BYTES : 0;" in HEADER
     assert (
         "1024 + STAGES * (STAGE_BYTES + FACTOR_BYTES) + STAGED_BYTES + 16 * STAGES + 4;" in HEADER
     )
-    assert "ROW_BYTES = 2 * 128 + 16, BYTES = 64 * ROW_BYTES;" in CTA_HEADER
+    assert "ROW_BYTES = 2 * COLS + 16, BYTES = ROWS * ROW_BYTES;" in CTA_HEADER
     # per stage: the A and W tiles, then the tile rows' block factors (4 bytes each)
     wide = W8a8WgmmaConfig(arch="sm_90a", stages=6)
     assert wide.smem_bytes == 1024 + 6 * (32768 + 512) + 96 + 4

@@ -6,7 +6,7 @@ kernel promotes each 128-deep K block times its group's scale in fp32, as that b
 from __future__ import annotations
 
 from w8a8_cases import Case, make_w4_spec
-from w8a8_wgmma_cases import SHAPES, SPLIT_K, SPLIT_SHAPES
+from w8a8_wgmma_cases import SHAPES, SPLIT_K, SPLIT_SHAPES, STAGED_TAIL_SHAPES
 
 # (weight dtype, activation code, act mode, weight group, scale dtype)
 W4_WGMMA_FORMATS = (
@@ -43,3 +43,9 @@ def split_cases() -> list[Case]:
     run uneven ranges; 2 splits, 9 + 8 blocks, cut a 256-deep group in two, so each split must
     scale its blocks by their own group's scale)."""
     return _rotated_cases((*SPLIT_SHAPES, (24, 264, SPLIT_K)), 3500)
+
+
+def staged_tail_cases() -> list[Case]:
+    """Every format on w8a8_wgmma's staged tail shapes (N tails of 6 columns: a warpgroup's 64
+    weight rows leave by bulk copies or, for the last few, by register stores)."""
+    return _rotated_cases(STAGED_TAIL_SHAPES, 3800)

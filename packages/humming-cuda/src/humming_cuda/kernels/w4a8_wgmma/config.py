@@ -21,6 +21,9 @@ from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, CONSUMERS, WgmmaTileConf
 BLOCK_K = 128
 EXPANDED_BUFFERS = 2  # per consumer warpgroup: one read by wgmma while the next is written
 TWO_CTA_BLOCK_M = 32  # the token tile that runs two CTAs per SM
+# StagedRows<BM, 64> (kernel/wgmma_cta.cuh): per consumer warpgroup, each token's 64 weight rows
+# of 2-byte outputs, 16 bytes longer
+STAGED_ROW_BYTES = 2 * 64 + 16
 
 __all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "W4a8WgmmaConfig"]
 
@@ -45,6 +48,10 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
     rs_block_m: Literal[32, 64, 128] = BLOCK_M
     # CTAs per SM the registers are split for (WgmmaW4a8Tile's CTAS): 2 only with 32-token tiles.
     rs_ctas_per_sm: Literal[1, 2] = 1
+    # 2-byte outputs leave each consumer warpgroup through shared memory, one bulk copy per token
+    # row (WgmmaW4a8Tile's STAGED; register stores where the output's alignment does not allow
+    # it). The out^T form only.
+    staged_store: bool = False
 
     @model_validator(mode="after")
     def _tile(self) -> W4a8WgmmaConfig:
@@ -53,6 +60,8 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
                 f"rs_block_m={self.rs_block_m}: tiles of fewer than {BLOCK_M} tokens need the "
                 "out^T form (weights_in_registers=True)"
             )
+        if self.staged_store and not self.weights_in_registers:
+            raise ValueError("staged_store needs the out^T form (weights_in_registers=True)")
         if self.rs_ctas_per_sm == 2 and self.rs_block_m != TWO_CTA_BLOCK_M:
             raise ValueError(
                 f"rs_ctas_per_sm=2 needs rs_block_m={TWO_CTA_BLOCK_M} (its consumers fit 96 "
@@ -78,15 +87,21 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
         return 4 * BLOCK_N if self.weights_in_registers else 0
 
     @property
+    def staged_bytes(self) -> int:
+        """The consumer warpgroups' staged output rows (staged_store), else 0."""
+        return CONSUMERS * self.rs_block_m * STAGED_ROW_BYTES if self.staged_store else 0
+
+    @property
     def smem_bytes(self) -> int:
         """Mirrors WgmmaW4a8Tile::SMEM_BYTES: alignment slack, the ring, the stages' scales, the
-        expanded tiles, the ring's mbarriers, the split flag."""
+        expanded tiles, the staged rows, the ring's mbarriers, the split flag."""
         buffers = 0 if self.weights_in_registers else EXPANDED_BUFFERS
         expanded = CONSUMERS * buffers * BLOCK_N * BLOCK_K
         return (
             ALIGN_SLACK
             + self.stages * (self.stage_bytes + self.scale_bytes)
             + expanded
+            + self.staged_bytes
             + self.barrier_bytes
             + SPLIT_FLAG_BYTES
         )

@@ -12,7 +12,7 @@ from humming_core.spec import QuantSpec
 
 from ..act_quant import unsupported_reason
 from ..w8a8.config import W8a8Format
-from ..w8a8_wgmma.heuristics import MIN_M, WGMMA_FORM, split_first
+from ..w8a8_wgmma.heuristics import MIN_M, WGMMA_FORM, split_first, staged_where_measured
 from ..wgmma_tile import arch_reason, fitting_configs, problem_reason
 from .config import BLOCK_K, BLOCK_M, TWO_CTA_BLOCK_M, W4a8WgmmaConfig
 
@@ -78,6 +78,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     the 128-token tile's that fit the arch's shared memory; each group split along K as
     w8a8_wgmma splits its grids of fewer tiles than CTA slots, then unsplit."""
     wide = fitting_configs(supports, W4a8WgmmaConfig, STAGE_CHOICES, spec, problem, caps)
+    wide = staged_where_measured(wide, spec, problem, caps)
     tokens = token_tile(problem.m or BLOCK_M)
     if not wide or tokens == BLOCK_M:
         return split_first(wide, problem, caps)

@@ -72,17 +72,28 @@ SPLIT_MAX_WAVES = 2
 # 6144x4096 M=4096 221.3 -> 208.6, 57344x8192 M=1024 888.3 -> 859.0. From M = 65 only: at M <= 64
 # (split grids, one consumer warpgroup with rows) W8A8-fp8 lost 0.3-0.5 us with them (same run,
 # session27/sweep_staged_mid.json: 6144x4096 M=64 15.8 -> 16.3, 4096x14336 M=32 28.2 -> 28.7)
-# while M = 128 gained (6144x4096 19.8 -> 18.5, 57344x8192 153.1 -> 146.5).
+# while M = 128 gained (6144x4096 19.8 -> 18.5, 57344x8192 153.1 -> 146.5). W4A8-fp8 (out^T form,
+# session27/sweep_w4_staged.json, same run): 6144x4096 M=4096 304.4 -> 293.4, M=1024 80.9 ->
+# 77.4, 57344x8192 M=1024 1212.3 -> 1176.1, M=128 22.8 -> 22.4; M <= 64 again slower (6144x4096
+# M=32 15.8 -> 16.5, 57344x8192 M=64 143.0 -> 144.1).
 STAGED_OUTPUTS = ("bf16", "fp16")
 STAGED_MIN_M = 65
 
 
-def staged(config: W8a8WgmmaConfig, caps: DeviceCaps) -> W8a8WgmmaConfig:
-    """`config` with staged output rows if it is a 128-row tile whose shared memory has room."""
-    if config.tile_rows != BLOCK_M:
-        return config
-    with_rows = config.model_copy(update={"staged_store": True})
-    return with_rows if with_rows.fits_smem(caps) else config
+def staged_where_measured(
+    configs: list[C], spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps
+) -> list[C]:
+    """`configs` with staged output rows (a `staged_store` field) for 2-byte outputs from M =
+    STAGED_MIN_M, on the 128-row tiles whose shared memory has room for them. Shared with
+    w4a8_wgmma (its out^T form's 128-token tiles; measured there too)."""
+    if spec.output_dtype not in STAGED_OUTPUTS or (problem.m or BLOCK_M) < STAGED_MIN_M:
+        return configs
+
+    def staged(config: C) -> C:
+        with_rows = config.model_copy(update={"staged_store": True})
+        return with_rows if config.block_m == BLOCK_M and with_rows.fits_smem(caps) else config
+
+    return [staged(c) for c in configs]
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -152,8 +163,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     )
     if wide and wide[0].split_k == 1:  # unsplit: persistent CTAs first (measured above)
         wide = [c.model_copy(update={"persistent": True}) for c in wide] + wide
-    if spec.output_dtype in STAGED_OUTPUTS and (problem.m or BLOCK_M) >= STAGED_MIN_M:
-        wide = [staged(c, caps) for c in wide]
+    wide = staged_where_measured(wide, spec, problem, caps)
     if not wide or (problem.m or BLOCK_M) > NARROW_BLOCK_M:
         return wide
     narrow = [

@@ -53,10 +53,15 @@ struct WgmmaW4a8Format {
 // tile would multiply mostly TMA-filled zero rows, 4x the tensor work at M = 32); 128 otherwise.
 // CTAS: CTAs per SM the registers are split for (__launch_bounds__, setmaxnreg); 2 only with
 // 32-token tiles, whose consumers then fit 96 registers.
-template <int STAGES_, int GROUP_M_, bool REG_A_ = false, int BM_ = 128, int CTAS_ = 1>
+// STAGED (out^T form): 2-byte outputs leave each consumer warpgroup through shared memory, one
+// bulk copy per token row of its 64 weight rows (store_t_staged), where the output's alignment
+// allows; the register stores write 2 bytes into each of 4 token rows per warp instruction.
+template <int STAGES_, int GROUP_M_, bool REG_A_ = false, int BM_ = 128, int CTAS_ = 1,
+          bool STAGED_ = false>
 struct WgmmaW4a8Tile {
   static constexpr int BM = BM_, BN = 128, BK = 128, STAGES = STAGES_, GROUP_M = GROUP_M_;
-  static constexpr bool REG_A = REG_A_;
+  static constexpr bool REG_A = REG_A_, STAGED = STAGED_;
+  static_assert(!STAGED || REG_A, "staged rows: the out^T form's");
   static constexpr int CTAS = CTAS_;
   static_assert(BM == 128 || (REG_A && (BM == 32 || BM == 64)), "narrow tiles: the out^T form");
   static_assert(CTAS == 1 || (CTAS == 2 && BM == 32), "two CTAs per SM: 32-token tiles");
@@ -70,11 +75,15 @@ struct WgmmaW4a8Tile {
   static constexpr int X_BYTES = BN * BK, X_BUFFERS = REG_A ? 0 : 2;  // expanded W per consumer
   // out^T form: per stage, its K block's group scale of each of the tile's BN weight rows
   static constexpr int SCALE_BYTES = REG_A ? 4 * BN : 0;
+  // per consumer warpgroup: its 64 weight rows of each of the tile's BM tokens
+  using Rows = StagedRows<BM, 64>;
+  static constexpr int STAGED_BYTES = STAGED ? CONSUMERS * Rows::BYTES : 0;
   // 1024 bytes of slack to align everything to the 128B-swizzle atom, the ring, the expanded
-  // tiles, the stages' scales, then the full / empty barriers, then split-K's "last split" flag
-  // (mirrors W4a8WgmmaConfig.smem_bytes)
+  // tiles, the stages' scales, the staged rows, then the full / empty barriers, then split-K's
+  // "last split" flag (mirrors W4a8WgmmaConfig.smem_bytes)
   static constexpr int SMEM_BYTES = 1024 + STAGES * (STAGE_BYTES + SCALE_BYTES) +
-                                    CONSUMERS * X_BUFFERS * X_BYTES + 16 * STAGES + 4;
+                                    CONSUMERS * X_BUFFERS * X_BYTES + STAGED_BYTES +
+                                    16 * STAGES + 4;
   static_assert(STAGE_BYTES % 1024 == 0, "every stage's A tile starts on a swizzle atom");
 };
 
@@ -305,14 +314,13 @@ struct W4a8WgmmaKernel {
     }
   }
 
-  // total[4j + 2h + c] is weight row n0 + 64wg + tile_row() + 8h, token m0 + 8j + 2(lane%4) + c:
-  // out[m, n] = total * a_scales[m] (+ bias[n]).
-  // Every token scale and bias is loaded before the first store (Epilogue::Column says why).
-  HM_DEVICE static void store_t(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
-    using Epi = Epilogue<OutT, kEpiScaleNone, false, BIAS>;
-    const Epi epi{nullptr, nullptr, a.bias};
+  using Epi = Epilogue<OutT, kEpiScaleNone, false, BIAS>;
+
+  // This thread's output factors in the out^T form: the scales of its tokens m0 + 8j + 2(lane%4)
+  // + c (0 past M) and the columns of its two weight rows `first` + tile_row() + 8h.
+  HM_DEVICE static void out_t_factors(const Args& a, const Epi& epi, int m0, int first,
+                                      float (&as)[BM / 8][2], typename Epi::Column (&cols)[2]) {
     const int t = threadIdx.x % 4;
-    float as[BM / 8][2];
 #pragma unroll
     for (int j = 0; j < BM / 8; ++j) {
 #pragma unroll
@@ -321,9 +329,19 @@ struct W4a8WgmmaKernel {
         as[j][c] = m < a.M ? a.a_scales[m] : 0.f;
       }
     }
-    typename Epi::Column cols[2];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) cols[h] = epi.column(n0 + 64 * wg + tile_row() + 8 * h, a.N);
+    for (int h = 0; h < 2; ++h) cols[h] = epi.column(first + tile_row() + 8 * h, a.N);
+  }
+
+  // total[4j + 2h + c] is weight row n0 + 64wg + tile_row() + 8h, token m0 + 8j + 2(lane%4) + c:
+  // out[m, n] = total * a_scales[m] (+ bias[n]).
+  // Every token scale and bias is loaded before the first store (Epilogue::Column says why).
+  HM_DEVICE static void store_t(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
+    const Epi epi{nullptr, nullptr, a.bias};
+    const int t = threadIdx.x % 4;
+    float as[BM / 8][2];
+    typename Epi::Column cols[2];
+    out_t_factors(a, epi, m0, n0 + 64 * wg, as, cols);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int n = n0 + 64 * wg + tile_row() + 8 * h;
@@ -342,6 +360,39 @@ struct W4a8WgmmaKernel {
     }
   }
 
+  // store_t through warpgroup wg's staged rows at `staging` (token rows of its 64 weight rows),
+  // ordered by named barrier STAGED_BAR + wg (acquire / release_staged_rows).
+  static constexpr int STAGED_BAR = 4;
+  HM_DEVICE static void store_t_staged(const Args& a, const float (&total)[ACC], int m0, int n0,
+                                       int wg, u32 staging) {
+    using Rows = typename Tile::Rows;
+    const Epi epi{nullptr, nullptr, a.bias};
+    const int t = threadIdx.x % 4, first = n0 + 64 * wg;
+    // the factors before the shared-memory stores (whose memory clobber would reload them)
+    float as[BM / 8][2];
+    typename Epi::Column cols[2];
+    out_t_factors(a, epi, m0, first, as, cols);
+    acquire_staged_rows(BM, STAGED_BAR + wg);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = tile_row() + 8 * h;  // the weight row (output column) in the warpgroup's 64
+#pragma unroll
+      for (int j = 0; j < BM / 8; ++j) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int m = 8 * j + 2 * t + c;  // the token in the tile: rows past M are not copied
+          const OutT v =
+              convert_out<OutT>(epi.apply(total[4 * j + 2 * h + c] * as[j][c], cols[h], 1.f));
+          st_shared_u16(staging + m * Rows::ROW_BYTES + 2 * row,
+                        *reinterpret_cast<const unsigned short*>(&v));
+        }
+      }
+    }
+    OutT* const dst = a.out + static_cast<long long>(m0) * a.ldc + first;
+    release_staged_rows(staging, Rows::ROW_BYTES, dst, a.ldc, min(BM, a.M - m0),
+                        min(64, a.N - first), STAGED_BAR + wg);
+  }
+
   HM_DEVICE static void store(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
     const Epilogue<OutT, kEpiScaleNone, false, BIAS> epi{nullptr, nullptr, a.bias};
     store_wgmma_tile<true>(epi, total, a.a_scales, a.out, a.ldc, a.M, a.N, m0, n0, wg, 1.f);
@@ -352,7 +403,8 @@ struct W4a8WgmmaKernel {
     const u32 base = (smem_addr(smem_u4) + 1023u) & ~1023u;  // the 128B swizzle atom alignment
     const u32 x = base + STAGES * Tile::STAGE_BYTES;
     const u32 scales = x + Tile::CONSUMERS * Tile::X_BUFFERS * Tile::X_BYTES;
-    const u32 bars = scales + STAGES * Tile::SCALE_BYTES;
+    const u32 staging = scales + STAGES * Tile::SCALE_BYTES;
+    const u32 bars = staging + Tile::STAGED_BYTES;
     const Smem sm{base, x, scales, bars, bars + 8 * STAGES};
     const u32 flag = bars + 16 * STAGES;
     const int wg = threadIdx.x / 128;
@@ -389,6 +441,13 @@ struct W4a8WgmmaKernel {
     if (gridDim.z > 1 && !reduce_wgmma_splits<ACC, Tile::CONSUMERS>(a.workspace, a.counters,
                                                                      total, true, shared_int(flag))) {
       return;
+    }
+    if constexpr (Tile::STAGED && sizeof(OutT) == 2) {
+      if (staged_rows_fit(a.out, a.ldc, a.N, n0 + 64 * (wg - 1), 64)) {
+        store_t_staged(a, total, m0, n0, wg - 1, staging + (wg - 1) * Tile::Rows::BYTES);
+        bulk_wait_read<0>();  // the staged rows outlive their copies' reads
+        return;
+      }
     }
     if constexpr (Tile::REG_A) {
       store_t(a, total, m0, n0, wg - 1);

@@ -82,7 +82,7 @@ struct WgmmaFp8Tile {
                 "the register pool");
   static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
   static constexpr int FACTOR_BYTES = 4 * BM;  // per stage: its block's factor of every tile row
-  static constexpr int STAGED_BYTES = STAGED ? CONSUMERS * StagedRows::BYTES : 0;
+  static constexpr int STAGED_BYTES = STAGED ? CONSUMERS * StagedRows<64, BN>::BYTES : 0;
   // 1024 bytes of slack to align the ring to the 128B-swizzle atom, then the ring, then the
   // stages' factors, then the consumers' staged rows, then the full / empty barriers, then
   // split-K's "last split" flag (mirrors W8a8WgmmaConfig.smem_bytes)
@@ -237,10 +237,10 @@ struct W8a8WgmmaKernel {
                               u32 staging) {
     const Epilogue<OutT, Fmt::EPI_SCALE, false, BIAS> epi{a.w_scales, nullptr, a.bias};
     if constexpr (STAGED) {
-      if (staged_rows_fit(a.out, a.ldc, a.N, n0)) {
+      if (staged_rows_fit(a.out, a.ldc, a.N, n0, BN)) {
         store_staged_wgmma_tile<!Fmt::ACT_GROUP>(epi, total, a.a_scales, a.out, a.ldc, a.M, a.N,
                                                  m0, n0, wg, 1.f,
-                                                 staging + wg * StagedRows::BYTES,
+                                                 staging + wg * StagedRows<64, BN>::BYTES,
                                                  STAGED_BAR + wg);
         return;
       }

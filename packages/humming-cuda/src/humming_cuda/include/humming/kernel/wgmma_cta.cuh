@@ -162,57 +162,74 @@ HM_DEVICE void store_wgmma_tile(const Epi& epi, const float (&total)[64], const 
       });
 }
 
-// A consumer warpgroup's 64 x 128 output rows of 2-byte values staged in shared memory for bulk
-// copies: why, H200 (same run, session 27): W8A8-fp8 6144x4096 M=4096 took 207 us storing from
-// registers and 172 us with no epilogue at all; each warp's 4-byte stores write 16 bytes into each
-// of 8 rows, and the consumers wait for them before the next tile's wgmmas. Rows are 16 bytes
-// longer than the data: 68 words apart, a warp's pair writes (8 rows x 4 lanes) fall in 32
-// different banks.
+// A consumer warpgroup's ROWS x COLS output values (2 bytes each) staged in shared memory for bulk
+// copies, one per output row. Why: H200 (same run, session 27): W8A8-fp8 6144x4096 M=4096 took
+// 207 us storing from registers, 194 us staged and 172 us with no epilogue at all; each warp's
+// register stores write a few bytes into each of 8 rows, and the consumers wait for them before
+// the next tile's wgmmas. Rows are 16 bytes longer than the data, so the rows a warp writes at
+// once start in different banks.
+template <int ROWS, int COLS>
 struct StagedRows {
-  static constexpr int ROW_BYTES = 2 * 128 + 16, BYTES = 64 * ROW_BYTES;
+  static constexpr int ROW_BYTES = 2 * COLS + 16, BYTES = ROWS * ROW_BYTES;
 };
 
-// Can the tile at column n0 go out by staged rows (store_staged_wgmma_tile)? Bulk copies need
-// 16-byte aligned rows (out and the row stride) and a whole number of 16 bytes per row: 128
-// columns, or an N tail of a multiple of 8 columns. Uniform across the CTA.
+// Can `cols` output columns from column n of rows ldc apart leave by bulk copies? Both ends need
+// 16-byte alignment: out, the row stride and n (each a whole number of 8 columns), and a whole
+// number of 16 bytes per row: all `cols`, or an N tail of a multiple of 8 columns. Uniform across
+// the warpgroup.
 template <typename OutT>
-HM_DEVICE bool staged_rows_fit(const OutT* out, int ldc, int N, int n0) {
+HM_DEVICE bool staged_rows_fit(const OutT* out, int ldc, int N, int n, int cols) {
   static_assert(sizeof(OutT) == 2, "StagedRows holds 2-byte outputs");
-  return (reinterpret_cast<u64>(out) & 15) == 0 && ldc % 8 == 0 && (n0 + 128 <= N || N % 8 == 0);
+  return (reinterpret_cast<u64>(out) & 15) == 0 && ldc % 8 == 0 && n % 8 == 0 &&
+         (n + cols <= N || N % 8 == 0);
 }
 
-// store_wgmma_tile through warpgroup wg's StagedRows at `staging`: the values, rounded, into
-// shared memory, then one bulk copy per row (threads 0-63 of the warpgroup, rows below M, the
-// columns below N), which completes while the warpgroup goes on to its next tile. Those threads
-// first wait until their previous copies have read the rows (a whole main loop ago), and named
-// barrier `bar` (128 threads: this warpgroup's own) orders that wait, the writes and the copies.
-// Every thread of the warpgroup calls it; a thread that copied must bulk_wait_read<0>() before it
-// exits.
+// Before a warpgroup writes its staged rows: the `copiers` threads that copied rows out of them
+// last time wait until those copies have read them (a whole main loop ago), then named barrier
+// `bar` (this warpgroup's 128 threads) holds the others until then.
+HM_DEVICE void acquire_staged_rows(int copiers, int bar) {
+  if (threadIdx.x % 128 < copiers) bulk_wait_read<0>();
+  named_barrier<128>(bar);
+}
+
+// After a warpgroup wrote its staged rows at `staging` (row_bytes apart): thread r of the
+// warpgroup copies row r < rows to `dst` + r ldc (`cols` values, none when cols <= 0), a bulk
+// copy that completes while the warpgroup goes on. A thread that copied must bulk_wait_read<0>()
+// before it exits.
+template <typename OutT>
+HM_DEVICE void release_staged_rows(u32 staging, int row_bytes, OutT* dst, int ldc, int rows,
+                                   int cols, int bar) {
+  fence_proxy_async_smem();  // the rows' generic-proxy writes before the bulk copies read them
+  named_barrier<128>(bar);
+  const int r = threadIdx.x % 128;
+  if (r < rows && cols > 0) {
+    bulk_store(dst + static_cast<long long>(r) * ldc, staging + r * row_bytes, 2 * cols);
+    bulk_commit();
+  }
+}
+
+// store_wgmma_tile through warpgroup wg's StagedRows<64, 128> at `staging` (rows m0 + 64 wg ..,
+// columns n0 ..: staged_rows_fit(out, ldc, N, n0, 128) must hold), ordered by named barrier `bar`
+// (acquire / release_staged_rows). Every thread of the warpgroup calls it.
 template <bool ROW_SCALED, class Epi, typename OutT>
 HM_DEVICE void store_staged_wgmma_tile(const Epi& epi, const float (&total)[64],
                                        const float* row_scales, OutT* out, int ldc, int M, int N,
                                        int m0, int n0, int wg, float global, u32 staging,
                                        int bar) {
-  const int t = threadIdx.x % 128, first = m0 + wg * 64;
-  if (t < 64) bulk_wait_read<0>();
-  named_barrier<128>(bar);
+  using Rows = StagedRows<64, 128>;
+  const int first = m0 + wg * 64;
+  acquire_staged_rows(64, bar);
   walk_wgmma_tile<ROW_SCALED>(
       epi, total, row_scales, M, N, m0, n0, wg,
       [&](int m, int n, float v0, float v1, const typename Epi::Column& c0,
           const typename Epi::Column& c1) {
         const OutT pair[2] = {convert_out<OutT>(epi.apply(v0, c0, global)),
                               convert_out<OutT>(epi.apply(v1, c1, global))};
-        st_shared_u32(staging + (m - first) * StagedRows::ROW_BYTES + 2 * (n - n0),
+        st_shared_u32(staging + (m - first) * Rows::ROW_BYTES + 2 * (n - n0),
                       *reinterpret_cast<const u32*>(pair));
       });
-  fence_proxy_async_smem();  // the rows' generic-proxy writes before the bulk copies read them
-  named_barrier<128>(bar);
-  if (t < 64 && first + t < M) {
-    const int cols = min(128, N - n0);
-    bulk_store(out + static_cast<long long>(first + t) * ldc + n0,
-               staging + t * StagedRows::ROW_BYTES, 2 * cols);
-    bulk_commit();
-  }
+  release_staged_rows(staging, Rows::ROW_BYTES, out + static_cast<long long>(first) * ldc + n0,
+                      ldc, min(64, M - first), min(128, N - n0), bar);
 }
 
 }  // namespace humming

@@ -66,6 +66,10 @@ HM_DEVICE void st_shared_u32(u32 addr, u32 v) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
 }
 
+HM_DEVICE void st_shared_u16(u32 addr, unsigned short v) {
+  asm volatile("st.shared.b16 [%0], %1;" ::"r"(addr), "h"(v) : "memory");
+}
+
 HM_DEVICE u32 ld_shared_u32(u32 addr) {
   u32 v;
   asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
