@@ -1,16 +1,17 @@
 """Where the eager host time of one GEMM call goes, on the GPU host (issue 4: target <= 15 us).
 
-    python3 benchmarks/host_overhead.py [--out notes.txt]
+    python3 benchmarks/host_overhead.py [--spec W8A8_FP8 --layer 6144x4096 --m 256] [--out notes.txt]
 
-Per call at M=1 on a W4A16_G128 4096x4096 layer, with the GPU queue never full (200 calls, then a
-sync), from the user API down to the driver call:
+Per call (default: M=1 on a W4A16_G128 4096x4096 layer; `--spec`, `--layer`, `--m` pick another,
+such as the act8 kernels' prepared calls, which launch a quantizer and the GEMM), with the GPU
+queue never full (200 calls, then a sync), from the user API down to the driver call:
 - QuantLinear.forward (eager: the layer directly) and the same through the `humming::gemm` op,
 - PreparedGemm.run with and without `out`, the prepared call `call(x, out)` (weights bound,
   argument template patched), and the family kernel `kernel(x=, out=, **packed)` (full check),
 - the pieces: torch.empty, torch's current stream, and one launch of the same kernel with the same
   parameter block by cuda.bindings cuLaunchKernel (integers and a cached CUstream: humming's
   path; or the raw stream int), cuLaunchKernelEx (a CUlaunchConfig), and libcuda's cuLaunchKernel
-  through ctypes;
+  through ctypes (WnA16 specs: one launch on the prepared call's one-CTA-per-tile grid);
 then a cProfile of PreparedGemm.run(x, out=out).
 """
 
@@ -29,7 +30,7 @@ from cuda.bindings import driver
 from humming_core.nn import QuantLinear
 from humming_core.numerics import quantize_weight
 from humming_core.ops.gemm import _gemm_op
-from humming_core.spec import W4A16_G128
+from humming_core.spec import preset
 from humming_cuda.launch import current_stream, stream_handle
 
 
@@ -92,15 +93,25 @@ def raw_launches(call, x, out):
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--spec", default="W4A16_G128", help="a preset name")
+    parser.add_argument("--layer", default="4096x4096", help="NxK")
+    parser.add_argument("--m", type=int, default=1, help="rows of x")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    cw = quantize_weight(torch.randn(4096, 4096) * 0.02, W4A16_G128)
+    spec = preset(args.spec)
+    n, k = (int(v) for v in args.layer.split("x"))
+    m = args.m
+    cw = quantize_weight(torch.randn(n, k) * 0.02, spec)
     linear = QuantLinear(cw, "cuda")
     layer = linear._layer
-    x = torch.randn(1, 4096, device="cuda", dtype=torch.float16)
-    out = torch.empty(1, 4096, device="cuda", dtype=torch.float16)
-    kernel, packed = layer.kernels[1], layer.packed
+    dtype = torch.bfloat16 if spec.output_dtype == "bf16" else torch.float16
+    x = torch.randn(m, k, device="cuda", dtype=dtype)
+    out = torch.empty(m, n, device="cuda", dtype=dtype)
+    # the kernel of M's bucket (the smallest bucket that holds M, else the largest)
+    bucket = min((b for b in layer.kernels if b >= m), default=max(layer.kernels))
+    kernel, packed = layer.kernels[bucket], layer.packed
     call = kernel.prepare(**packed)
+    print(f"{args.spec} {n}x{k} M={m}: {type(kernel).__name__} {getattr(kernel, 'config', '')}")
     rows = {
         "QuantLinear.forward (eager, direct)": lambda: linear(x),
         "QuantLinear via the humming::gemm op": lambda: _gemm_op(x, layer.id),
@@ -108,9 +119,10 @@ def main() -> None:
         "PreparedGemm.run(out=...)": lambda: layer.run(x, out=out),
         "prepared call(x, out)": lambda: call(x, out),
         "family kernel(**packed) (full check)": lambda: kernel(x=x, out=out, **packed),
-        "torch.empty(1, 4096) on cuda": lambda: torch.empty(1, 4096, device="cuda"),
+        f"torch.empty({m}, {n}) on cuda": lambda: torch.empty(m, n, device="cuda"),
         "torch current stream": lambda: current_stream(0),
-        **raw_launches(call, x, out),
+        # the act8 calls launch a quantizer and a (possibly persistent) GEMM grid: no one launch
+        **(raw_launches(call, x, out) if not spec.act.is_quantized else {}),
     }
     width = max(map(len, rows)) + 1
     lines = [f"{name + ':':{width}} {per_call_us(fn):7.2f} us" for name, fn in rows.items()]
