@@ -28,6 +28,14 @@ FEATURES = ("wgmma", "tma", "mbarrier")
 # The 128B swizzle atom alignment the smem tiles need, slack for aligning dynamic smem to it.
 ALIGN_SLACK = 1024
 TMA_STRIDE_BYTES = 16  # TMA global row strides must be multiples of 16 bytes
+
+
+def staged_rows_bytes(rows: int, cols: int) -> int:
+    """StagedRows<ROWS, COLS> (kernel/wgmma_cta.cuh): a consumer warpgroup's `rows` output rows of
+    `cols` 2-byte values, each row 16 bytes longer (the staged_store configs' shared memory)."""
+    return rows * (2 * cols + 16)
+
+
 # Shared memory the hardware reserves per resident CTA (sm_80 on): an SM holds smem_per_block plus
 # one reservation (H100 / H200: 227 + 1 KB), and every further resident CTA needs its own.
 CTA_SMEM_RESERVED = 1024

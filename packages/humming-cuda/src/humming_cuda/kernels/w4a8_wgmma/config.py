@@ -16,14 +16,18 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from ..w8a8_wgmma.config import SPLIT_FLAG_BYTES
-from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, CONSUMERS, WgmmaTileConfig
+from ..wgmma_tile import (
+    ALIGN_SLACK,
+    BLOCK_M,
+    BLOCK_N,
+    CONSUMERS,
+    WgmmaTileConfig,
+    staged_rows_bytes,
+)
 
 BLOCK_K = 128
 EXPANDED_BUFFERS = 2  # per consumer warpgroup: one read by wgmma while the next is written
 TWO_CTA_BLOCK_M = 32  # the token tile that runs two CTAs per SM
-# StagedRows<BM, 64> (kernel/wgmma_cta.cuh): per consumer warpgroup, each token's 64 weight rows
-# of 2-byte outputs, 16 bytes longer
-STAGED_ROW_BYTES = 2 * 64 + 16
 
 __all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "W4a8WgmmaConfig"]
 
@@ -89,7 +93,9 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
     @property
     def staged_bytes(self) -> int:
         """The consumer warpgroups' staged output rows (staged_store), else 0."""
-        return CONSUMERS * self.rs_block_m * STAGED_ROW_BYTES if self.staged_store else 0
+        # per consumer warpgroup: each token's row of its 64 weight rows (StagedRows<BM, 64>)
+        rows = staged_rows_bytes(self.rs_block_m, 64)
+        return CONSUMERS * rows if self.staged_store else 0
 
     @property
     def smem_bytes(self) -> int:

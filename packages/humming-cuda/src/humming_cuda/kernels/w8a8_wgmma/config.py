@@ -14,13 +14,11 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, WgmmaTileConfig
+from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, WgmmaTileConfig, staged_rows_bytes
 
 BLOCK_K = 128
 NARROW_BLOCK_M = 64  # the one-consumer tile, two CTAs per SM
 SPLIT_FLAG_BYTES = 4  # split-K's "last split" flag, after the ring's barriers
-# StagedRows (kernel/wgmma_cta.cuh): 64 rows of 128 2-byte outputs, each row 16 bytes longer
-STAGED_ROW_BYTES = 2 * BLOCK_N + 16
 
 __all__ = ["BLOCK_K", "BLOCK_M", "BLOCK_N", "NARROW_BLOCK_M", "W8a8WgmmaConfig"]
 
@@ -94,7 +92,7 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
     @property
     def staged_bytes(self) -> int:
         """The consumer warpgroups' staged output rows (staged_store), else 0."""
-        return self.consumers * 64 * STAGED_ROW_BYTES if self.staged_store else 0
+        return self.consumers * staged_rows_bytes(64, BLOCK_N) if self.staged_store else 0
 
     @property
     def smem_bytes(self) -> int:

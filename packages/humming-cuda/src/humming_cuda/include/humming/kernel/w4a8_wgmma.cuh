@@ -361,8 +361,7 @@ struct W4a8WgmmaKernel {
   }
 
   // store_t through warpgroup wg's staged rows at `staging` (token rows of its 64 weight rows),
-  // ordered by named barrier STAGED_BAR + wg (acquire / release_staged_rows).
-  static constexpr int STAGED_BAR = 4;
+  // ordered by named barrier STAGED_ROWS_BAR + wg (acquire / release_staged_rows).
   HM_DEVICE static void store_t_staged(const Args& a, const float (&total)[ACC], int m0, int n0,
                                        int wg, u32 staging) {
     using Rows = typename Tile::Rows;
@@ -372,7 +371,7 @@ struct W4a8WgmmaKernel {
     float as[BM / 8][2];
     typename Epi::Column cols[2];
     out_t_factors(a, epi, m0, first, as, cols);
-    acquire_staged_rows(BM, STAGED_BAR + wg);
+    acquire_staged_rows(BM, STAGED_ROWS_BAR + wg);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = tile_row() + 8 * h;  // the weight row (output column) in the warpgroup's 64
@@ -390,11 +389,11 @@ struct W4a8WgmmaKernel {
     }
     OutT* const dst = a.out + static_cast<long long>(m0) * a.ldc + first;
     release_staged_rows(staging, Rows::ROW_BYTES, dst, a.ldc, min(BM, a.M - m0),
-                        min(64, a.N - first), STAGED_BAR + wg);
+                        min(64, a.N - first), STAGED_ROWS_BAR + wg);
   }
 
   HM_DEVICE static void store(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
-    const Epilogue<OutT, kEpiScaleNone, false, BIAS> epi{nullptr, nullptr, a.bias};
+    const Epi epi{nullptr, nullptr, a.bias};
     store_wgmma_tile<true>(epi, total, a.a_scales, a.out, a.ldc, a.M, a.N, m0, n0, wg, 1.f);
   }
 

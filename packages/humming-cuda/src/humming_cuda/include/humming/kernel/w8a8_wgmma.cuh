@@ -229,8 +229,6 @@ struct W8a8WgmmaKernel {
     for (int i = 0; i < ACC; ++i) total[i] += acc[i] * f[(i / 2) % 2];
   }
 
-  // Named barriers 4 and 5: consumer warpgroup 0 / 1's staged rows (store_staged_wgmma_tile).
-  static constexpr int STAGED_BAR = 4;
   static constexpr bool STAGED = Tile::STAGED && sizeof(OutT) == 2;
 
   HM_DEVICE static void store(const Args& a, const float (&total)[ACC], int m0, int n0, int wg,
@@ -241,7 +239,7 @@ struct W8a8WgmmaKernel {
         store_staged_wgmma_tile<!Fmt::ACT_GROUP>(epi, total, a.a_scales, a.out, a.ldc, a.M, a.N,
                                                  m0, n0, wg, 1.f,
                                                  staging + wg * StagedRows<64, BN>::BYTES,
-                                                 STAGED_BAR + wg);
+                                                 STAGED_ROWS_BAR + wg);
         return;
       }
     }

@@ -184,6 +184,10 @@ HM_DEVICE bool staged_rows_fit(const OutT* out, int ldc, int N, int n, int cols)
          (n + cols <= N || N % 8 == 0);
 }
 
+// Named barriers STAGED_ROWS_BAR and + 1: consumer warpgroup 0 / 1's staged rows (the kernels'
+// other named barriers take ids 1-3).
+constexpr int STAGED_ROWS_BAR = 4;
+
 // Before a warpgroup writes its staged rows: the `copiers` threads that copied rows out of them
 // last time wait until those copies have read them (a whole main loop ago), then named barrier
 // `bar` (this warpgroup's 128 threads) holds the others until then.
