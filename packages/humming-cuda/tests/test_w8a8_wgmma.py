@@ -82,10 +82,10 @@ def test_configs_mirror_the_header():
     ]
     assert (
         "template <int STAGES_, int GROUP_M_, int CONSUMERS_ = 2, bool PERSISTENT_ = false,\n"
-        "          bool STAGED_ = false>" in HEADER
+        "          bool STAGED_ = false, int BN_ = 128>" in HEADER
     )
     # the kernel's tile constants that the Python side computes with
-    assert "BM = 64 * CONSUMERS, BN = 128, BK = 128" in HEADER
+    assert "BM = 64 * CONSUMERS, BN = BN_, BK = 128" in HEADER
     assert "CTAS = CONSUMERS == 1 ? 2 : 1" in HEADER
     assert "THREADS = 128 * (1 + CONSUMERS)" in HEADER
     assert "FACTOR_BYTES = 4 * BM;" in HEADER
@@ -295,7 +295,12 @@ def test_split_k_fills_the_sms_only_on_small_grids(n, k, m, split):
         expected = [(0, 4, split), (0, 6, split), (0, 4, 1), (0, 6, 1)]
     else:
         expected = [(1, 4, 1), (1, 6, 1), (0, 4, 1), (0, 6, 1)]
-    assert [(c.persistent, c.stages, c.split_k) for c in configs] == expected
+    # (the 192-column persistent tile goes first where its waves cost less)
+    narrow = [c for c in configs if c.tile_cols == 128]
+    assert [(c.persistent, c.stages, c.split_k) for c in narrow] == expected
+    assert [c.tile_cols for c in configs[: len(configs) - len(narrow)]] == [192] * (
+        len(configs) - len(narrow)
+    )
 
 
 @pytest.mark.parametrize(
@@ -370,3 +375,25 @@ def test_activation_boxes_are_64_rows_in_the_64_row_tile_or_when_m_fits_its_firs
     w8.config = W8a8WgmmaConfig(arch="sm_90a", stages=4, tile_rows=64)  # its tile's rows
     assert [w8.a_box_rows(m) for m in (17, 64, 65, 4096)] == [64, 64, 64, 64]
     assert "const u32 stage_bytes = a.a_rows * BK + Tile::B_BYTES;" in HEADER
+
+
+def test_192_column_tiles_go_first_where_their_waves_cost_less():
+    """W8A8-fp8 persistent grids: 192 columns where ceil(tiles / SMs) x 1.35 beats 128 columns'
+    waves (measured 1.08-1.11x there), 128 where a partial wave would cost more (4096x14336
+    M=1024: 176 tiles against 256, measured 0.80x); never for block weight scales."""
+    picks = {
+        (n, k, m): FAMILY.candidates(presets.W8A8_FP8, GemmProblem(n=n, k=k, m=m), SM90)[0]
+        for n, k, m in ((6144, 4096, 4096), (57344, 8192, 1024), (4096, 14336, 1024))
+    }
+    assert [c.tile_cols for c in picks.values()] == [192, 192, 128]
+    first = picks[(6144, 4096, 4096)]
+    assert first.persistent and first.staged_store and first.stages == 4 and first.block_n == 192
+    assert first.smem_bytes == 1024 + 4 * ((128 + 192) * 128 + 512) + 2 * 64 * (384 + 16) + 68
+    assert first.fits_smem(SM90)
+    assert "humming::WgmmaFp8Tile<4, 8, 2, true, true, 192>" in (
+        FAMILY.render(presets.W8A8_FP8, first, SM90).code
+    )
+    block = FAMILY.candidates(presets.FP8_BLOCK128, GemmProblem(n=6144, k=4096, m=4096), SM90)
+    assert {c.tile_cols for c in block} == {128}
+    with pytest.raises(ValueError, match="tile_cols=192 needs the 128-row tile"):
+        W8a8WgmmaConfig(arch="sm_90a", tile_rows=64, tile_cols=192)

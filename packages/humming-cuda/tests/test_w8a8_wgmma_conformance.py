@@ -215,3 +215,38 @@ def test_staged_rows_after_split_k_match_reference(case: Case, device, staged_ke
         config, kernel = split_of(device, case, staged_kernels[1][case.id], split)
         assert config.staged_store
         check_act8_case(case, device, config, kernel, aligned=True)
+
+
+# The 192-column tile: formats without block weight scales (a 192-column tile straddles their
+# 128-column blocks)
+WIDE_CASES = [c for c in STAGED_CASES if c.spec.weight.scale.granularity != "block"]
+
+
+@pytest.fixture(scope="module")
+def wide_kernels(device):
+    """Every wide case's first candidate on 192-column tiles, persistent with staged rows, and
+    one CTA per tile with register stores (split counts bind the latter's module)."""
+    from humming_cuda.kernels.w8a8_wgmma import FAMILY
+
+    forms = {"persistent": True, "split_k": 1, "tile_rows": 128, "tile_cols": 192}
+    jobs = [(c, 0) for c in WIDE_CASES]
+    staged = build_kernels(device, FAMILY, jobs, update={**forms, "staged_store": True})
+    plain = build_kernels(
+        device, FAMILY, jobs, update={**forms, "persistent": False, "staged_store": False}
+    )
+    return {c.id: (s, p) for (c, _), s, p in zip(jobs, staged, plain, strict=True)}
+
+
+@pytest.mark.parametrize("case", WIDE_CASES, ids=lambda c: c.id)
+def test_192_column_tiles_match_reference(case: Case, device, wide_kernels):
+    """m64n192 wgmmas, 96 accumulators per thread: persistent on the resident grid and on 3 CTAs
+    (staged rows, aligned and not), and one CTA per tile unsplit and split 3 ways."""
+    (config, kernel), plain = wide_kernels[case.id]
+    assert config.block_n == 192 and config.staged_store
+    for ctas in (kernel.resident, 3):
+        kernel.resident = ctas
+        for aligned in (True, False):
+            check_act8_case(case, device, config, kernel, aligned)
+    check_act8_case(case, device, *plain)
+    if case.k > 4 * 128:  # 3 splits of at least 2, 2 and 1 blocks
+        check_act8_case(case, device, *split_of(device, case, plain, 3))

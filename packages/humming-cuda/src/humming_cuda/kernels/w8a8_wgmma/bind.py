@@ -113,7 +113,9 @@ class W8a8WgmmaKernel:
         if not m:
             return (0, 0, 0), params, dims, quantize
         params[0] = self.maps.get(values["a"], "activations a", box_rows=a_rows)
-        params[1] = self.maps.get(values["qweight"], "qweight", packed=self.PACKED)
+        params[1] = self.maps.get(
+            values["qweight"], "qweight", packed=self.PACKED, box_rows=cfg.block_n
+        )
         return self.grid(grid_n, grid_m, splits), params, dims, quantize
 
     def grid(self, grid_n: int, grid_m: int, splits: int) -> tuple[int, int, int]:

@@ -43,9 +43,17 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
     # row (WgmmaFp8Tile's STAGED; the kernel stores from registers where the output's alignment
     # does not allow it). 128-row tiles only: two 64-row CTAs per SM have no room for the rows.
     staged_store: bool = False
+    # Columns of N per CTA tile: 128, or 192 (m64n192k32 wgmmas: 1.5x the flops per byte of A
+    # loaded, 96 accumulators and 96 totals per consumer thread under setmaxnreg 232). 128-row
+    # tiles only, and not with 128x128 block weight scales.
+    tile_cols: Literal[128, 192] = BLOCK_N
 
     @model_validator(mode="after")
     def _persistent_form(self) -> W8a8WgmmaConfig:
+        if self.tile_cols != BLOCK_N and self.tile_rows != BLOCK_M:
+            raise ValueError(
+                f"tile_cols={self.tile_cols} needs the 128-row tile; got tile_rows={self.tile_rows}"
+            )
         if self.staged_store and self.tile_rows != BLOCK_M:
             raise ValueError(
                 "staged_store needs the 128-row tile (its rows fill the second CTA's shared "
@@ -68,6 +76,10 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
         return self.tile_rows
 
     @property
+    def block_n(self) -> int:
+        return self.tile_cols
+
+    @property
     def consumers(self) -> int:
         return self.tile_rows // 64
 
@@ -81,7 +93,7 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
 
     @property
     def stage_bytes(self) -> int:
-        return (self.tile_rows + BLOCK_N) * BLOCK_K
+        return (self.tile_rows + self.tile_cols) * BLOCK_K
 
     @property
     def factor_bytes(self) -> int:
@@ -92,7 +104,7 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
     @property
     def staged_bytes(self) -> int:
         """The consumer warpgroups' staged output rows (staged_store), else 0."""
-        return self.consumers * staged_rows_bytes(64, BLOCK_N) if self.staged_store else 0
+        return self.consumers * staged_rows_bytes(64, self.tile_cols) if self.staged_store else 0
 
     @property
     def smem_bytes(self) -> int:

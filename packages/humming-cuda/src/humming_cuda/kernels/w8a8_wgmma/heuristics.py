@@ -96,6 +96,39 @@ def staged_where_measured(
     return [staged(c) for c in configs]
 
 
+# 192-column tiles (config.tile_cols): m64n192 wgmmas load 1.5x the flops per byte of A. H200, same
+# run (session 27, benchmarks/notes/session27/sweep_192.json), us, 128 -> 192 columns, persistent
+# with staged rows: W8A8-fp8 6144x4096 M=4096 197.0 -> 177.1, M=1024 53.0 -> 48.7, 57344x8192
+# M=1024 788.8 -> 720.8, M=256 215.0 -> 199.1, 8192x28672 M=4096 1601.7 -> 1480.4; but 4096x14336
+# M=1024 111.0 -> 138.5: 176 tiles are 1.33 waves of 132 CTAs where 256 were 1.94. So a tile of 192
+# columns counts as WIDE_TILE_COST tiles of 128 (1.5x the work at ~0.9x the time per flop) and the
+# wider tile goes first where its whole waves cost less.
+WIDE_COLUMNS = 192
+WIDE_TILE_COST = 1.35
+
+
+def wide_columns_first(
+    configs: list[W8a8WgmmaConfig], spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps
+) -> list[W8a8WgmmaConfig]:
+    """`configs` with their persistent 128-row configs on 192-column tiles first (those that fit
+    shared memory) where the wave count says so; formats with 128x128 block weight scales keep 128
+    columns (a 192-column tile straddles their blocks)."""
+    if spec.weight.scale.granularity == "block" or not configs or not configs[0].persistent:
+        return configs
+    sms = caps.sm_count or DEFAULT_SMS
+    rows = -(-(problem.m or BLOCK_M) // BLOCK_M)
+    narrow_waves = -(-rows * -(-problem.n // BLOCK_N) // sms)
+    wide_waves = -(-rows * -(-problem.n // WIDE_COLUMNS) // sms)
+    if wide_waves * WIDE_TILE_COST >= narrow_waves:
+        return configs
+    wide = [
+        c.model_copy(update={"tile_cols": WIDE_COLUMNS})
+        for c in configs
+        if c.persistent and c.tile_rows == BLOCK_M
+    ]
+    return [c for c in wide if c.fits_smem(caps)] + configs
+
+
 def _spec_reason(spec: QuantSpec) -> str:
     w, act = spec.weight, spec.act
     if not act.is_quantized or act.dtype.name != "e4m3" or w.dtype.name != "e4m3":
@@ -164,6 +197,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     if wide and wide[0].split_k == 1:  # unsplit: persistent CTAs first (measured above)
         wide = [c.model_copy(update={"persistent": True}) for c in wide] + wide
     wide = staged_where_measured(wide, spec, problem, caps)
+    wide = wide_columns_first(wide, spec, problem, caps)
     if not wide or (problem.m or BLOCK_M) > NARROW_BLOCK_M:
         return wide
     narrow = [

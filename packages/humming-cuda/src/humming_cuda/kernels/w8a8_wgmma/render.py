@@ -9,7 +9,7 @@ from humming_core.spec import QuantSpec
 
 from ..family import check_config_arch
 from ..w8a8.config import CXX_OUT, WEIGHT_SCALE_CODES, W8a8Format
-from .config import BLOCK_M, W8a8WgmmaConfig
+from .config import BLOCK_M, BLOCK_N, W8a8WgmmaConfig
 
 
 def template_arguments(fmt: W8a8Format, cfg: W8a8WgmmaConfig) -> tuple[str, str]:
@@ -19,7 +19,10 @@ def template_arguments(fmt: W8a8Format, cfg: W8a8WgmmaConfig) -> tuple[str, str]
         f"{str(fmt.act_group).lower()}>"
     )
     extra = ""
-    if cfg.staged_store:
+    if cfg.tile_cols != BLOCK_N:
+        staged, persistent = str(cfg.staged_store).lower(), str(cfg.persistent).lower()
+        extra = f", {cfg.consumers}, {persistent}, {staged}, {cfg.tile_cols}"
+    elif cfg.staged_store:
         extra = f", {cfg.consumers}, {str(cfg.persistent).lower()}, true"
     elif cfg.persistent:
         extra = f", {cfg.consumers}, true"

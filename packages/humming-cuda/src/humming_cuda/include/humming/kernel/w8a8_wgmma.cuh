@@ -66,19 +66,24 @@ struct WgmmaFp8Format {
 // consumers run the epilogue, where one CTA per tile starts on an empty ring every time.
 // STAGED: 2-byte outputs leave through shared memory and bulk copies (store_staged_wgmma_tile)
 // where the output's alignment allows, so the consumers do not wait for their global stores.
+// BN: 128 or 192 columns (m64nBNk32 wgmmas; 192 only in 128-row tiles of formats without block
+// weight scales, whose 128-column blocks a 192-column tile would straddle).
 template <int STAGES_, int GROUP_M_, int CONSUMERS_ = 2, bool PERSISTENT_ = false,
-          bool STAGED_ = false>
+          bool STAGED_ = false, int BN_ = 128>
 struct WgmmaFp8Tile {
   static constexpr int CONSUMERS = CONSUMERS_;
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "64- or 128-row tiles");
   static constexpr bool PERSISTENT = PERSISTENT_, STAGED = STAGED_;
-  static constexpr int BM = 64 * CONSUMERS, BN = 128, BK = 128, STAGES = STAGES_;
+  static constexpr int BM = 64 * CONSUMERS, BN = BN_, BK = 128, STAGES = STAGES_;
+  static_assert(BN == 128 || (BN == 192 && CONSUMERS == 2), "128 columns, or 192 in 128 rows");
   static constexpr int GROUP_M = GROUP_M_, CTAS = CONSUMERS == 1 ? 2 : 1;
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
-  // registers per producer / consumer thread after setmaxnreg at two CTAs per SM (multiples of 8
-  // within 65536 / 2 per CTA); one CTA per SM keeps the launch bound's even split
-  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 216;
-  static_assert(CTAS == 1 || (PRODUCER_REGS + CONSUMER_REGS) * 128 <= 65536 / CTAS,
+  // registers per producer / consumer thread after setmaxnreg (multiples of 8 within 65536 /
+  // CTAS per CTA): at two CTAs per SM, and for 192 columns' 96 + 96 accumulators and totals; one
+  // CTA per SM of 128 columns keeps the launch bound's even split
+  static constexpr bool SPLIT_REGS = CTAS == 2 || BN > 128;
+  static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = CTAS == 2 ? 216 : 232;
+  static_assert((PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) * 128 <= 65536 / CTAS,
                 "the register pool");
   static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
   static constexpr int FACTOR_BYTES = 4 * BM;  // per stage: its block's factor of every tile row
@@ -93,7 +98,8 @@ struct WgmmaFp8Tile {
 template <class Fmt, class Tile, typename OutT, bool BIAS>
 struct W8a8WgmmaKernel {
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, STAGES = Tile::STAGES;
-  static constexpr int ACC = 64;  // 64x128 fp32 per warpgroup / 128 threads
+  static constexpr int ACC = BN / 2;  // 64 x BN fp32 per warpgroup / 128 threads
+  static_assert(!Fmt::BLOCK || BN == 128, "block weight scales: 128-column tiles");
 
   struct Args {
     const float* a_scales;  // [G, M]: G = 1 (per token / static) or ceil(K / 128) (groups)
@@ -210,7 +216,7 @@ struct W8a8WgmmaKernel {
       stage_factors(r, s, row0, f);
       if (ORDER == 1 && it > 0) named_barrier<256>(TURN_SECOND);
       if (ORDER == 2) named_barrier<256>(TURN_FIRST);
-      static_assert(BK == 128 && ACC == 64, "wgmma_block_e4m3's block");
+      static_assert(BK == 128, "wgmma_block_e4m3's block");
       wgmma_block_e4m3(acc, desc_advance(da0, step), desc_advance(db0, step));
       if (ORDER == 1) named_barrier_arrive<256>(TURN_FIRST);
       if (ORDER == 2 && it + 1 < iters) named_barrier_arrive<256>(TURN_SECOND);
@@ -268,7 +274,7 @@ struct W8a8WgmmaKernel {
     init_ring_barriers<STAGES, Tile::CONSUMERS, 4, Fmt::FACTORS ? 32 : 0>(r.full, r.empty);
     if (wg == 0) {
       // No barrier follows: the rest of the producer warpgroup may exit.
-      if constexpr (Tile::CTAS == 2) setmaxnreg_dec<Tile::PRODUCER_REGS>();
+      if constexpr (Tile::SPLIT_REGS) setmaxnreg_dec<Tile::PRODUCER_REGS>();
       if (Fmt::FACTORS && threadIdx.x / 32 == 1) {
         for (int id = first, q0 = 0; id < tiles_n * tiles_m; id += step, q0 += iters) {
           const TileCoord tile = grouped_tile<Tile::GROUP_M>(id, tiles_n, tiles_m);
@@ -287,7 +293,7 @@ struct W8a8WgmmaKernel {
       }
       return;
     }
-    if constexpr (Tile::CTAS == 2) setmaxnreg_inc<Tile::CONSUMER_REGS>();
+    if constexpr (Tile::SPLIT_REGS) setmaxnreg_inc<Tile::CONSUMER_REGS>();
     for (int id = first, q0 = 0; id < tiles_n * tiles_m; id += step, q0 += iters) {
       const TileCoord tile = grouped_tile<Tile::GROUP_M>(id, tiles_n, tiles_m);
       const int n0 = tile.n * BN, m0 = tile.m * BM;

@@ -58,6 +58,17 @@ HM_DEVICE void wgmma_block_e4m3(float (&acc)[64], u64 da, u64 db) {
   wgmma_commit();
 }
 
+// The same for an m64n192 tile (B 192 rows at `db`).
+HM_DEVICE void wgmma_block_e4m3(float (&acc)[96], u64 da, u64 db) {
+  fence_registers(acc);
+  wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    wgmma_m64n192k32_e4m3(acc, desc_advance(da, 32 * k), desc_advance(db, 32 * k), k > 0);
+  }
+  wgmma_commit();
+}
+
 // Split-K across gridDim.z CTAs of one output tile: SplitKReducer's protocol
 // (epilogue/epilogue.cuh) with named barrier 1 over the CONSUMERS warpgroups in place of
 // __syncthreads, which an exited producer warpgroup could never reach. Each split writes its
@@ -110,8 +121,8 @@ HM_DEVICE int* shared_int(u32 addr) {
 // the columns' factors). The factors are loaded ahead of the puts (Epilogue::Column says why):
 // the row scales first, then the columns in two halves of 64 (all 128 columns' scales and biases
 // at once would take 64 registers and spill).
-template <bool ROW_SCALED, class Epi, class Put>
-HM_DEVICE void walk_wgmma_tile(const Epi& epi, const float (&total)[64], const float* row_scales,
+template <bool ROW_SCALED, class Epi, class Put, int ACC>
+HM_DEVICE void walk_wgmma_tile(const Epi& epi, const float (&total)[ACC], const float* row_scales,
                                int M, int N, int m0, int n0, int wg, Put put) {
   constexpr int HALF = 8;  // column groups of 8 per half
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
@@ -123,7 +134,7 @@ HM_DEVICE void walk_wgmma_tile(const Epi& epi, const float (&total)[64], const f
     as[h] = ROW_SCALED && m < M ? row_scales[m] : 1.f;
   }
 #pragma unroll
-  for (int j0 = 0; j0 < 16; j0 += HALF) {
+  for (int j0 = 0; j0 < ACC / 4; j0 += HALF) {
     typename Epi::Column cols[HALF][2];
 #pragma unroll
     for (int j = 0; j < HALF; ++j) {
@@ -150,8 +161,8 @@ HM_DEVICE void walk_wgmma_tile(const Epi& epi, const float (&total)[64], const f
 
 // walk_wgmma_tile storing straight from registers (epi.store_pair: no write outside [M, N]),
 // times `global`.
-template <bool ROW_SCALED, class Epi, typename OutT>
-HM_DEVICE void store_wgmma_tile(const Epi& epi, const float (&total)[64], const float* row_scales,
+template <bool ROW_SCALED, class Epi, typename OutT, int ACC>
+HM_DEVICE void store_wgmma_tile(const Epi& epi, const float (&total)[ACC], const float* row_scales,
                                 OutT* out, int ldc, int M, int N, int m0, int n0, int wg,
                                 float global) {
   walk_wgmma_tile<ROW_SCALED>(
@@ -212,15 +223,15 @@ HM_DEVICE void release_staged_rows(u32 staging, int row_bytes, OutT* dst, int ld
   }
 }
 
-// store_wgmma_tile through warpgroup wg's StagedRows<64, 128> at `staging` (rows m0 + 64 wg ..,
-// columns n0 ..: staged_rows_fit(out, ldc, N, n0, 128) must hold), ordered by named barrier `bar`
+// store_wgmma_tile through warpgroup wg's StagedRows<64, 2 ACC> at `staging` (rows m0 + 64 wg ..,
+// columns n0 ..: staged_rows_fit(out, ldc, N, n0, 2 ACC) must hold), ordered by named barrier `bar`
 // (acquire / release_staged_rows). Every thread of the warpgroup calls it.
-template <bool ROW_SCALED, class Epi, typename OutT>
-HM_DEVICE void store_staged_wgmma_tile(const Epi& epi, const float (&total)[64],
+template <bool ROW_SCALED, class Epi, typename OutT, int ACC>
+HM_DEVICE void store_staged_wgmma_tile(const Epi& epi, const float (&total)[ACC],
                                        const float* row_scales, OutT* out, int ldc, int M, int N,
                                        int m0, int n0, int wg, float global, u32 staging,
                                        int bar) {
-  using Rows = StagedRows<64, 128>;
+  using Rows = StagedRows<64, 2 * ACC>;  // the tile's 2 ACC columns
   const int first = m0 + wg * 64;
   acquire_staged_rows(64, bar);
   walk_wgmma_tile<ROW_SCALED>(
@@ -233,7 +244,7 @@ HM_DEVICE void store_staged_wgmma_tile(const Epi& epi, const float (&total)[64],
                       *reinterpret_cast<const u32*>(pair));
       });
   release_staged_rows(staging, Rows::ROW_BYTES, out + static_cast<long long>(first) * ldc + n0,
-                      ldc, min(64, M - first), min(128, N - n0), bar);
+                      ldc, min(64, M - first), min(2 * ACC, N - n0), bar);
 }
 
 }  // namespace humming
