@@ -30,9 +30,12 @@ def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
     units = act8_wgmma_units(FAMILY, make_spec, FP8_FORMATS)
     assert len(units) >= 2 * len(FP8_FORMATS) + 2 * len(FP8_FORMATS)
-    check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "m64n128k32"))
-    # the M <= 64 buckets' 64-row tile: one consumer warpgroup, two CTAs per SM (setmaxnreg)
+    check_act8_wgmma_units(units, tmp_path, PTX_NEEDS)
+    # 128-column tiles, or 192 where the largest M bucket's waves pick them
     ptx = [p.read_text() for p in tmp_path.glob("*/kernel.ptx")]
+    assert all("m64n128k32" in t or "m64n192k32" in t for t in ptx)
+    assert any("m64n192k32" in t for t in ptx)
+    # the M <= 64 buckets' 64-row tile: one consumer warpgroup, two CTAs per SM (setmaxnreg)
     narrow = [t for t in ptx if ".maxntid 256, 1, 1\n.minnctapersm 2" in t]
     assert narrow and all("setmaxnreg.inc.sync.aligned.u32 216" in t for t in narrow)
 
@@ -54,3 +57,23 @@ def test_split_k_configs_compile_with_the_reduction_without_spills(monkeypatch, 
         units.add(spec, split)
     assert len(units) == len(FP8_FORMATS)
     check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "m64n128k32", *SPLIT_PTX))
+
+
+@pytest.mark.compile
+def test_192_column_tiles_compile_without_spills(monkeypatch, tmp_path):
+    """The 192-column tile (m64n192k32, 96 accumulators and 96 totals per consumer thread under
+    setmaxnreg 232) on every format without block weight scales, where the heuristics pick it
+    (57344x8192 M=1024), with each output dtype: persistent with staged rows (bf16 / fp16) and one
+    CTA per tile with register stores."""
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = Units(FAMILY, "sm_90a")
+    problem = GemmProblem(n=57344, k=8192, m=1024)
+    for fmt in (f for f in FP8_FORMATS if f[2] != "block"):
+        for bias, out in ((True, "bf16"), (False, "fp16"), (False, "fp32")):
+            spec = make_spec(*fmt, bias=bias, out=out)
+            first = FAMILY.candidates(spec, problem, units.caps)[0]
+            assert first.tile_cols == 192 and first.persistent, first
+            assert first.staged_store == (out != "fp32")
+            units.add(spec, first)
+            units.add(spec, first.model_copy(update={"persistent": False, "staged_store": False}))
+    check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "m64n192k32", "setmaxnreg.inc"))
