@@ -8,9 +8,9 @@ CASE: indices into CASES, to run only those (with HUMMING_LINEINFO=1 a report na
 Covers split-K (M=1, long K; wna16 and w8a8), N/M/K tails, integer zero points, float zero points,
 MX scales and bf16, and the sm_90a wgmma kernels (wna16_wgmma on grids large enough to be chosen,
 in both forms and the register form's narrow small-M tiles with split-K, w8a8_wgmma with its
-activation quantizer, FP8 block-128's factors staged by a producer warp, w4a8_wgmma, both with
-staged output rows from M = 65, a persistent CTA's rows rewritten over ~9 tiles); the per-token
-quantizer on rows longer than it keeps in shared memory; the M <= 8 WnA16 cases run the
+activation quantizer, FP8 block-128's factors staged by a producer warp (in the mma.sync kernel:
+copied with each stage), w4a8_wgmma, both with staged output rows from M = 65, a persistent
+CTA's rows rewritten over ~9 tiles); the per-token quantizer on rows longer than it keeps in shared memory; the M <= 8 WnA16 cases run the
 wna16_decode kernels (split-K included at M=1), M = 9-16 with 4-bit codes wna16's, every larger M
 wna16_wgmma (its register form's 16-128-row tiles with split-K where the grid is small, two CTAs
 per SM for 16 and 32 rows where they finish first).
@@ -48,6 +48,7 @@ CASES = [  # (preset, act dtype, M, N, K)
     ("FP8_BLOCK128", "bf16", 200, 264, 384),  # w8a8_wgmma: a producer warp stages block factors
     ("W8A8_FP8", "bf16", 3, 136, 17408),  # per-token rows longer than the quantizer keeps
     ("W8A8_FP8", "bf16", 1030, 16904, 256),  # persistent CTAs' staged rows reused tile after tile
+    ("FP8_BLOCK128", "fp16", 9, 264, 1008),  # w8a8 (mma.sync): stage-copied factors, split K
 ]
 
 

@@ -99,12 +99,38 @@ def test_candidates_fit_the_arch(arch, m):
         if fmt[0] == "e4m3" and arch == "sm_80":
             assert configs == []
             continue
-        assert configs and all(c.smem_bytes <= caps.smem_per_block for c in configs)
+        fmt_ = W8a8Format.from_spec(spec)
+        smem = [c.smem_bytes + c.stages * c.factor_bytes(fmt_) for c in configs]
+        assert configs and max(smem) <= caps.smem_per_block
         best = configs[0]
         # block scales: a CTA's columns must lie in one 128-row weight block
         assert 128 % best.block_n == 0 or fmt[2] != "block"
         # decode uses one m16 row of fragments; only large batches get 128-row tiles
         assert best.block_m == 16 if m <= 16 else best.block_m <= 64 or m > 64
+
+
+def test_staged_factor_bytes_mirror_the_kernel():
+    """W8a8Kernel::kFactors: per stage, the tile rows' activation-group scales, then the weight
+    block scale, in 16-byte units; formats with neither and tiles of more than 64 rows stage none
+    (the launch reserves exactly this beside the tiles, so a short count overruns shared memory)."""
+    tile = {"arch": "sm_90a", "n_frags": 2, "warps_n": 2, "stages": 4}
+    decode = W8a8Config(m_frags=1, warps_m=1, **tile)
+    mid = W8a8Config(m_frags=2, warps_m=2, **tile)
+    big = W8a8Config(m_frags=4, warps_m=2, **tile)
+    assert (decode.block_m, mid.block_m, big.block_m) == (16, 64, 128)
+    block128 = W8a8Format.from_spec(make_spec("e4m3", "group", "block", bias=False, out="bf16"))
+    groups_only = W8a8Format.from_spec(
+        make_spec("e4m3", "group", "channel", bias=False, out="bf16")
+    )
+    block_only = W8a8Format.from_spec(make_spec("e4m3", "token", "block", bias=False, out="bf16"))
+    channel = W8a8Format.from_spec(make_spec("e4m3", "token", "channel", bias=False, out="bf16"))
+    assert [decode.factor_bytes(f) for f in (block128, groups_only, block_only, channel)] == [
+        80,
+        64,
+        16,
+        0,
+    ]
+    assert mid.factor_bytes(block128) == 272 and big.factor_bytes(block128) == 0
 
 
 def test_config_rejects_too_many_warps():

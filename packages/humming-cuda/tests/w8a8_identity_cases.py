@@ -25,7 +25,13 @@ quantizer entries (every case: they share each module): 16-byte loads, quotients
 RoundedDivisor, per-token rows kept in shared memory, two chunks per lane in group mode; the GEMM
 entries' code is unchanged. On the H200 with exactly that code: test_act_quant_cuda.py (with a
 4M-value bit-identity test), test_w8a8_conformance.py, test_w8a8_wgmma_conformance.py, 268 passed
-(benchmarks/notes/session26.md, run 42).
+(benchmarks/notes/session26.md, run 42). Retaken in session 28: the decode and mid tiles (at most
+64 rows) of formats with activation-group or weight-block scales copy them with each stage and
+promote from shared memory (every cubin's bytes changed; W8A8-fp8's decode kernel was checked to
+keep its SASS). On
+the H200 with exactly that code: test_w8a8_conformance.py + test_ppu_w8a8_conformance.py 176
+passed, compute-sanitizer memcheck / racecheck clean on an FP8 block-128 split-K decode case
+(benchmarks/notes/session28.md, run 62).
 test_w8a8_nvidia_identity.py compares against them.
 
 Regenerate (only for a deliberate NVIDIA kernel change that has been re-verified on hardware):

@@ -58,6 +58,9 @@ class W8a8Kernel(ActQuantGemmKernel):
         )
         super().__init__(function, config, signature(self.fmt, function.symbol), pdl=config.pdl)
 
+    def _smem_bytes(self) -> int:
+        return self.config.smem_bytes + self.config.stages * self.config.factor_bytes(self.fmt)
+
     def _quantize(
         self, x: torch.Tensor, act_scale: torch.Tensor | None
     ) -> tuple[dict[str, Any], QuantLaunch]:

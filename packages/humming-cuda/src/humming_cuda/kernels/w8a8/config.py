@@ -52,9 +52,19 @@ class W8a8Config(WarpTileConfig):
 
     @property
     def smem_bytes(self) -> int:
+        """The stages' tiles; a format with staged factors adds `factor_bytes` per stage."""
         return self.stages * (
             self.block_m * BLOCK_K + self.block_n * BLOCK_K * self.weight_bits // 8
         )
+
+    def factor_bytes(self, fmt: W8a8Format) -> int:
+        """Shared memory per stage for the scales copied with it (W8a8Kernel::kFactors): the tile
+        rows' activation-group scales and the weight block scale, in 16-byte units; none in tiles
+        of more than 64 rows, which read them from global memory."""
+        if self.block_m > 64:
+            return 0
+        words = (self.block_m if fmt.act_group else 0) + (fmt.weight_scale == "block")
+        return -(-words // 4) * 16
 
 
 @dataclass(frozen=True)

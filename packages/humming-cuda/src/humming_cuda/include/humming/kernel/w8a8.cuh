@@ -125,7 +125,16 @@ struct W8a8Kernel {
   using ALoader = ByteTileLoader<BM, THREADS>;
   using BLoader = typename W::template Loader<BN, THREADS>;
   static constexpr int kStage = ALoader::kBytes + BLoader::kBytes;
-  static constexpr int kSmem = kStage * STAGES;
+  // Activation-group and weight-block scales travel with each stage (cp.async, after all stages'
+  // tiles so the tiles keep their offsets): the promotion reads them from shared memory. Read
+  // from global memory there, their latency stalled every warp once per stage: FP8_BLOCK128 at
+  // M = 8-16 ran 1.2x longer than at M = 1, whose rows past M skip the loads (H200, session 28).
+  // Per stage: the tile rows' group scales (A_GROUP), then the CTA's one weight block scale. Not
+  // in the 128-row tile, whose 255 registers then spill (NVRTC 13.5).
+  static constexpr bool kStagedFactors = (Fmt::A_GROUP || Fmt::W_BLOCK) && BM <= 64;
+  static constexpr int kFactorBlock = Fmt::A_GROUP ? BM : 0;  // index of the block scale
+  static constexpr int kFactors = kStagedFactors ? (kFactorBlock + Fmt::W_BLOCK + 3) / 4 * 16 : 0;
+  static constexpr int kSmem = (kStage + kFactors) * STAGES;
   static constexpr int EPI_SCALE =
       Fmt::W_SCALE == kW8ScaleChannel ? kEpiScaleChannel
                                       : (Fmt::W_SCALE == kW8ScaleTensor ? kEpiScaleTensor : kEpiScaleNone);
@@ -179,7 +188,20 @@ struct W8a8Kernel {
                                   u64 policy) {
     ALoader::template load<false>(smem + buf * kStage, a.a, m0, it * BK, a.M, a.K, a.K, tid,
                                   policy);
+    if constexpr (kStagedFactors && Fmt::A_GROUP) {
+      float* f = reinterpret_cast<float*>(smem + factor_offset(buf));
+      const float* group = a.a_scales + static_cast<long long>(it) * a.M;
+#pragma unroll  // a constant trip count: `r += THREADS` from tid compiled to a general loop
+      for (int i = 0; i < ceil_div(BM, THREADS); ++i) {
+        const int r = tid + i * THREADS;
+        if (r < BM) cp_async4(f + r, group + m0 + r, m0 + r < a.M);
+      }
+    }
   }
+
+  // Byte offset of stage buf's factors (kStagedFactors): BM activation-group scales, then the
+  // weight block scale.
+  HM_DEVICE static constexpr int factor_offset(int buf) { return STAGES * kStage + buf * kFactors; }
 
   HM_DEVICE static void load_weights(const Args& a, char* smem, int buf, int it, int n0, int tid,
                                      u64 policy) {
@@ -188,6 +210,12 @@ struct W8a8Kernel {
       BLoader::load(b, a.w, n0, it * BK, a.N, ceil_div(a.K, BK) * (BK / 2), tid, policy);
     } else {
       BLoader::template load<true>(b, a.w, n0, it * BK, a.N, a.K, a.K, tid, policy);
+    }
+    if constexpr (kStagedFactors && Fmt::W_BLOCK) {
+      if (tid == 0) {
+        const float* block = a.w_scales + static_cast<long long>(n0 / 128) * a.ws_ld + it;
+        cp_async4(reinterpret_cast<float*>(smem + factor_offset(buf)) + kFactorBlock, block, true);
+      }
     }
   }
 
@@ -296,7 +324,8 @@ struct W8a8Kernel {
       if constexpr (Fmt::PROMOTE) {
         if ((ks + 1) % KS_PER_PROMOTE == 0) {
           const int k0 = it * BK + (ks + 1) * 32 - Fmt::PROMOTE_K;
-          promote(total, acc, ws, a, k0, m0, n0, wm, wn, lane);
+          const float* staged = reinterpret_cast<const float*>(smem + factor_offset(buf));
+          promote(total, acc, ws, staged, a, k0, m0, n0, wm, wn, lane);
         }
       }
     }
@@ -329,14 +358,20 @@ struct W8a8Kernel {
 
   // total += acc * (group scale of the row) * (group / block scale of the column); acc = 0. The
   // segment at k0 covers K offsets [k0, k0 + PROMOTE_K); past K it holds no group and sums zeros.
-  // `early`: the column scales compute_stage loaded when the segment started (kEarlyScales).
+  // `early`: the column scales compute_stage loaded when the segment started (kEarlyScales);
+  // `staged`: the stage's factors (kStagedFactors).
   HM_DEVICE static void promote(float (&total)[TOTAL], Acc (&acc)[ACC], const float (&early)[NF][2],
-                                const Args& a, int k0, int m0, int n0, int wm, int wn, int lane) {
+                                const float* staged, const Args& a, int k0, int m0, int n0, int wm,
+                                int wn, int lane) {
     const bool live = k0 < a.K;
     float ws[NF][2];
     if constexpr (kEarlyScales) {
 #pragma unroll
       for (int nf = 0; nf < NF; ++nf) ws[nf][0] = early[nf][0], ws[nf][1] = early[nf][1];
+    } else if constexpr (kStagedFactors && Fmt::W_BLOCK) {
+      const float block = staged[kFactorBlock];
+#pragma unroll
+      for (int nf = 0; nf < NF; ++nf) ws[nf][0] = ws[nf][1] = block;
     } else {
       if (live) column_scales(ws, a, k0, n0, wn, lane);
     }
@@ -345,10 +380,14 @@ struct W8a8Kernel {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float f = live ? 1.f : 0.f;
-        if constexpr (Fmt::A_GROUP) {
-          const int m = m0 + (wm * MF + mf) * 16 + lane / 4 + 8 * h;
-          // rows past M hold stale shared memory and are never stored
-          if (live) f = m < a.M ? a.a_scales[static_cast<long long>(k0 / 128) * a.M + m] : 0.f;
+        if constexpr (Fmt::A_GROUP) {  // rows past M: zeros (their sums are never stored)
+          const int r = (wm * MF + mf) * 16 + lane / 4 + 8 * h;
+          if constexpr (kStagedFactors) {
+            if (live) f = staged[r];
+          } else {
+            const int m = m0 + r;
+            if (live) f = m < a.M ? a.a_scales[static_cast<long long>(k0 / 128) * a.M + m] : 0.f;
+          }
         }
 #pragma unroll
         for (int nf = 0; nf < NF; ++nf) {
