@@ -11,7 +11,12 @@ queue never full (200 calls, then a sync), from the user API down to the driver 
 - the pieces: torch.empty, torch's current stream, and one launch of the same kernel with the same
   parameter block by cuda.bindings cuLaunchKernel (integers and a cached CUstream: humming's
   path; or the raw stream int), cuLaunchKernelEx (a CUlaunchConfig), and libcuda's cuLaunchKernel
-  through ctypes (WnA16 specs: one launch on the prepared call's one-CTA-per-tile grid);
+  through ctypes (WnA16 specs: one launch on the prepared call's grid);
+- for the 8-bit-activation specs (W8A8_*, W4A8_*, FP8_BLOCK128, ...: prepared calls that launch
+  a quantizer, then the GEMM), the pieces of one prepared call (`act8_pieces`): each launch
+  alone as the call issues it (Launcher.launch, same parameter block and grid) and the driver
+  call under it, the q + scales allocation (one torch.empty; and the two the call made before),
+  q's tensor-map lookup (wgmma kernels);
 then a cProfile of PreparedGemm.run(x, out=out).
 """
 
@@ -31,6 +36,8 @@ from humming_core.nn import QuantLinear
 from humming_core.numerics import quantize_weight
 from humming_core.ops.gemm import _gemm_op
 from humming_core.spec import preset
+from humming_cuda.kernels.act_quant import THREADS
+from humming_cuda.kernels.w8a8.call import W8a8Call
 from humming_cuda.launch import current_stream, stream_handle
 
 
@@ -51,8 +58,8 @@ def per_call_us(fn, calls: int = 200) -> float:
 def raw_launches(call, x, out):
     """The same launch (kernel, grid, parameter block) through three driver bindings."""
     call(x, out)  # builds the template and this thread's parameter block
-    fn, address = call.kernel.function, call._params().address
-    grid, block, smem = (call.grid_n, 1, call.split), call.block, call.smem
+    fn, address = call.kernel.function, call.template.block().address
+    grid, block, smem = call.grid(-(-x.shape[0] // call.block_m)), call.block, call.smem
     index = fn.device_index
 
     def bindings_ints():
@@ -91,6 +98,62 @@ def raw_launches(call, x, out):
     }
 
 
+def driver_call(launcher, grid, block, smem, address):
+    """The driver call under `launcher.launch(grid, block, smem, address)` alone: cuLaunchKernel
+    with the cached stream handle, or cuLaunchKernelEx with the launcher's own config."""
+    fn = launcher.function
+    raw = current_stream(fn.device_index)
+    if not launcher._attrs:
+        stream = stream_handle(raw)
+        return lambda: driver.cuLaunchKernel(fn.handle, *grid, *block, smem, stream, address, 0)
+    config = launcher._config(grid, block, smem, raw)
+    return lambda: driver.cuLaunchKernelEx(config, fn.handle, address, 0)
+
+
+def act8_pieces(call, x, out):
+    """Rows timing the pieces of one prepared quantizer + GEMM call (kernels/w8a8/call.py) alone.
+
+    One call first: it builds the templates, and leaves this thread's two parameter blocks
+    pointing at its q and scales buffer, which the call holds until its next call (none is made
+    while these rows run), so the launches below read and write live memory."""
+    call(x, out)
+    m, k = x.shape
+    quant, fmt = call.quant, call.quant.fmt
+    q_address, gemm_address = quant.params.block().address, call.template.block().address
+    q_grid, q_block = (fmt.grid(m, k), 1, 1), (THREADS, 1, 1)
+    grid = call.grid(-(-m // call.block_m))
+    size = fmt.buffer_layout(m, k)[0]
+    rows = {
+        "quantizer launch (Launcher.launch)": lambda: quant.launcher.launch(
+            q_grid, q_block, 0, q_address
+        ),
+        "quantizer: its driver call alone": driver_call(
+            quant.launcher, q_grid, q_block, 0, q_address
+        ),
+        "GEMM launch (Launcher.launch)": lambda: call.launcher.launch(
+            grid, call.block, call.smem, gemm_address
+        ),
+        "GEMM: its driver call alone": driver_call(
+            call.launcher, grid, call.block, call.smem, gemm_address
+        ),
+        f"q + scales: one torch.empty({size}) bytes": lambda: torch.empty(
+            size, dtype=torch.uint8, device=quant.device
+        ),
+        "q, scales: two torch.empty (before)": lambda: (
+            torch.empty((m, k), dtype=fmt.q_dtype, device=x.device),
+            torch.empty((fmt.scale_rows(k), m), dtype=torch.float32, device=x.device),
+        ),
+    }
+    maps = getattr(call.kernel, "maps", None)
+    if maps is not None:  # wgmma kernels: q reaches the GEMM as a tensor map (a cache hit here)
+        box_rows = call.kernel.a_box_rows(m)
+        address = call._held.buffer.data_ptr()  # q starts the buffer
+        rows["q's tensor map (cache lookup)"] = lambda: maps.of(
+            address, m, k, k, "activations a", box_rows=box_rows
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--spec", default="W4A16_G128", help="a preset name")
@@ -124,8 +187,14 @@ def main() -> None:
         # the act8 calls launch a quantizer and a (possibly persistent) GEMM grid: no one launch
         **(raw_launches(call, x, out) if not spec.act.is_quantized else {}),
     }
-    width = max(map(len, rows)) + 1
+    width = 44
     lines = [f"{name + ':':{width}} {per_call_us(fn):7.2f} us" for name, fn in rows.items()]
+    if isinstance(call, W8a8Call):  # timed after the rows above, which call `call` again
+        lines.append("pieces of one prepared call:")
+        lines += [
+            f"{name + ':':{width}} {per_call_us(fn):7.2f} us"
+            for name, fn in act8_pieces(call, x, out).items()
+        ]
     profile = cProfile.Profile()
     profile.enable()
     for _ in range(2000):

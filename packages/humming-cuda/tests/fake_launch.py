@@ -118,8 +118,8 @@ def fake_split_workspace(monkeypatch) -> list[tuple[torch.Tensor, torch.Tensor]]
 
 def fake_act_quantizer(monkeypatch) -> None:
     """A quantizing kernel's module quantizer entries as fake functions whose launches are recorded
-    (`kernel.quantizer._by_dtype[dtype][2].launches`), and the q and scales buffers each call
-    allocates on the fake cuda:0 as x is."""
+    (`kernel.quantizer._by_dtype[dtype][2].launches`), and the q and scales buffer each call
+    allocates on the fake cuda:0 as x is (kept there by the views of q and the scales)."""
     from humming_cuda.kernels.act_quant import ActQuantizer
 
     def from_module(fmt, loaded, base, pdl):
@@ -130,7 +130,7 @@ def fake_act_quantizer(monkeypatch) -> None:
 
     monkeypatch.setattr(ActQuantizer, "from_module", staticmethod(from_module))
     empty = torch.empty
-    monkeypatch.setattr(torch, "empty", lambda *a, **k: cuda(empty(*a, **k)))
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: cuda(empty(*a, **k), kept=True))
 
 
 def quant_launches(kernel, dtype=torch.bfloat16) -> list:

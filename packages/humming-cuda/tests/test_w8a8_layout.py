@@ -182,6 +182,34 @@ def test_act_quant_format(act, mode, rows):
         assert "kPerLane = GROUP < 16 ? 8 : 16;" in ACT_QUANT_HEADER
 
 
+@pytest.mark.parametrize(
+    ("act", "wide"),
+    [
+        (ActSpec(dtype="int8", quant="dynamic", granularity="token"), False),
+        (ActSpec(dtype="e4m3", quant="static", granularity="tensor"), False),
+        (ActSpec(dtype="e4m3", quant="dynamic", granularity="group", group_size=128), False),
+        (ActSpec(dtype="e4m3", quant="dynamic", granularity="token"), True),
+    ],
+)
+@pytest.mark.parametrize(("m", "k"), [(0, 272), (1, 16), (5, 272), (300, 4096), (3, 8)])
+def test_act_quant_buffer_holds_q_then_aligned_scales(act, wide, m, k):
+    """q and the scales share one allocation: q at its start (the allocator's alignment, which TMA
+    needs), the scales after q's last byte at the next 16-byte boundary, nothing else in it."""
+    fmt = ActQuantFormat.from_spec(act, wide=wide)
+    size, offset = fmt.buffer_layout(m, k)
+    q_bytes = m * k * fmt.q_dtype.itemsize
+    assert offset % 16 == 0 and q_bytes <= offset < q_bytes + 16
+    assert size == offset + 4 * fmt.scale_rows(k) * m
+    buffer, q, scales = fmt.allocate(m, k, torch.device("cpu"))
+    assert buffer.dtype == torch.uint8 and buffer.numel() == size
+    assert q.dtype == fmt.q_dtype and q.shape == (m, k) and q.is_contiguous()
+    assert scales.dtype == torch.float32 and scales.shape == (fmt.scale_rows(k), m)
+    assert scales.is_contiguous()
+    assert q.data_ptr() == buffer.data_ptr()
+    assert scales.data_ptr() - buffer.data_ptr() == offset
+    assert q.untyped_storage().data_ptr() == scales.untyped_storage().data_ptr()
+
+
 def test_act_quant_refuses_4bit_and_mx():
     assert "int8 and e4m3" in unsupported_reason(presets.NVFP4_ACT)
     with pytest.raises(ValueError, match="no activation quantizer"):

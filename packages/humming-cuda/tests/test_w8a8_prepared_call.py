@@ -6,6 +6,9 @@ with the full check's error."""
 
 from __future__ import annotations
 
+import threading
+import weakref
+
 import pytest
 import torch
 from fake_launch import (
@@ -63,7 +66,8 @@ def test_prepared_calls_launch_what_the_full_check_computes(name):
     call._checked_call = lambda *a: full_checks.append(1) or checked_call(*a)
     names = kernel.signature.names
     a, a_scales = names.index("a"), names.index("a_scales")
-    for m in (1, 5, 16, 1):  # the first call builds the templates, the rest patch them
+    # the first call builds the templates, the rest patch them
+    for i, m in enumerate((1, 5, 16, 1)):
         x, out = operands(m)
         call(x, out)
         grid, params, _, quantize = kernel.checked({"x": x, "out": out, **weights})
@@ -73,6 +77,14 @@ def test_prepared_calls_launch_what_the_full_check_computes(name):
         gemm = kernel.launcher.launches[-1]
         # the GEMM reads what this call's quantizer writes (fresh buffers, as the full check's)
         assert (gemm[3][a], gemm[3][a_scales]) == (quant[3][q], quant[3][scales])
+        # one buffer, q first and the scales after it, laid out as the full check lays them out,
+        # and (prepared calls) held by the call
+        size, offset = kernel.quantizer.fmt.buffer_layout(m, K)
+        assert quant[3][scales] - quant[3][q] == offset
+        assert quantize.params[scales] - quantize.params[q] == offset
+        if i:
+            held = call._held.buffer
+            assert (held.data_ptr(), held.numel()) == (quant[3][q], size)
         expected = list(params)
         expected[a], expected[a_scales] = gemm[3][a], gemm[3][a_scales]
         block = (kernel.config.threads, 1, 1)
@@ -100,6 +112,34 @@ def test_split_k_workspace_is_patched_and_grown(cpu_workspace):
         assert params[names.index("workspace")] == ws.data_ptr()
         assert params[names.index("counters")] == ct.data_ptr()
         assert ws.numel() >= grid[0] * grid[1] * grid[2] * kernel.config.block_m * 128
+
+
+def test_q_and_scales_are_held_until_this_threads_next_call():
+    """The buffer the GEMM reads is alive when the GEMM is enqueued (a split-K workspace may be
+    allocated between the two launches) and held by the call until this thread's next call; a
+    call on another thread holds its own."""
+    kernel, weights = make(presets.W4A8_FP8)
+    assert kernel.config.split_k > 1
+    call = kernel.prepare(**weights)
+    call(*operands(4))  # the template
+    record, at_gemm = kernel.launcher.launch, []
+
+    def launch(grid, block, smem, address, stream=None):
+        at_gemm.append(call._held.buffer.data_ptr())
+        record(grid, block, smem, address, stream)
+
+    kernel.launcher.launch = launch
+    call(*operands(16))
+    a = kernel.signature.names.index("a")
+    assert at_gemm[-1] == kernel.launcher.launches[-1][3][a]
+    held = weakref.ref(call._held.buffer)
+    assert held().data_ptr() == at_gemm[-1]
+    other = threading.Thread(target=lambda: call(*operands(8)))
+    other.start(), other.join()
+    assert len(kernel.launcher.launches) == 3  # the other thread's call launched
+    assert call._held.buffer is held()  # and left this thread's buffer held
+    call(*operands(16))
+    assert held() is None  # released by this thread's next call
 
 
 def test_another_dtype_or_a_static_scale_takes_the_full_check():

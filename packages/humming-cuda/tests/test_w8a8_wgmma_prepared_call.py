@@ -5,8 +5,8 @@ resident grid, split-K's workspace grown with M — and refuses wrong x and out 
 check's error.
 
 Tensor maps are encoded by the CUDA driver, which a CPU machine lacks: `FakeMaps` stands in for
-the kernel's map cache with a "map" that records the operand's pointer, rows, K, row stride, box
-rows and form."""
+the kernel's map cache with a "map" that records the operand's pointer, rows, row bytes, row
+stride in bytes, box rows and form."""
 
 from __future__ import annotations
 
@@ -40,7 +40,11 @@ N, K = 512, 1024
 class FakeMaps:
     def get(self, t, what, packed=False, box_rows=BOX_ROWS) -> TensorMapParam:
         rows, k = t.shape
-        return TensorMapParam(t.data_ptr(), rows, k, t.stride(0), box_rows, packed, *[0] * 10)
+        size = t.element_size()
+        return self.of(t.data_ptr(), rows, k * size, t.stride(0) * size, what, packed, box_rows)
+
+    def of(self, address, rows, row_bytes, row_stride, what, packed=False, box_rows=BOX_ROWS):
+        return TensorMapParam(address, rows, row_bytes, row_stride, box_rows, packed, *[0] * 10)
 
 
 @pytest.fixture(autouse=True)
@@ -99,6 +103,11 @@ def test_prepared_calls_launch_what_the_full_check_computes(name):
         q_ptr = quant[3][q_names.index("q")]
         assert gemm[3][0][:6] == (q_ptr, m, K, K, kernel.a_box_rows(m), 0)
         assert gemm[3][a_scales] == quant[3][q_names.index("scales")]
+        # q and its scales in one buffer, laid out as the full check's
+        offset = kernel.quantizer.fmt.buffer_layout(m, K)[1]
+        assert gemm[3][a_scales] - q_ptr == offset
+        full_q, full_scales = (quantize.params[q_names.index(n)] for n in ("q", "scales"))
+        assert full_scales - full_q == offset and params[0][0] == full_q  # the map of that q
         expected = [tuple(params[0]), tuple(params[1]), *params[2:]]
         expected[0], expected[a_scales] = gemm[3][0], gemm[3][a_scales]
         assert gemm == (grid, (kernel.config.threads, 1, 1), kernel.smem, expected)

@@ -28,16 +28,17 @@ Dim3 = tuple[int, int, int]
 _SUCCESS = driver.CUresult.CUDA_SUCCESS
 _INVALID_CONTEXT = driver.CUresult.CUDA_ERROR_INVALID_CONTEXT
 
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-_MAX_CONFIGS = 64
+_MAX_CONFIGS = 256
 _MAX_STREAMS = 256
 
 
-def current_stream(device_index: int) -> int:
-    """torch's current stream on the device, as a raw CUstream handle."""
-    if _raw_stream is not None:
-        return _raw_stream(device_index)
+def _torch_stream(device_index: int) -> int:
     return torch.cuda.current_stream(device_index).cuda_stream
+
+
+# current_stream(device_index): torch's current stream on the device, as a raw CUstream handle;
+# torch's own accessor where the build has it (no Python frame of ours on every launch)
+current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or _torch_stream
 
 
 class ParamBlock:
@@ -102,7 +103,8 @@ class Launcher:
     """Launches one loaded function with a fixed parameter list (C types) and launch attributes.
 
     Without cluster dims or PDL it uses cuLaunchKernel with plain integers (no per-call config
-    object); with them, cuLaunchKernelEx and a config cached per (grid, block, smem).
+    object); with them, cuLaunchKernelEx and a config cached per (grid, block, smem, stream): a
+    cached config is never written again, so every thread can launch with it.
     """
 
     def __init__(
@@ -117,6 +119,7 @@ class Launcher:
         self.cluster = cluster
         self.pdl = pdl and ENV.HUMMING_PDL
         self._attrs = _launch_attributes(cluster, self.pdl)
+        self._configs: dict[tuple[Dim3, Dim3, int, int], Any] = {}
         self._local = threading.local()
 
     def __call__(
@@ -157,8 +160,9 @@ class Launcher:
             stream = stream_handle(raw)
             (err,) = driver.cuLaunchKernel(handle, gx, gy, gz, bx, by, bz, smem, stream, address, 0)
             return err
-        config = self._config(grid, block, smem)
-        config.hStream = raw
+        config = self._configs.get((grid, block, smem, raw))
+        if config is None:
+            config = self._config(grid, block, smem, raw)
         (err,) = driver.cuLaunchKernelEx(config, handle, address, 0)
         return err
 
@@ -173,21 +177,20 @@ class Launcher:
                 err,
             )
 
-    def _config(self, grid: Dim3, block: Dim3, smem: int) -> Any:
-        try:
-            configs = self._local.configs
-        except AttributeError:
-            configs = self._local.configs = {}
-        config = configs.get((grid, block, smem))
-        if config is None:
-            if len(configs) >= _MAX_CONFIGS:  # grids vary with M: keep the recent ones only
-                configs.clear()
-            config = configs[(grid, block, smem)] = driver.CUlaunchConfig()
-            config.gridDimX, config.gridDimY, config.gridDimZ = grid
-            config.blockDimX, config.blockDimY, config.blockDimZ = block
-            config.sharedMemBytes = smem
-            config.attrs = self._attrs
-            config.numAttrs = len(self._attrs)
+    def _config(self, grid: Dim3, block: Dim3, smem: int, raw: int) -> Any:
+        """A new launch config, cached (filled before it is published: another thread may take
+        it from the cache at once)."""
+        config = driver.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid
+        config.blockDimX, config.blockDimY, config.blockDimZ = block
+        config.sharedMemBytes = smem
+        config.hStream = raw
+        config.attrs = self._attrs
+        config.numAttrs = len(self._attrs)
+        configs = self._configs
+        if len(configs) >= _MAX_CONFIGS:  # grids vary with M: keep the recent ones only
+            configs.clear()
+        configs[(grid, block, smem, raw)] = config
         return config
 
 

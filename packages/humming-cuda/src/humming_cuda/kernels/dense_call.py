@@ -51,8 +51,9 @@ class PreparedDenseCall:
         self.workspace: tuple[torch.Tensor, torch.Tensor] | None = None
         self.ws_rows = 0  # grid rows (of block_m) the held split-K workspace covers
 
-    def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int) -> None:
-        """Write x (checked: the template's K, 16-byte aligned rows) into the parameter block."""
+    def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int, m: int) -> None:
+        """Write x (checked: the template's K, M rows, 16-byte aligned rows) into the parameter
+        block."""
         raise NotImplementedError
 
     def __call__(self, x: torch.Tensor, out: torch.Tensor, **extra: Any) -> None:
@@ -88,7 +89,7 @@ class PreparedDenseCall:
         grid_m = -(-m // self.block_m)
         params = self.template.block()
         struct = params.struct
-        self.patch_x(struct, x, xp, lda)
+        self.patch_x(struct, x, xp, lda, m)
         struct.out, struct.M, struct.ldc = op, m, ldc
         if self.split > 1:
             if grid_m > self.ws_rows:

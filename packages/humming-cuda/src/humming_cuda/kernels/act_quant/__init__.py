@@ -5,6 +5,7 @@ per 16-bit input type, since a quantized-activation layer accepts fp16 or bf16 x
 module serves a layer; `ActQuantizer` launches it. `render_source` builds a standalone unit (tests,
 tools). Results are bit-identical to humming_core.numerics.act.quantize_act; scales are laid out
 [G, M] (G = 1 per token / static, ceil(K / group) per group): see include/humming/kernel/act_quant.cuh.
+q and the scales are views of one allocation (ActQuantFormat.buffer_layout).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ MODES = {"token": 0, "group": 1, "static": 2}
 CODE_DTYPES = {"int8": torch.int8, "e4m3": torch.float8_e4m3fn}
 INPUTS = {"fp16": ("half", torch.float16), "bf16": ("nv_bfloat16", torch.bfloat16)}
 GROUP_SIZES = (128,)  # the W8A8 GEMM applies a group scale once per 128-deep K iteration
+SCALES_ALIGN = 16  # byte alignment of the scales after q in their shared buffer (buffer_layout)
 
 
 def unsupported_reason(act: ActSpec) -> str:
@@ -100,6 +102,26 @@ class ActQuantFormat:
     def scale_rows(self, k: int) -> int:
         """G of the [G, M] scale tensor for K columns."""
         return -(-k // self.group) if self.mode == "group" else 1
+
+    def buffer_layout(self, m: int, k: int) -> tuple[int, int]:
+        """(bytes, the scales' byte offset) of the one buffer that holds q [M, K] and the fp32
+        scales [G, M]. Why one: each torch.empty on cuda took 4.7 us of host time on the H200
+        host (session 28), and a prepared call made two per call. q starts the buffer (the
+        allocator's alignment, which TMA and the 16-byte loads of q need); the scales follow at
+        the next 16-byte boundary (their readers load single floats: 4 would do)."""
+        offset = -(-m * k * self.q_dtype.itemsize // SCALES_ALIGN) * SCALES_ALIGN
+        return offset + 4 * self.scale_rows(k) * m, offset
+
+    def allocate(
+        self, m: int, k: int, device: torch.device
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(the buffer, q [M, K], scales [G, M]): q and the scales as views of one allocation laid
+        out by `buffer_layout`."""
+        size, offset = self.buffer_layout(m, k)
+        buffer = torch.empty(size, dtype=torch.uint8, device=device)
+        q = buffer[: m * k * self.q_dtype.itemsize].view(self.q_dtype).view(m, k)
+        scales = buffer[offset:].view(torch.float32).view(self.scale_rows(k), m)
+        return buffer, q, scales
 
     @property
     def include(self) -> str:
@@ -194,7 +216,7 @@ def signature(fmt: ActQuantFormat, input_dtype: torch.dtype, name: str) -> Signa
 
 class ActQuantizer:
     """`quantizer(x, static_scale=None) -> (q [M, K], scales [G, M] fp32)` on x's stream (q:
-    the codes, or their bf16 values for a wide format).
+    the codes, or their bf16 values for a wide format; both views of one fresh buffer).
 
     `functions` maps the input dtype name (fp16, bf16) to its loaded entry."""
 
@@ -245,8 +267,7 @@ class ActQuantizer:
             raise ValueError(
                 f"K={k}: 8-bit activation rows are written in 16-byte chunks, K % 16 == 0"
             )
-        q = torch.empty((m, k), dtype=self.fmt.q_dtype, device=x.device)
-        scales = torch.empty((self.fmt.scale_rows(k), m), dtype=torch.float32, device=x.device)
+        _, q, scales = self.fmt.allocate(m, k, x.device)
         values = {"x": x, "static_scale": static_scale, "q": q, "scales": scales}
         _, params = sig.bind(values, {"LDA": x.stride(0) if m else k}, fn.device_index)
         grid = (self.fmt.grid(m, k), 1, 1) if m else (0, 1, 1)
@@ -270,23 +291,26 @@ class QuantLaunch:
 
 class PreparedQuant:
     """The quantizer of a prepared GEMM call (kernels/w8a8/call.py) for one input dtype and K: a
-    parameter block per thread from a checked call's values, patched with x, fresh q and scales
-    buffers and M for each call; the caller has checked x (dtype, K, 16-byte aligned rows)."""
+    parameter block per thread from a checked call's values, patched with x, a fresh buffer's q
+    and scales (the full check's layout) and M for each call; the caller has checked x (dtype,
+    K, 16-byte aligned rows) and that it is on `device`, the checked call's x's device."""
 
-    def __init__(self, fmt: ActQuantFormat, checked: QuantLaunch) -> None:
+    def __init__(self, fmt: ActQuantFormat, checked: QuantLaunch, device: torch.device) -> None:
         self.fmt = fmt
         self.launcher = checked.launcher
         self.params = ThreadParams(checked.launcher.ctypes, checked.signature.names, checked.params)
+        self.device = device
 
-    def __call__(
-        self, x: torch.Tensor, address: int, lda: int
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        m, k = x.shape
-        q = torch.empty((m, k), dtype=self.fmt.q_dtype, device=x.device)
-        scales = torch.empty((self.fmt.scale_rows(k), m), dtype=torch.float32, device=x.device)
+    def __call__(self, m: int, k: int, address: int, lda: int) -> tuple[torch.Tensor, int, int]:
+        """Quantize the M x K rows of x at `address` (row stride `lda` elements): (the buffer,
+        which the caller keeps alive until the GEMM that reads it is enqueued, q's address, the
+        scales' address)."""
+        fmt = self.fmt
+        size, offset = fmt.buffer_layout(m, k)
+        buffer = torch.empty(size, dtype=torch.uint8, device=self.device)
+        q = buffer.data_ptr()
         block = self.params.block()
         struct = block.struct
-        struct.x, struct.q, struct.scales = address, q.data_ptr(), scales.data_ptr()
-        struct.M, struct.lda = m, lda
-        self.launcher.launch((self.fmt.grid(m, k), 1, 1), (THREADS, 1, 1), 0, block.address)
-        return q, scales
+        struct.x, struct.q, struct.scales, struct.M, struct.lda = address, q, q + offset, m, lda
+        self.launcher.launch((fmt.grid(m, k), 1, 1), (THREADS, 1, 1), 0, block.address)
+        return buffer, q, q + offset

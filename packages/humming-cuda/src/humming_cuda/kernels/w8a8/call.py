@@ -4,10 +4,10 @@ A full call checks and binds two parameter lists (the quantizer's and the GEMM's
 which costs more than a decode-size layer's GPU time. After the first fully checked call the
 layer keeps both lists as templates (kernels/dense_call.py's PreparedDenseCall, and
 act_quant.PreparedQuant for the quantizer); a later call with the same input dtype, K and N, no
-act_scale and 16-byte aligned x rows allocates fresh q and scales buffers as the full call does,
-patches x, q, scales and M into the quantizer's block and q, scales, out, M and ldc into the
-GEMM's, and launches both. Anything else goes through the full check, which raises naming the
-argument when it is wrong.
+act_scale and 16-byte aligned x rows allocates one fresh buffer for q and the scales, laid out as
+the full call lays them out (act_quant.ActQuantFormat.buffer_layout), patches x, q, scales and M
+into the quantizer's block and q, scales, out, M and ldc into the GEMM's, and launches both.
+Anything else goes through the full check, which raises naming the argument when it is wrong.
 """
 
 from __future__ import annotations
@@ -30,20 +30,17 @@ class W8a8Call(PreparedDenseCall):
         # act: unset until the first checked call, whose x dtype the templates are built for
         super().__init__(kernel, packed, None, out_dtype, 2 * out_dtype.itemsize, kernel.smem)
         self.quant: PreparedQuant | None = None
-        # the last call's q and scales, per thread: alive until its GEMM is enqueued even when a
-        # split-K workspace is allocated between the quantizer's launch and the GEMM's
+        # the last call's q and scales buffer, per thread: alive until its GEMM is enqueued even
+        # when a split-K workspace is allocated between the quantizer's launch and the GEMM's
         self._held = threading.local()
 
-    def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int) -> None:
-        q, scales = self.quantize(x, address, lda)
-        struct.a, struct.a_scales = q.data_ptr(), scales.data_ptr()
+    def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int, m: int) -> None:
+        struct.a, struct.a_scales = self.quantize(m, address, lda)
 
-    def quantize(
-        self, x: torch.Tensor, address: int, lda: int
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Launch the quantizer into fresh q and scales, held until this thread's next call."""
-        q, scales = self.quant(x, address, lda)
-        self._held.buffers = (q, scales)
+    def quantize(self, m: int, address: int, lda: int) -> tuple[int, int]:
+        """Launch the quantizer into a fresh buffer, held until this thread's next call: the
+        addresses of its q and scales."""
+        self._held.buffer, q, scales = self.quant(m, self.k, address, lda)
         return q, scales
 
     def _checked_call(self, x: Any, out: Any, extra: dict[str, Any]) -> None:
@@ -55,5 +52,5 @@ class W8a8Call(PreparedDenseCall):
         kernel.launcher(grid, self.block, params, self.smem)
         if self.template is None and not extra:
             self.keep_template(grid, params, dims)
-            self.quant = PreparedQuant(kernel.quantizer.fmt, quantize)
+            self.quant = PreparedQuant(kernel.quantizer.fmt, quantize, x.device)
             self.act = x.dtype

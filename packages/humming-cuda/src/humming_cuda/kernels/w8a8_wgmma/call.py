@@ -2,8 +2,8 @@
 kernels, whose quantized activations reach the kernel as a TMA tensor map.
 
 A later call than the first (same input dtype, K and N, no act_scale, 16-byte aligned x rows)
-quantizes x into fresh q and scales buffers as the full call does, looks up q's tensor map (cached
-per buffer address and M, as the full call's) with the box rows this M takes, patches it, the
+quantizes x into a fresh q and scales buffer as the full call does, looks up q's tensor map
+(cached per address, M and K, as the full call's) with the box rows this M takes, patches it, the
 scales, out, M and ldc into the GEMM's parameter block and launches on the grid the full call
 would (a persistent config's resident CTAs). Anything else goes through the full check. Why: the
 full check of both parameter lists cost more host time than the GPU time of a small layer's call
@@ -26,12 +26,12 @@ class W8a8WgmmaCall(W8a8Call):
         super().__init__(kernel, packed)
         self.patch_rows = "a_rows" in kernel.signature.names  # W4A8's box rows are fixed
 
-    def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int) -> None:
+    def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int, m: int) -> None:
         kernel = self.kernel
-        q, scales = self.quantize(x, address, lda)
-        rows = kernel.a_box_rows(x.shape[0])
-        struct.a = kernel.maps.get(q, "activations a", box_rows=rows)
-        struct.a_scales = scales.data_ptr()
+        q, struct.a_scales = self.quantize(m, address, lda)
+        rows = kernel.a_box_rows(m)
+        # q: M rows of K e4m3 codes, K bytes apart (the full call's map of the same tensor)
+        struct.a = kernel.maps.of(q, m, self.k, self.k, "activations a", box_rows=rows)
         if self.patch_rows:
             struct.a_rows = rows
 

@@ -142,15 +142,29 @@ class TensorMapCache:
         """The map of a [rows, K] operand in boxes of `box_rows` rows, or of a W4A8 layout's slabs
         when `packed`."""
         rows, k = t.shape
-        row_bytes = k * t.element_size()
-        key = (t.data_ptr(), rows, row_bytes, t.stride(0) * t.element_size(), packed, box_rows)
+        size = t.element_size()
+        return self.of(t.data_ptr(), rows, k * size, t.stride(0) * size, what, packed, box_rows)
+
+    def of(
+        self,
+        address: int,
+        rows: int,
+        row_bytes: int,
+        row_stride: int,
+        what: str,
+        packed: bool = False,
+        box_rows: int = BOX_ROWS,
+    ) -> TensorMapParam:
+        """`get` for the operand at `address`: `rows` rows of `row_bytes` bytes, `row_stride`
+        bytes apart (a prepared call's q, which it holds as an address, not a tensor)."""
+        key = (address, rows, row_bytes, row_stride, packed, box_rows)
         tmap = self._maps.get(key)
         if tmap is None:
             if len(self._maps) >= _MAX_CACHED:
                 self._maps.clear()
             if packed:
-                params = packed_map_params(rows, row_bytes, key[3], what)
+                params = packed_map_params(rows, row_bytes, row_stride, what)
             else:
-                params = tile_map_params(rows, row_bytes, key[3], what, box_rows)
-            tmap = self._maps[key] = encode(key[0], params)
+                params = tile_map_params(rows, row_bytes, row_stride, what, box_rows)
+            tmap = self._maps[key] = encode(address, params)
         return tmap

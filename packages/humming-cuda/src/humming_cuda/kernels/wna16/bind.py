@@ -157,5 +157,5 @@ class Wna16Call(PreparedDenseCall):
         fmt = kernel.fmt
         super().__init__(kernel, packed, _ACT[fmt.act], _OUT[fmt.out], 4, kernel.smem)
 
-    def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int) -> None:
+    def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int, m: int) -> None:
         struct.x, struct.lda = address, lda

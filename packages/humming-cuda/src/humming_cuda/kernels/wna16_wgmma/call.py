@@ -19,5 +19,5 @@ class WgmmaWna16Call(PreparedDenseCall):
         act = _ACT[kernel.fmt.act]
         super().__init__(kernel, packed, act, out, 2 * out.itemsize, kernel.config.smem_bytes)
 
-    def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int) -> None:
+    def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int, m: int) -> None:
         struct.x = self.kernel.maps.get(x, "activations x")
