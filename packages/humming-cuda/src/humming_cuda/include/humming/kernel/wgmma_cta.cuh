@@ -45,26 +45,22 @@ HM_DEVICE void produce_ab_ring(const TmaDescriptor* ta, const TmaDescriptor* tb,
   }
 }
 
-// One 128-deep K block of a warpgroup's m64n128 e4m3 tile: 4 wgmma k32 from the K-major,
-// 128B-swizzled A (64 rows at `da`) and B (128 rows at `db`) into acc, the first overwriting it,
-// as one commit group.
-HM_DEVICE void wgmma_block_e4m3(float (&acc)[64], u64 da, u64 db) {
+// One 128-deep K block of a warpgroup's m64n128 (64 accumulators) or m64n192 (96) e4m3 tile: 4
+// wgmma k32 from the K-major, 128B-swizzled A (64 rows at `da`) and B (128 or 192 rows at `db`)
+// into acc, the first overwriting it, as one commit group.
+template <int ACC>
+HM_DEVICE void wgmma_block_e4m3(float (&acc)[ACC], u64 da, u64 db) {
+  static_assert(ACC == 64 || ACC == 96, "m64n128 or m64n192 accumulators");
   fence_registers(acc);
   wgmma_fence();
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
-    wgmma_m64n128k32_e4m3(acc, desc_advance(da, 32 * k), desc_advance(db, 32 * k), k > 0);
-  }
-  wgmma_commit();
-}
-
-// The same for an m64n192 tile (B 192 rows at `db`).
-HM_DEVICE void wgmma_block_e4m3(float (&acc)[96], u64 da, u64 db) {
-  fence_registers(acc);
-  wgmma_fence();
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    wgmma_m64n192k32_e4m3(acc, desc_advance(da, 32 * k), desc_advance(db, 32 * k), k > 0);
+    const u64 a = desc_advance(da, 32 * k), b = desc_advance(db, 32 * k);
+    if constexpr (ACC == 64) {
+      wgmma_m64n128k32_e4m3(acc, a, b, k > 0);
+    } else {
+      wgmma_m64n192k32_e4m3(acc, a, b, k > 0);
+    }
   }
   wgmma_commit();
 }
