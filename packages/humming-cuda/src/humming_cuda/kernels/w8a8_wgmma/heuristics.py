@@ -97,12 +97,12 @@ def staged_where_measured(
 
 
 # 192-column tiles (config.tile_cols): m64n192 wgmmas load 1.5x the flops per byte of A. H200, same
-# run (session 27, benchmarks/notes/session27/sweep_192.json), us, 128 -> 192 columns, persistent
-# with staged rows: W8A8-fp8 6144x4096 M=4096 197.0 -> 177.1, M=1024 53.0 -> 48.7, 57344x8192
-# M=1024 788.8 -> 720.8, M=256 215.0 -> 199.1, 8192x28672 M=4096 1601.7 -> 1480.4; but 4096x14336
-# M=1024 111.0 -> 138.5: 176 tiles are 1.33 waves of 132 CTAs where 256 were 1.94. So a tile of 192
-# columns counts as WIDE_TILE_COST tiles of 128 (1.5x the work at ~0.9x the time per flop) and the
-# wider tile goes first where its whole waves cost less.
+# run (session 27, benchmarks/notes/session27/sweep_192_columns.json), us, 128 -> 192 columns,
+# persistent with staged rows: W8A8-fp8 6144x4096 M=4096 197.0 -> 177.1, M=1024 53.0 -> 48.7,
+# 57344x8192 M=1024 788.8 -> 720.8, M=256 215.0 -> 199.1, 8192x28672 M=4096 1601.7 -> 1480.4; but
+# 4096x14336 M=1024 111.0 -> 138.5: 176 tiles are 1.33 waves of 132 CTAs where 256 were 1.94. So a
+# tile of 192 columns counts as WIDE_TILE_COST tiles of 128 (1.5x the work at ~0.9x the time per
+# flop) and the wider tile goes first where its whole waves cost less.
 WIDE_COLUMNS = 192
 WIDE_TILE_COST = 1.35
 
