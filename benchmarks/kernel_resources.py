@@ -103,6 +103,9 @@ def report(
     for name, res in artifact.meta["functions"].items():
         keys = ("registers", "spill_stores", "spill_loads", "stack_bytes")
         print(f"  {label} {name}: " + "  ".join(f"{k} {res.get(k)}" for k in keys))
+    for line in artifact.meta["log"].splitlines():
+        if "serialized" in line:  # ptxas C751x: the wgmmas wait for each other
+            print(f"  {label} {line.strip()}")
     if with_sass:
         sass = disassemble(artifact.binary)
         if sass_dir is not None:
