@@ -7,7 +7,10 @@ For each point SPEC:NxK:M: the device's chosen config, then every combination of
 values applied to it (fields of the config), each compiled and timed by CUDA-graph replay over
 rotated packed weight copies (together over 3x L2, as `humming bench` times: a small layer's
 weights would otherwise stay in L2) with the same x and output; cuBLAS fp16 (`x @ w.T`, over its
-own rotated copies) in the same run as the reference ratio. The first combination that equals the chosen config is the baseline of the row.
+own rotated copies) in the same run as the reference ratio. The first combination that equals the
+chosen config is the baseline of the row; when none does (e.g. `--set split_k=1 --set
+rs_stream_k=false,true` at a point routed to split 2) the chosen config is timed too
+(`chosen_us`).
 `--family NAME` sweeps that family's first candidate instead of the device's choice (a family the
 heuristic does not prefer at this point) and also times the device's choice (`routed_us`).
 """
@@ -60,7 +63,11 @@ def sweep(device: CudaDevice, text: str, grid: dict[str, list], family: str | No
         print(f"{text:32s} routed to {routed.family} {row['routed_us']:9.1f} us", flush=True)
     # one layout for every variant of the chosen config
     packed = _pack(device, spec, chosen, cw, copies)
-    for values in itertools.product(*grid.values()):
+    combos = list(itertools.product(*grid.values()))
+    if all(with_fields(chosen, dict(zip(grid, v, strict=True))) != chosen for v in combos):
+        row["chosen_us"] = _time(device, spec, chosen, packed, x, out)
+        print(f"{text:32s} chosen {row['chosen_us']:9.1f} us", flush=True)
+    for values in combos:
         cfg = with_fields(chosen, dict(zip(grid, values, strict=True)))
         us = _time(device, spec, cfg, packed, x, out)
         row["variants"].append({**dict(zip(grid, values, strict=True)), "us": us})
