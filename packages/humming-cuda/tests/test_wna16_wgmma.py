@@ -24,6 +24,7 @@ from humming_cuda.kernels.wna16.config import KernelFormat
 from humming_cuda.kernels.wna16.layout import plane_widths
 from humming_cuda.kernels.wna16_wgmma import FAMILY, WgmmaWna16Config
 from humming_cuda.kernels.wna16_wgmma.bind import signature
+from humming_cuda.kernels.wna16_wgmma.config import RS_WIDE_BLOCK_MS
 from humming_cuda.kernels.wna16_wgmma.tma import act_map_params
 
 SM90 = caps_for_arch("sm_90a")
@@ -378,3 +379,28 @@ def test_split_k_and_narrow_tiles_belong_to_the_register_form():
         "WgmmaWna16RsTile<8, 8, true, 4, 16>"
         in FAMILY.render(presets.W4A16_G128, narrow, SM90).code
     )
+
+
+def test_wide_token_tiles_render_and_reserve_the_output_tile():
+    """160 / 176 token rows (humming/mma/wgmma_wide.cuh): configurable in the register form, not
+    routed; their shared memory is the epilogue's fp32 tile (block_m x 256), larger than a 4-deep
+    ring; 6 stages do not fit sm_90a's 227 KB; no 192 (ptxas serializes its wgmmas)."""
+    wide = {"arch": "sm_90a", "stages": 4, "weights_in_registers": True}
+    for block_m in RS_WIDE_BLOCK_MS:
+        cfg = WgmmaWna16Config(**wide, rs_block_m=block_m)
+        assert cfg.block_m == block_m
+        assert cfg.smem_bytes == 1024 + block_m * 256 * 4 + 16 * 4
+        assert cfg.smem_bytes <= SM90.smem_per_block
+        assert WgmmaWna16Config(**{**wide, "stages": 6}, rs_block_m=block_m).smem_bytes > (
+            SM90.smem_per_block
+        )
+        code = FAMILY.render(presets.W4A16_G128, cfg, SM90).code
+        assert f"WgmmaWna16RsTile<4, 8, true, 4, {block_m}>" in code
+        with pytest.raises(ValueError, match="rs_ctas_per_sm=2"):
+            WgmmaWna16Config(**wide, rs_block_m=block_m, rs_ctas_per_sm=2)
+    with pytest.raises(ValueError, match="rs_block_m"):
+        WgmmaWna16Config(**wide, rs_block_m=192)
+    # the cost model does not take them until they are measured
+    for m in (256, 1024, 4096):
+        problem = GemmProblem(57344, 8192, m=m, act_dtype="fp16")
+        assert FAMILY.candidates(presets.W4A16_G128, problem, SM90)[0].block_m <= 128

@@ -25,7 +25,7 @@ from humming_core.ops.layer import M_BUCKETS
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
 from humming_cuda.kernels.wna16_wgmma import FAMILY, WgmmaWna16Config
-from humming_cuda.kernels.wna16_wgmma.config import RS_MAX_BLOCK_M_2CTAS
+from humming_cuda.kernels.wna16_wgmma.config import RS_MAX_BLOCK_M_2CTAS, RS_WIDE_BLOCK_MS
 from humming_cuda.kernels.wna16_wgmma.heuristics import STAGE_CHOICES
 
 N, K = 4096, 4096
@@ -145,3 +145,42 @@ def test_register_a_form_compiles_without_spills_or_serialized_wgmma(monkeypatch
         assert form
         widths.add(form.group(1))
     assert widths == {"16", "32", "64", "128"}
+
+
+def _wide_units() -> Units:
+    """The wide token tiles (160 / 176 rows, humming/mma/wgmma_wide.cuh) of every integer and
+    float format with group scales and bias at 176 rows; per-channel scales with an fp32 output,
+    two fragment buffers in turn and 160 rows on the first two formats."""
+    units = Units(FAMILY, "sm_90a")
+    wide = {"arch": "sm_90a", "weights_in_registers": True, "pdl": True, "group_m": 8}
+    for i, fmt in enumerate(INTEGER_FORMATS + FLOAT_FORMATS):
+        act = ("fp16", "bf16")[i % 2]
+        spec = make_spec(fmt, act, 128, K, True, None, fmt[2][0])
+        units.add(spec, WgmmaWna16Config(**wide, rs_block_m=176))
+        if i < 2:
+            channel = make_spec(fmt, act, "channel", K, False, "fp32", fmt[2][0])
+            for block_m in RS_WIDE_BLOCK_MS:
+                units.add(channel, WgmmaWna16Config(**wide, rs_block_m=block_m))
+                units.add(spec, WgmmaWna16Config(**wide, rs_block_m=block_m, rs_frag_buffers=2))
+    return units
+
+
+@pytest.mark.compile
+def test_wide_token_tiles_compile_without_spills_or_serialized_wgmma(monkeypatch, tmp_path):
+    """2 x 88 accumulators per consumer thread still fit the 232 registers setmaxnreg gives them
+    with every format's dequantizer: no spills, no wgmma serialized (192 rows are: C7512), no
+    accumulator read before its wgmma retired; the PTX issues m64n160 / m64n176 with register A."""
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = _wide_units()
+    for spec, cfg, artifact in units.compile(workers=4):
+        where = f"{spec.weight} {spec.act} {cfg}"
+        assert_fits_registers(artifact, cfg.threads, where)
+        early = accumulator_reads_in_flight(disassemble(artifact.binary))
+        assert not early, f"{where}: {early[:2]}"
+    widths = set()
+    for text in dumped_ptx(tmp_path, units, RS_PTX_NEEDS):
+        act = "bf16" if ".bf16.bf16" in text else "f16"
+        form = re.search(rf"m64n(\d+)k16\.f32\.{act}\.{act} \{{[^}}]*\}}, \{{%r", text)
+        assert form
+        widths.add(form.group(1))
+    assert widths == {str(b) for b in RS_WIDE_BLOCK_MS}

@@ -26,6 +26,7 @@ from wna16_wgmma_cases import (
     MID_M_SHAPES,
     SHAPES,
     TWO_CTAS_SHAPES,
+    WIDE_M_SHAPES,
     float_cases,
     matrix_cases,
     small_m_cases,
@@ -148,6 +149,7 @@ def test_weights_in_registers_matches_reference(case: Case, device, register_a_k
 SMALL_M = small_m_cases()
 MID_M = small_m_cases(first_seed=3100, shapes=MID_M_SHAPES)
 TWO_CTAS = small_m_cases(first_seed=3200, shapes=TWO_CTAS_SHAPES)
+WIDE_M = small_m_cases(first_seed=3300, shapes=WIDE_M_SHAPES)
 
 
 def _split_kernels(device, cases, fields) -> dict:
@@ -173,6 +175,12 @@ def small_m_kernels(device):
 def mid_m_kernels(device):
     """MID_M's cases in the register form at the case's split, token tile and ring depth."""
     return _split_kernels(device, MID_M, ("split_k", "rs_block_m", "stages"))
+
+
+@pytest.fixture(scope="module")
+def wide_m_kernels(device):
+    """WIDE_M's cases in the register form at the case's split, wide token tile and ring depth."""
+    return _split_kernels(device, WIDE_M, ("split_k", "rs_block_m", "stages"))
 
 
 @pytest.fixture(scope="module")
@@ -202,6 +210,18 @@ def test_mid_m_split_k_matches_reference(case: Case, device, mid_m_kernels):
     picks them from M = 65."""
     config, kernel = mid_m_kernels[(case.id, case.seed)]
     assert config.weights_in_registers and config.smem_bytes <= device.caps().smem_per_block
+    _check(case, device, config, kernel)
+
+
+@pytest.mark.parametrize(
+    "case", [c for c, _ in WIDE_M], ids=[f"{c.id}-split{s}-m{b}" for c, (s, b, _) in WIDE_M]
+)
+def test_wide_token_tiles_match_reference(case: Case, device, wide_m_kernels):
+    """160- and 176-row token tiles (wgmma m64n160 / m64n176 with register A): every format, M
+    and N tails, several M tiles, splits (the 176-row split reduction's 4-float4 batches)."""
+    config, kernel = wide_m_kernels[(case.id, case.seed)]
+    assert config.rs_block_m in (160, 176)
+    assert config.smem_bytes <= device.caps().smem_per_block
     _check(case, device, config, kernel)
 
 

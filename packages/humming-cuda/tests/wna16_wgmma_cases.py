@@ -114,6 +114,20 @@ MID_M_SHAPES = (
 )
 
 
+# Wide token tiles (160 / 176 rows, wgmma m64n160 / m64n176): (M, N, K, split_k, rs_block_m,
+# stages). An exact tile, M tails in a later tile, N tails, several M tiles in the grouped order, a
+# long K, and splits: the 176-row tile's split-K reduction sums 4 float4s per batch (44 per thread),
+# the 160-row one's 8.
+WIDE_M_SHAPES = (
+    (176, 256, 1024, 1, 176, 4),
+    (300, 520, 2056, 1, 176, 4),
+    (1030, 384, 2048, 1, 160, 4),
+    (200, 136, 1040, 3, 176, 4),
+    (161, 264, 3000, 2, 160, 4),
+    (352, 1000, 8192, 1, 176, 4),
+)
+
+
 # Narrow tiles with the registers split for two CTAs per SM (rs_ctas_per_sm = 2): (M, N, K,
 # split_k, rs_ctas_per_sm, stages), M <= 32 (the tiles whose accumulators fit 104 registers).
 TWO_CTAS_SHAPES = (

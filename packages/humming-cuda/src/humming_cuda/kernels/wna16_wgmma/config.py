@@ -5,9 +5,9 @@ Two forms, both with 64-deep K steps (128 bytes of 16-bit activations: one 128B-
   warpgroups of 64 rows over a 128 (M) x 128 (N) tile, the dequantized weights written to smem;
 - `weights_in_registers` (wna16_wgmma_rs.cuh): the weights are wgmma's register A operand, two
   consumer warpgroups over 256 (N) x `rs_block_m` (M: 128, or 16 / 32 / 64 at small M, where the
-  tokens are wgmma's narrow N), codes and scales streamed through the ring with x by a producer
-  warpgroup (`rs_producer`, the default) or by consumer thread 0, and K split `split_k` ways
-  across CTAs (small grids).
+  tokens are wgmma's narrow N, or 160 / 176 at large M), codes and scales streamed through the
+  ring with x by a producer warpgroup (`rs_producer`, the default) or by consumer thread 0, and
+  K split `split_k` ways across CTAs (small grids).
 The depth of the ring varies.
 """
 
@@ -27,6 +27,10 @@ RS_BLOCK_N = 256  # weight columns of the register-A form's tile
 # CTA per SM.
 RS_WEIGHT_STAGE_BYTES = 16 * 32 * 8 * 4 + 2 * 4 * RS_BLOCK_N * 2
 RS_BLOCK_MS = (16, 32, 64, 128)  # wgmma N of the register form's token side
+# Wider token tiles (humming/mma/wgmma_wide.cuh) for large M: more tensor work per dequantized
+# fragment and per stage. Configurable, not yet routed: the cost model has no measured step cost
+# for them.
+RS_WIDE_BLOCK_MS = (160, 176)
 RS_MAX_BLOCK_M_2CTAS = 32  # the widest token tile whose accumulators fit two CTAs per SM
 # dequantized weight tiles: one read by wgmma, the next being written, and the previous one, which
 # the still-running wgmma of the step before may read
@@ -50,7 +54,7 @@ class WgmmaWna16Config(WgmmaTileConfig):
     rs_frag_buffers: Literal[2, 4] = 4
     # The register form's token rows per tile (wgmma n16 / n32 / n64 at small M) and K splits
     # across CTAs (reduced in a workspace, humming/epilogue/split_tile.cuh).
-    rs_block_m: Literal[16, 32, 64, 128] = 128
+    rs_block_m: Literal[16, 32, 64, 128, 160, 176] = 128
     split_k: int = Field(1, ge=1, le=16)
     # CTAs per SM the register form's registers are split for (WgmmaWna16RsTile::CTAS): 2 halves
     # each consumer's registers (104) for twice the warps per scheduler; narrow tiles only.

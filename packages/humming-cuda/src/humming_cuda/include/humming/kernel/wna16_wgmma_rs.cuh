@@ -21,11 +21,12 @@
 // n0 + 64w ..) and, of each lane's 16 code pairs, the eight of columns 8j + lane/4 with j in
 // 4v .. 4v+3 (the wna16 layout, humming/memory/bitplanes.cuh). Per 16-deep K slice it dequantizes
 // them (humming/datatype/dequant.cuh, as the wna16 kernels do) straight into two A fragments and
-// issues two wgmma m64nBMk16 (BM = 128, or 16 / 32 / 64 tokens at small M), whose rows
-// 16w + lane/4 (+8) are therefore weight columns n0 + 64w + 8(4v + 2i (+1)) + lane/4 of wgmma i:
-// a permutation of N that only the epilogue sees. Fragments are buffered (Tile::FRAG_BUFS): slice
-// s+1 is dequantized while the tensor cores run slice s. (Keeping 3 slices in flight at small BM
-// measured 0-14% slower on the H200, benchmarks/notes/session10_wna16_small_m.md.)
+// issues two wgmma m64nBMk16 (BM = 128; 16 / 32 / 64 tokens at small M; 160 / 176 wide), whose
+// rows 16w + lane/4 (+8) are therefore weight columns n0 + 64w + 8(4v + 2i (+1)) + lane/4 of
+// wgmma i: a permutation of N that only the epilogue sees. Fragments are buffered
+// (Tile::FRAG_BUFS): slice s+1 is dequantized while the tensor cores run slice s. (Keeping 3
+// slices in flight at small BM measured 0-14% slower on the H200,
+// benchmarks/notes/session10_wna16_small_m.md.)
 // Split-K (gridDim.z > 1, small grids): each split runs a range of K steps and the epilogue's
 // shared tile is summed across splits in a workspace (humming/epilogue/split_tile.cuh).
 // The epilogue scales each column, converts, and transposes through shared memory (the ring's
@@ -41,6 +42,7 @@
 #include "humming/kernel/wna16_wgmma.cuh"
 #include "humming/mma/wgmma_f16.cuh"
 #include "humming/mma/wgmma_narrow.cuh"
+#include "humming/mma/wgmma_wide.cuh"
 #include "humming/ptx/pdl.cuh"
 
 namespace humming {
@@ -51,7 +53,8 @@ namespace humming {
 // FRAG_BUFS: A-fragment buffers (2: a slice's are rewritten two slices later, right after its
 // group retired; 4: one per slice of a step, rewritten a whole step later).
 // BM: activation rows per tile, wgmma's N (16, 32 or 64 for small M: the narrow forms of
-// humming/mma/wgmma_narrow.cuh; 128 otherwise).
+// humming/mma/wgmma_narrow.cuh; 160 or 176: the wide ones of humming/mma/wgmma_wide.cuh; 128
+// otherwise).
 // CTAS: CTAs resident per SM the registers are split for. 2 (narrow tiles with a producer) gives
 // each scheduler four consumer warps instead of two to hide the dequantization's latencies: the
 // launch reserves 80 registers per thread (65536 / (2 x 384), in steps of 8), of which the
@@ -60,7 +63,8 @@ template <int STAGES_, int GROUP_M_, bool PRODUCER_ = false, int FRAG_BUFS_ = 2,
           int CTAS_ = 1>
 struct WgmmaWna16RsTile {
   static constexpr int BM = BM_, BN = 256, BK = 64, STAGES = STAGES_, GROUP_M = GROUP_M_;
-  static_assert(BM == 16 || BM == 32 || BM == 64 || BM == 128, "wgmma N of the token side");
+  static_assert(BM == 16 || BM == 32 || BM == 64 || BM == 128 || BM == 160 || BM == 176,
+                "wgmma N of the token side");
   static constexpr int CONSUMERS = 2;
   static constexpr bool PRODUCER = PRODUCER_;
   static constexpr int CTAS = CTAS_;
@@ -318,6 +322,8 @@ struct Wna16WgmmaRsKernel {
   HM_DEVICE static void mma(float (&acc)[ACC], const u32 (&frag)[4], u64 dx) {
     if constexpr (BM == 128) {
       wgmma_m64n128k16_rs<ActT>(acc, frag, dx, true);
+    } else if constexpr (BM > 128) {
+      WgmmaWideRs<ActT, BM>::run(acc, frag, dx, true);
     } else {
       WgmmaNarrowRs<ActT, BM>::run(acc, frag, dx, true);
     }

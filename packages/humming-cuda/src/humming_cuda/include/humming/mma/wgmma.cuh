@@ -145,18 +145,27 @@ HM_DEVICE void wgmma_m64n128k32_e4m3_rs(float (&d)[64], const u32 (&a)[4], u64 d
   HM_WGMMA_M64N128_F32_RS("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3", "");
 }
 
-// m64n192 (fp8 only here): 96 fp32 accumulators per thread, in the m64n128 layout extended to 24
-// column groups (d[4j + ...], j = 0..23): the m64n128 operand lists, then 32 more.
-#define HM_WGMMA_D96_TEXT                                                                       \
+// Wider accumulators: 80 / 88 / 96 fp32 per thread (m64n160 / m64n176 / m64n192), in the m64n128
+// layout extended to 20 / 22 / 24 column groups (d[4j + ...]): each list extends the one before.
+#define HM_WGMMA_D80_TEXT                                                                       \
   HM_WGMMA_D64_TEXT ", "                                                                        \
-  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "            \
-  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-#define HM_WGMMA_D96_OUTPUTS                                                                    \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+#define HM_WGMMA_D80_OUTPUTS                                                                    \
   HM_WGMMA_D64_OUTPUTS, "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]),        \
   "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]),    \
-  "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]),    \
-  "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),    \
-  "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+  "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
+#define HM_WGMMA_D88_TEXT                                                                       \
+  HM_WGMMA_D80_TEXT ", "                                                                        \
+  "%80, %81, %82, %83, %84, %85, %86, %87"
+#define HM_WGMMA_D88_OUTPUTS                                                                    \
+  HM_WGMMA_D80_OUTPUTS, "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),        \
+  "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+#define HM_WGMMA_D96_TEXT                                                                       \
+  HM_WGMMA_D88_TEXT ", "                                                                        \
+  "%88, %89, %90, %91, %92, %93, %94, %95"
+#define HM_WGMMA_D96_OUTPUTS                                                                    \
+  HM_WGMMA_D88_OUTPUTS, "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]),        \
+  "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
 
 // d[64x192] (+)= A[64x32] * B[192x32]^T, e4m3 x e4m3 -> fp32, both K-major in smem (the m64n128
 // form's layout with 24 column groups).
