@@ -404,3 +404,32 @@ def test_wide_token_tiles_render_and_reserve_the_output_tile():
     for m in (256, 1024, 4096):
         problem = GemmProblem(57344, 8192, m=m, act_dtype="fp16")
         assert FAMILY.candidates(presets.W4A16_G128, problem, SM90)[0].block_m <= 128
+
+
+def test_stream_k_renders_its_own_kernel_and_mirrors_its_shared_memory():
+    """rs_stream_k (wna16_wgmma_stream.cuh): another entry and name for the same tile; the ring
+    plus a staged part of at most 64 rows (160 rows: parts of 40); only with the producer, one
+    CTA per SM, no split_k and a tile whose epilogue fits registers (not 176 rows)."""
+    header = (KERNELS / "wna16_wgmma_stream.cuh").read_text()
+    assert "SMEM_BYTES = 1024 + RING + PART_BYTES + 16 * STAGES" in header
+    stream = {"arch": "sm_90a", "stages": 4, "weights_in_registers": True, "rs_stream_k": True}
+    stage = 128 * 64 * 2 + 16 * 32 * 8 * 4 + 4096
+    cfg = WgmmaWna16Config(**stream)
+    assert cfg.part_rows == 64
+    assert cfg.smem_bytes == 1024 + 4 * stage + 64 * 256 * 4 + 16 * 4 <= SM90.smem_per_block
+    assert WgmmaWna16Config(**stream, rs_block_m=160).part_rows == 40
+    assert WgmmaWna16Config(**stream, rs_block_m=16).part_rows == 16
+    source = FAMILY.render(presets.W4A16_G128, cfg, SM90)
+    assert '#include "humming/kernel/wna16_wgmma_stream.cuh"' in source.code
+    assert "HUMMING_WNA16_WGMMA_STREAM_ENTRY(" in source.code
+    plain = FAMILY.render(presets.W4A16_G128, cfg.model_copy(update={"rs_stream_k": False}), SM90)
+    assert "HUMMING_WNA16_WGMMA_RS_ENTRY(" in plain.code and plain.name != source.name
+    for bad in (
+        {"split_k": 2},
+        {"rs_producer": False},
+        {"rs_block_m": 16, "rs_ctas_per_sm": 2},
+        {"rs_block_m": 176},
+        {"weights_in_registers": False},
+    ):
+        with pytest.raises(ValueError, match="rs_stream_k needs"):
+            WgmmaWna16Config(**{**stream, **bad})

@@ -184,3 +184,37 @@ def test_wide_token_tiles_compile_without_spills_or_serialized_wgmma(monkeypatch
         assert form
         widths.add(form.group(1))
     assert widths == {str(b) for b in RS_WIDE_BLOCK_MS}
+
+
+def _stream_units() -> Units:
+    """The stream-K form (wna16_wgmma_stream.cuh) of every integer and float format at 128 rows
+    with group scales and bias; 64 and 160 rows and per-channel scales with an fp32 output on the
+    first two formats."""
+    units = Units(FAMILY, "sm_90a")
+    stream = {"arch": "sm_90a", "weights_in_registers": True, "rs_stream_k": True, "pdl": True}
+    for i, fmt in enumerate(INTEGER_FORMATS + FLOAT_FORMATS):
+        act = ("fp16", "bf16")[i % 2]
+        spec = make_spec(fmt, act, 128, K, True, None, fmt[2][0])
+        units.add(spec, WgmmaWna16Config(**stream, group_m=8))
+        if i < 2:
+            channel = make_spec(fmt, act, "channel", K, False, "fp32", fmt[2][0])
+            for block_m in (64, 128, 160):
+                units.add(channel, WgmmaWna16Config(**stream, group_m=1, rs_block_m=block_m))
+    return units
+
+
+@pytest.mark.compile
+def test_stream_k_form_compiles_without_spills_or_serialized_wgmma(monkeypatch, tmp_path):
+    """The persistent stream-K kernel keeps its walk in 32-bit registers (64-bit divisions are
+    calls whose return addresses ptxas spills), sums partial tiles part by part (the whole tile's
+    loads at once spilled), and still issues the register-A wgmmas without serialization."""
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = _stream_units()
+    for spec, cfg, artifact in units.compile(workers=4):
+        where = f"{spec.weight} {spec.act} {cfg}"
+        assert_fits_registers(artifact, cfg.threads, where)
+        assert artifact.meta["resources"]["stack_bytes"] == 0, where
+        early = accumulator_reads_in_flight(disassemble(artifact.binary))
+        assert not early, f"{where}: {early[:2]}"
+    for text in dumped_ptx(tmp_path, units, (*RS_PTX_NEEDS, "atom.global.add")):
+        assert re.search(r"m64n(64|128|160)k16\.f32\.(f16|bf16)", text)

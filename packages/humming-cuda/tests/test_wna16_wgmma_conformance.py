@@ -25,6 +25,7 @@ from wna16_cases import Case, random_weight
 from wna16_wgmma_cases import (
     MID_M_SHAPES,
     SHAPES,
+    STREAM_SHAPES,
     TWO_CTAS_SHAPES,
     WIDE_M_SHAPES,
     float_cases,
@@ -150,6 +151,9 @@ SMALL_M = small_m_cases()
 MID_M = small_m_cases(first_seed=3100, shapes=MID_M_SHAPES)
 TWO_CTAS = small_m_cases(first_seed=3200, shapes=TWO_CTAS_SHAPES)
 WIDE_M = small_m_cases(first_seed=3300, shapes=WIDE_M_SHAPES)
+STREAM = small_m_cases(first_seed=3400, shapes=STREAM_SHAPES)
+# the stream-K form's fixed fields (the case's own: token tile, ring depth)
+STREAM_FIELDS = {"rs_stream_k": True, "split_k": 1, "rs_ctas_per_sm": 1}
 
 
 def _split_kernels(device, cases, fields) -> dict:
@@ -181,6 +185,19 @@ def mid_m_kernels(device):
 def wide_m_kernels(device):
     """WIDE_M's cases in the register form at the case's split, wide token tile and ring depth."""
     return _split_kernels(device, WIDE_M, ("split_k", "rs_block_m", "stages"))
+
+
+@pytest.fixture(scope="module")
+def stream_kernels(device):
+    """STREAM's cases in the persistent stream-K form at the case's token tile and ring depth."""
+    from humming_cuda.kernels.wna16_wgmma import FAMILY
+
+    def build(case, block_m, stages):
+        fields = {**STREAM_FIELDS, "rs_block_m": block_m, "stages": stages}
+        (built,) = build_kernels(device, FAMILY, [(case, 0)], fields)
+        return built
+
+    return {(c.id, c.seed): build(c, *v) for c, v in STREAM}
 
 
 @pytest.fixture(scope="module")
@@ -226,6 +243,19 @@ def test_wide_token_tiles_match_reference(case: Case, device, wide_m_kernels):
 
 
 @pytest.mark.parametrize(
+    "case", [c for c, _ in STREAM], ids=[f"{c.id}-m{b}" for c, (b, _) in STREAM]
+)
+def test_stream_k_matches_reference(case: Case, device, stream_kernels):
+    """Persistent CTAs sharing the (tile, K step) iterations: tiles split over up to 66 CTAs,
+    summed by the last to arrive, whole tiles straight to the epilogue, M / N / K tails, the ring
+    running on across segments, the epilogue staged in parts."""
+    config, kernel = stream_kernels[(case.id, case.seed)]
+    assert config.rs_stream_k and kernel.resident > 0
+    assert config.smem_bytes <= device.caps().smem_per_block
+    _check(case, device, config, kernel)
+
+
+@pytest.mark.parametrize(
     "case", [c for c, _ in TWO_CTAS], ids=[f"{c.id}-split{s}" for c, (s, _, _) in TWO_CTAS]
 )
 def test_two_ctas_per_sm_match_reference(case: Case, device, two_ctas_kernels):
@@ -236,14 +266,16 @@ def test_two_ctas_per_sm_match_reference(case: Case, device, two_ctas_kernels):
     _check(case, device, config, kernel)
 
 
-def test_split_k_replays_in_a_graph_and_resets_its_counters(device):
-    """A split-K launch leaves the tile counters at zero: graph replays and eager calls after
-    them keep matching the first eager result."""
+@pytest.mark.parametrize("form", ["split", "stream"])
+def test_split_k_replays_in_a_graph_and_resets_its_counters(device, form):
+    """A split-K (or stream-K) launch leaves the tile counters at zero: graph replays and eager
+    calls after them keep matching the first eager result, bit for bit."""
     from humming_core.numerics import quantize_weight
     from humming_cuda.kernels.wna16_wgmma import FAMILY
 
     case, split = next((c, s) for c, (s,) in SMALL_M if s >= 3)
-    ((config, kernel),) = build_kernels(device, FAMILY, [(case, 0)], {"split_k": split})
+    fields = {"split_k": split} if form == "split" else STREAM_FIELDS
+    ((config, kernel),) = build_kernels(device, FAMILY, [(case, 0)], fields)
     gen = torch.Generator(device="cuda").manual_seed(case.seed)
     bias = torch.randn(case.n, device="cuda", generator=gen) if case.spec.epilogue.bias else None
     cw = quantize_weight(random_weight(case, "cuda"), case.spec, bias=bias)

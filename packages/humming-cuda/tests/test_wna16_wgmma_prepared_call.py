@@ -35,7 +35,9 @@ class FakeMaps:
 
 
 def make_kernel(**fields) -> bind.WgmmaWna16Kernel:
-    config = WgmmaWna16Config(arch="sm_90a", stages=8, weights_in_registers=True, **fields)
+    config = WgmmaWna16Config(
+        **{"arch": "sm_90a", "stages": 8, "weights_in_registers": True, **fields}
+    )
     kernel = bind.WgmmaWna16Kernel(FakeFunction(), W4A16_G128, config)
     kernel.launcher = Recorder(kernel.launcher.ctypes)
     kernel.maps = FakeMaps()
@@ -55,7 +57,9 @@ def cpu_workspace(monkeypatch):
     return fake_split_workspace(monkeypatch)
 
 
-@pytest.mark.parametrize("fields", [{}, {"rs_block_m": 16, "split_k": 3}])
+@pytest.mark.parametrize(
+    "fields", [{}, {"rs_block_m": 16, "split_k": 3}, {"rs_stream_k": True, "stages": 4}]
+)
 def test_prepared_calls_launch_what_the_full_check_computes(fields):
     kernel, weights = make_kernel(**fields), packed()
     call = kernel.prepare(**weights)
@@ -94,6 +98,28 @@ def test_split_k_workspace_is_patched_and_grown(cpu_workspace):
         assert ws.numel() >= grid[0] * grid[1] * 4 * cfg.block_m * cfg.block_n
     assert call.ws_rows == -(-200 // 32)
     assert len(handed_out) == 2  # the full check's, then one growth (M = 200)
+
+
+def test_stream_k_launches_the_resident_ctas_with_a_workspace_fixed_per_device(cpu_workspace):
+    """Persistent stream-K: at most one CTA per SM (FakeFunction: 132) and per (tile, K step)
+    iteration, one row of them; two partial tiles and a counter per CTA, the same buffers for
+    every M (held by the call)."""
+    handed_out = cpu_workspace
+    kernel, weights = make_kernel(rs_stream_k=True, stages=4), packed()
+    call = kernel.prepare(**weights)
+    names = kernel.signature.names
+    cfg = kernel.config
+    steps = K // 64
+    for m in (17, 128, 129, 1000, 3000):
+        call(*operands(m))
+        grid, _, _, params = kernel.launcher.launches[-1]
+        iterations = (N // 256) * -(-m // 128) * steps
+        assert grid == (min(132, iterations), 1, 1)
+        ws, ct = handed_out[-1]
+        assert params[names.index("workspace")] == ws.data_ptr()
+        assert params[names.index("counters")] == ct.data_ptr()
+        assert ws.numel() >= 132 * 2 * cfg.block_m * cfg.block_n and ct.numel() >= 132
+    assert len(handed_out) == 1
 
 
 @pytest.mark.parametrize(

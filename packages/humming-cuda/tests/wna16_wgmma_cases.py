@@ -128,6 +128,21 @@ WIDE_M_SHAPES = (
 )
 
 
+# Persistent stream-K (rs_stream_k): (M, N, K, rs_block_m, stages). On the H200's 132 SMs: one
+# tile of 64 K steps over 64 CTAs (64 partial segments, each one step); 9 tiles of 33 steps
+# (segments of 2-3 steps, K tails); 34 tiles of 32 steps at 64 rows; 132 tiles of 17 steps, one
+# whole tile per CTA (no partials); 160-row tiles, whole and partial ones mixed; 2 tiles of 128
+# steps at M = 17 (66 segments each).
+STREAM_SHAPES = (
+    (128, 256, 4096, 128, 4),
+    (300, 520, 2056, 128, 4),
+    (1030, 384, 2048, 64, 4),
+    (4100, 1000, 1040, 128, 4),
+    (2000, 4096, 512, 160, 4),
+    (17, 264, 8192, 64, 4),
+)
+
+
 # Narrow tiles with the registers split for two CTAs per SM (rs_ctas_per_sm = 2): (M, N, K,
 # split_k, rs_ctas_per_sm, stages), M <= 32 (the tiles whose accumulators fit 104 registers).
 TWO_CTAS_SHAPES = (

@@ -49,6 +49,7 @@ class PreparedDenseCall:
         self.template: ThreadParams | None = None  # set by the first fully checked launch
         self.k = self.n = self.grid_n = self.split = -1
         self.workspace: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.uses_workspace = False  # split-K's (set with the template)
         self.ws_rows = 0  # grid rows (of block_m) the held split-K workspace covers
 
     def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int, m: int) -> None:
@@ -91,15 +92,18 @@ class PreparedDenseCall:
         struct = params.struct
         self.patch_x(struct, x, xp, lda, m)
         struct.out, struct.M, struct.ldc = op, m, ldc
-        if self.split > 1:
-            if grid_m > self.ws_rows:
-                self.workspace = self.kernel.split_k_buffers(
-                    x.device, self.grid_n, grid_m, self.split
-                )
-                self.ws_rows = grid_m
-            ws, ct = self.workspace
-            struct.workspace, struct.counters = ws.data_ptr(), ct.data_ptr()
+        if self.uses_workspace:
+            self.patch_workspace(struct, x.device, grid_m)
         self.launcher.launch(self.grid(grid_m), self.block, self.smem, params.address)
+
+    def patch_workspace(self, struct: Any, device: torch.device, grid_m: int) -> None:
+        """Split-K's workspace and counters for `grid_m` row tiles into the parameter block, held
+        by this call (grown when a larger M needs more)."""
+        if grid_m > self.ws_rows:
+            self.workspace = self.kernel.split_k_buffers(device, self.grid_n, grid_m, self.split)
+            self.ws_rows = grid_m
+        ws, ct = self.workspace
+        struct.workspace, struct.counters = ws.data_ptr(), ct.data_ptr()
 
     def grid(self, grid_m: int) -> tuple[int, int, int]:
         """The launch grid for `grid_m` row tiles: one CTA per tile and split."""
@@ -118,4 +122,5 @@ class PreparedDenseCall:
         """A fully checked call's launch as the template of the quick path."""
         kernel = self.kernel
         self.k, self.n, self.grid_n, self.split = dims["K"], dims["N"], grid[0], grid[2]
+        self.uses_workspace = self.split > 1
         self.template = ThreadParams(kernel.launcher.ctypes, kernel.signature.names, params)

@@ -71,6 +71,10 @@ class WgmmaWna16Kernel:
         self.launcher = Launcher(function, ctypes_list, pdl=config.pdl)
         self.maps = ActMapCache(config.block_m)
         function.reserve_smem(config.smem_bytes)
+        # stream-K's persistent grid: the CTAs the device holds at once (one per SM)
+        self.resident = (
+            function.resident_ctas(config.threads, config.smem_bytes) if config.rs_stream_k else 0
+        )
 
     def _dims(self, x: torch.Tensor, out: torch.Tensor, ips: int) -> dict[str, int]:
         """The wna16 layout's padded sizes for this N and K: a packed tensor of another shape
@@ -108,7 +112,7 @@ class WgmmaWna16Kernel:
         m, n = out.shape
         grid_n, grid_m = -(-n // self.config.block_n), -(-m // self.config.block_m)
         split, ips = self.split_k(x.shape[1])
-        if split > 1:
+        if split > 1 or self.resident:
             values = dict(values)
             values["workspace"], values["counters"] = self.split_k_buffers(
                 x.device, grid_n, grid_m, split
@@ -118,7 +122,19 @@ class WgmmaWna16Kernel:
         )
         if m:
             params[0] = self.maps.get(x, "activations x")
+        if self.resident:  # one row of persistent CTAs (none for M = 0)
+            return (self.stream_ctas(grid_n, grid_m, x.shape[1]), min(grid_m, 1), 1), params, dims
         return (grid_n, grid_m, split), params, dims
+
+    def stream_ctas(self, grid_n: int, grid_m: int, k: int) -> int:
+        """Stream-K's grid: the resident CTAs, at most one per (tile, K step) iteration."""
+        iterations = grid_n * grid_m * -(-k // BLOCK_K)
+        if iterations >= 1 << 31:
+            raise ValueError(
+                f"{self.name}: {iterations} (tile, K step) iterations; the stream-K kernel counts "
+                "them in 32 bits (at most 2^31 - 1): split M across calls"
+            )
+        return min(self.resident, iterations)
 
     def split_k(self, k: int) -> tuple[int, int]:
         """(splits, K steps per split) for a reduction depth of `k`."""
@@ -128,6 +144,9 @@ class WgmmaWna16Kernel:
         self, device: torch.device, grid_n: int, grid_m: int, split: int
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Shared fp32 workspace (a block_m x block_n tile per split and tile) and zeroed tile
-        counters big enough for this grid."""
+        counters big enough for this grid; for stream-K two partial tiles and a counter per
+        resident CTA, whatever M is."""
         cfg = self.config
+        if self.resident:
+            return tile_workspace(device, self.resident, 2, cfg.block_m * cfg.block_n)
         return tile_workspace(device, grid_n * grid_m, split, cfg.block_m * cfg.block_n)

@@ -1,5 +1,7 @@
 """A WnA16-wgmma kernel with one layer's weights bound (kernels/dense_call.py): x reaches the
-kernel as its TMA tensor map, cached per pointer by the kernel's map cache."""
+kernel as its TMA tensor map, cached per pointer by the kernel's map cache. A stream-K kernel
+launches its resident CTAs (at most one per iteration) with the workspace it holds, whose size
+does not depend on M."""
 
 from __future__ import annotations
 
@@ -21,3 +23,25 @@ class WgmmaWna16Call(PreparedDenseCall):
 
     def patch_x(self, struct: Any, x: torch.Tensor, address: int, lda: int, m: int) -> None:
         struct.x = self.kernel.maps.get(x, "activations x")
+
+    def keep_template(self, grid: tuple[int, int, int], params: list, dims: dict[str, int]) -> None:
+        super().keep_template(grid, params, dims)
+        if self.kernel.resident:
+            # the tiles across N (the checked grid's x is its CTAs); every quick call patches the
+            # workspace this call holds (patch_workspace)
+            self.grid_n = -(-dims["N"] // self.kernel.config.block_n)
+            self.uses_workspace = True
+
+    def patch_workspace(self, struct: Any, device: torch.device, grid_m: int) -> None:
+        if not self.kernel.resident:
+            super().patch_workspace(struct, device, grid_m)
+            return
+        if self.workspace is None:
+            self.workspace = self.kernel.split_k_buffers(device, self.grid_n, grid_m, 1)
+        ws, ct = self.workspace
+        struct.workspace, struct.counters = ws.data_ptr(), ct.data_ptr()
+
+    def grid(self, grid_m: int) -> tuple[int, int, int]:
+        if self.kernel.resident:
+            return (self.kernel.stream_ctas(self.grid_n, grid_m, self.k), 1, 1)
+        return super().grid(grid_m)

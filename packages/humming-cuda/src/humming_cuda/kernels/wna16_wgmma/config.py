@@ -7,7 +7,8 @@ Two forms, both with 64-deep K steps (128 bytes of 16-bit activations: one 128B-
   consumer warpgroups over 256 (N) x `rs_block_m` (M: 128, or 16 / 32 / 64 at small M, where the
   tokens are wgmma's narrow N, or 160 / 176 at large M), codes and scales streamed through the
   ring with x by a producer warpgroup (`rs_producer`, the default) or by consumer thread 0, and
-  K split `split_k` ways across CTAs (small grids).
+  K split `split_k` ways across CTAs (small grids), or (`rs_stream_k`, wna16_wgmma_stream.cuh)
+  persistent CTAs sharing the (tile, K step) iterations evenly.
 The depth of the ring varies.
 """
 
@@ -31,6 +32,9 @@ RS_BLOCK_MS = (16, 32, 64, 128)  # wgmma N of the register form's token side
 # fragment and per stage. Configurable, not yet routed: the cost model has no measured step cost
 # for them.
 RS_WIDE_BLOCK_MS = (160, 176)
+# Token tiles of the stream-K form: its epilogue stages parts of at most 64 rows, and 176 rows
+# (11 parts of 16) spill under ptxas 13.
+STREAM_BLOCK_MS = (16, 32, 64, 128, 160)
 RS_MAX_BLOCK_M_2CTAS = 32  # the widest token tile whose accumulators fit two CTAs per SM
 # dequantized weight tiles: one read by wgmma, the next being written, and the previous one, which
 # the still-running wgmma of the step before may read
@@ -59,6 +63,10 @@ class WgmmaWna16Config(WgmmaTileConfig):
     # CTAs per SM the register form's registers are split for (WgmmaWna16RsTile::CTAS): 2 halves
     # each consumer's registers (104) for twice the warps per scheduler; narrow tiles only.
     rs_ctas_per_sm: Literal[1, 2] = 1
+    # Persistent stream-K (wna16_wgmma_stream.cuh): one CTA per SM, each taking an even share of
+    # the (tile, K step) iterations; partial tiles are summed through a workspace by the last of
+    # their CTAs. Configurable, not yet routed: measured against split-K and one CTA per tile first.
+    rs_stream_k: bool = False
     # Launched with programmatic dependent launch: the register form's producer warpgroup issues
     # the first stages' codes and scales before it waits for the previous kernel in the stream
     # (every other form and thread waits before it touches global memory).
@@ -83,7 +91,28 @@ class WgmmaWna16Config(WgmmaTileConfig):
                 f"weights_in_registers={self.weights_in_registers}, "
                 f"rs_producer={self.rs_producer}, rs_block_m={self.rs_block_m}"
             )
+        if self.rs_stream_k and not (
+            self.weights_in_registers
+            and self.rs_producer
+            and self.rs_ctas_per_sm == 1
+            and self.split_k == 1
+            and self.rs_block_m in STREAM_BLOCK_MS
+        ):
+            raise ValueError(
+                "rs_stream_k needs the register-A form with its producer warpgroup, one CTA per SM, "
+                f"no split_k (stream-K splits K itself) and rs_block_m in {STREAM_BLOCK_MS}; got "
+                f"weights_in_registers={self.weights_in_registers}, "
+                f"rs_producer={self.rs_producer}, rs_ctas_per_sm={self.rs_ctas_per_sm}, "
+                f"split_k={self.split_k}, rs_block_m={self.rs_block_m}"
+            )
         return self
+
+    @property
+    def part_rows(self) -> int:
+        """Rows of the stream-K epilogue's staged part (Wna16WgmmaStreamKernel::PARTS): the most
+        8-row groups, at most 8, that divide the tile's."""
+        groups = self.block_m // 8
+        return 8 * max(g for g in range(1, 9) if groups % g == 0)
 
     @property
     def block_m(self) -> int:
@@ -113,10 +142,14 @@ class WgmmaWna16Config(WgmmaTileConfig):
     def smem_bytes(self) -> int:
         """Mirrors WgmmaWna16Tile::SMEM_BYTES: alignment slack, the x ring, the B buffers, the
         ring's mbarriers; for the register-A form Wna16WgmmaRsKernel::SMEM_BYTES of the widest
-        format (its ring also holds the epilogue's output tile, block_m x 256 fp32)."""
+        format (its ring also holds the epilogue's output tile, block_m x 256 fp32); for stream-K
+        Wna16WgmmaStreamKernel::SMEM_BYTES (the ring, then a staged part of the tile beside it)."""
         if self.weights_in_registers:
             stage = self.block_m * BLOCK_K * 2 + RS_WEIGHT_STAGE_BYTES
-            ring = max(self.stages * stage, self.block_m * RS_BLOCK_N * 4)
+            if self.rs_stream_k:
+                ring = self.stages * stage + self.part_rows * RS_BLOCK_N * 4
+            else:
+                ring = max(self.stages * stage, self.block_m * RS_BLOCK_N * 4)
             return ALIGN_SLACK + ring + self.barrier_bytes
         b_bytes = BLOCK_N * BLOCK_K * 2
         return ALIGN_SLACK + self.stages * self.a_bytes + B_BUFFERS * b_bytes + self.barrier_bytes

@@ -41,12 +41,15 @@ def render(spec: QuantSpec, config: WgmmaWna16Config, caps: DeviceCaps) -> Kerne
     weight, tile = template_arguments(fmt, config)
     act, out = CXX_TYPES[fmt.act], CXX_TYPES[fmt.out]
     key = f"{weight}|{tile}|{act}|{out}|{fmt.bias}"
+    if config.rs_stream_k:  # the same tile in another kernel: another name
+        key += "|stream"
     name = f"humming_wna16_wgmma_{hashlib.sha1(key.encode()).hexdigest()[:16]}"
-    header, entry = (
-        ("wna16_wgmma_rs", "HUMMING_WNA16_WGMMA_RS_ENTRY")
-        if config.weights_in_registers
-        else ("wna16_wgmma", "HUMMING_WNA16_WGMMA_ENTRY")
-    )
+    if config.rs_stream_k:
+        header, entry = "wna16_wgmma_stream", "HUMMING_WNA16_WGMMA_STREAM_ENTRY"
+    elif config.weights_in_registers:
+        header, entry = "wna16_wgmma_rs", "HUMMING_WNA16_WGMMA_RS_ENTRY"
+    else:
+        header, entry = "wna16_wgmma", "HUMMING_WNA16_WGMMA_ENTRY"
     code = (
         f'#include "humming/kernel/{header}.cuh"\n'
         f"using Fmt = {weight};\n"

@@ -438,6 +438,13 @@ struct Wna16WgmmaRsKernel {
             tile, sp.workspace, sp.counters, blockIdx.y * gridDim.x + blockIdx.x)) {
       return;
     }
+    store_rows<BM>(a, tile, m0, n0);
+  }
+
+  // Rows 0 .. ROWS - 1 of a staged tile (out_index) through the epilogue to out rows m0 .. and
+  // columns n0 .. n0 + BN - 1 (those inside [M, N]).
+  template <int ROWS>
+  HM_DEVICE static void store_rows(const Args& a, const float* tile, int m0, int n0) {
     // a chunk is 8 columns of a row; a warp stores one row's 32 chunks
     constexpr int CHUNKS = BN / 8;
     const int ct = threadIdx.x, chunk = ct % CHUNKS, n = n0 + 8 * chunk;
@@ -452,7 +459,7 @@ struct Wna16WgmmaRsKernel {
     const bool vector = ((reinterpret_cast<unsigned long long>(a.out) |
                           static_cast<unsigned long long>(a.ldc) * sizeof(OutT)) & 15) == 0;
 #pragma unroll 2
-    for (int r = ct / CHUNKS; r < BM; r += 128 * Tile::CONSUMERS / CHUNKS) {
+    for (int r = ct / CHUNKS; r < ROWS; r += 128 * Tile::CONSUMERS / CHUNKS) {
       const int m = m0 + r;
       if (m >= a.M || n >= a.N) continue;
       const float4* src = reinterpret_cast<const float4*>(tile + out_index(r, 8 * chunk));
