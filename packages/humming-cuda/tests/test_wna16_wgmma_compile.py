@@ -121,20 +121,28 @@ def _register_a_units() -> Units:
     return units
 
 
+def _assert_clean(units: Units) -> list:
+    """Compile `units`: no spills, registers for their threads per CTA, no wgmma serialized, no
+    accumulator read before its wgmma retired. Returns (spec, config, artifact) per unit."""
+    compiled = units.compile(workers=4)
+    for spec, cfg, artifact in compiled:
+        where = f"{spec.weight} {spec.act} {cfg}"
+        assert_fits_registers(artifact, cfg.threads * cfg.rs_ctas_per_sm, where)
+        early = accumulator_reads_in_flight(disassemble(artifact.binary))
+        assert not early, f"{where}: {early[:2]}"
+    return compiled
+
+
 @pytest.mark.compile
 def test_register_a_form_compiles_without_spills_or_serialized_wgmma(monkeypatch, tmp_path):
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
     units = _register_a_units()
     assert len(units) >= 2 * len(INTEGER_FORMATS)
     narrow = two_ctas = 0
-    for spec, cfg, artifact in units.compile(workers=4):
+    for _, cfg, _ in _assert_clean(units):
         assert cfg.threads == (384 if cfg.rs_producer else 256)
         narrow += cfg.rs_block_m < 128
         two_ctas += cfg.rs_ctas_per_sm == 2
-        where = f"{spec.weight} {spec.act} {cfg}"
-        assert_fits_registers(artifact, cfg.threads * cfg.rs_ctas_per_sm, where)
-        early = accumulator_reads_in_flight(disassemble(artifact.binary))
-        assert not early, f"{where}: {early[:2]}"
     assert narrow >= len(INTEGER_FORMATS + FLOAT_FORMATS)
     assert two_ctas >= len(INTEGER_FORMATS + FLOAT_FORMATS)
     widths = set()
@@ -147,22 +155,33 @@ def test_register_a_form_compiles_without_spills_or_serialized_wgmma(monkeypatch
     assert widths == {"16", "32", "64", "128"}
 
 
-def _wide_units() -> Units:
-    """The wide token tiles (160 / 176 rows, humming/mma/wgmma_wide.cuh) of every integer and
-    float format with group scales and bias at 176 rows; per-channel scales with an fp32 output,
-    two fragment buffers in turn and 160 rows on the first two formats."""
+def _format_units(common: dict, channel: list[dict], grouped: list[dict] = ()) -> Units:
+    """Every integer and float format with group scales and bias in config `common`; on the first
+    two formats also per-channel scales with an fp32 output in each of `channel`'s updates, and
+    group scales in each of `grouped`'s."""
     units = Units(FAMILY, "sm_90a")
-    wide = {"arch": "sm_90a", "weights_in_registers": True, "pdl": True, "group_m": 8}
     for i, fmt in enumerate(INTEGER_FORMATS + FLOAT_FORMATS):
         act = ("fp16", "bf16")[i % 2]
         spec = make_spec(fmt, act, 128, K, True, None, fmt[2][0])
-        units.add(spec, WgmmaWna16Config(**wide, rs_block_m=176))
+        units.add(spec, WgmmaWna16Config(**common))
         if i < 2:
-            channel = make_spec(fmt, act, "channel", K, False, "fp32", fmt[2][0])
-            for block_m in RS_WIDE_BLOCK_MS:
-                units.add(channel, WgmmaWna16Config(**wide, rs_block_m=block_m))
-                units.add(spec, WgmmaWna16Config(**wide, rs_block_m=block_m, rs_frag_buffers=2))
+            fp32 = make_spec(fmt, act, "channel", K, False, "fp32", fmt[2][0])
+            for fields in channel:
+                units.add(fp32, WgmmaWna16Config(**{**common, **fields}))
+            for fields in grouped:
+                units.add(spec, WgmmaWna16Config(**{**common, **fields}))
     return units
+
+
+def _wide_units() -> Units:
+    """The wide token tiles (160 / 176 rows, humming/mma/wgmma_wide.cuh): 176 rows on every
+    format; 160 and 176 rows with per-channel scales, and with two fragment buffers in turn, on
+    the first two."""
+    wide = {"arch": "sm_90a", "weights_in_registers": True, "pdl": True, "group_m": 8}
+    both = [{"rs_block_m": b} for b in RS_WIDE_BLOCK_MS]
+    return _format_units(
+        {**wide, "rs_block_m": 176}, both, [{**f, "rs_frag_buffers": 2} for f in both]
+    )
 
 
 @pytest.mark.compile
@@ -172,11 +191,7 @@ def test_wide_token_tiles_compile_without_spills_or_serialized_wgmma(monkeypatch
     accumulator read before its wgmma retired; the PTX issues m64n160 / m64n176 with register A."""
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
     units = _wide_units()
-    for spec, cfg, artifact in units.compile(workers=4):
-        where = f"{spec.weight} {spec.act} {cfg}"
-        assert_fits_registers(artifact, cfg.threads, where)
-        early = accumulator_reads_in_flight(disassemble(artifact.binary))
-        assert not early, f"{where}: {early[:2]}"
+    _assert_clean(units)
     widths = set()
     for text in dumped_ptx(tmp_path, units, RS_PTX_NEEDS):
         act = "bf16" if ".bf16.bf16" in text else "f16"
@@ -187,20 +202,12 @@ def test_wide_token_tiles_compile_without_spills_or_serialized_wgmma(monkeypatch
 
 
 def _stream_units() -> Units:
-    """The stream-K form (wna16_wgmma_stream.cuh) of every integer and float format at 128 rows
-    with group scales and bias; 64 and 160 rows and per-channel scales with an fp32 output on the
-    first two formats."""
-    units = Units(FAMILY, "sm_90a")
+    """The stream-K form (wna16_wgmma_stream.cuh): 128 rows on every format; 64, 128 and 160 rows
+    with per-channel scales on the first two."""
     stream = {"arch": "sm_90a", "weights_in_registers": True, "rs_stream_k": True, "pdl": True}
-    for i, fmt in enumerate(INTEGER_FORMATS + FLOAT_FORMATS):
-        act = ("fp16", "bf16")[i % 2]
-        spec = make_spec(fmt, act, 128, K, True, None, fmt[2][0])
-        units.add(spec, WgmmaWna16Config(**stream, group_m=8))
-        if i < 2:
-            channel = make_spec(fmt, act, "channel", K, False, "fp32", fmt[2][0])
-            for block_m in (64, 128, 160):
-                units.add(channel, WgmmaWna16Config(**stream, group_m=1, rs_block_m=block_m))
-    return units
+    return _format_units(
+        {**stream, "group_m": 8}, [{"group_m": 1, "rs_block_m": b} for b in (64, 128, 160)]
+    )
 
 
 @pytest.mark.compile
@@ -210,11 +217,7 @@ def test_stream_k_form_compiles_without_spills_or_serialized_wgmma(monkeypatch, 
     loads at once spilled), and still issues the register-A wgmmas without serialization."""
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
     units = _stream_units()
-    for spec, cfg, artifact in units.compile(workers=4):
-        where = f"{spec.weight} {spec.act} {cfg}"
-        assert_fits_registers(artifact, cfg.threads, where)
-        assert artifact.meta["resources"]["stack_bytes"] == 0, where
-        early = accumulator_reads_in_flight(disassemble(artifact.binary))
-        assert not early, f"{where}: {early[:2]}"
+    for spec, cfg, artifact in _assert_clean(units):
+        assert artifact.meta["resources"]["stack_bytes"] == 0, f"{spec.weight} {cfg}"
     for text in dumped_ptx(tmp_path, units, (*RS_PTX_NEEDS, "atom.global.add")):
         assert re.search(r"m64n(64|128|160)k16\.f32\.(f16|bf16)", text)
