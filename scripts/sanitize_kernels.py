@@ -3,7 +3,8 @@
     compute-sanitizer --tool memcheck --report-api-errors no python3 scripts/sanitize_kernels.py
     compute-sanitizer --tool racecheck python3 scripts/sanitize_kernels.py [CASE ...]
 
-CASE: indices into CASES, to run only those (with HUMMING_LINEINFO=1 a report names source lines).
+CASE: indices into CASES and then FORCED (configs not routed yet, run through their family), to
+run only those (with HUMMING_LINEINFO=1 a report names source lines).
 
 Covers split-K (M=1, long K; wna16 and w8a8), N/M/K tails, integer zero points, float zero points,
 MX scales and bf16, and the sm_90a wgmma kernels (wna16_wgmma on grids large enough to be chosen,
@@ -50,11 +51,46 @@ CASES = [  # (preset, act dtype, M, N, K)
     ("W8A8_FP8", "bf16", 1030, 16904, 256),  # persistent CTAs' staged rows reused tile after tile
     ("FP8_BLOCK128", "fp16", 9, 264, 1008),  # w8a8 (mma.sync): stage-copied factors, split K
 ]
+# Configs the heuristic does not route yet, run through their family (indices after CASES):
+# (preset, act dtype, M, N, K, family, config fields over the family's first candidate)
+FORCED = [
+    # persistent stream-K: 2 tiles of 128 K steps over 132 CTAs, 66 partial segments each
+    ("W4A16_G128", "fp16", 17, 264, 8192, "wna16_wgmma", {"rs_stream_k": True, "split_k": 1,
+     "rs_ctas_per_sm": 1, "rs_block_m": 64, "stages": 4}),
+    # stream-K on 128-row tiles: whole and partial tiles, M / N / K tails, MX scales
+    ("MXFP4", "bf16", 300, 520, 2056, "wna16_wgmma", {"rs_stream_k": True, "split_k": 1,
+     "rs_ctas_per_sm": 1, "rs_block_m": 128, "stages": 4}),
+    # a 176-row token tile, K split 3 ways (the reduction's 4-float4 batches)
+    ("W4A16_G128", "bf16", 200, 136, 1040, "wna16_wgmma", {"split_k": 3, "rs_ctas_per_sm": 1,
+     "rs_block_m": 176, "stages": 4}),
+]  # fmt: skip
+
+
+def forced_out(spec, cw, x: torch.Tensor, n: int, family: str, fields: dict) -> torch.Tensor:
+    """x @ W^T (W: cw, n rows) by `family`'s first candidate with `fields` changed, compiled and
+    called directly."""
+    from humming_core.device import GemmProblem
+    from humming_cuda.device import CudaDevice
+    from humming_cuda.kernels import family_named
+
+    device = CudaDevice()
+    m, k = x.shape
+    problem = GemmProblem(n, k, m=m, act_dtype=spec.act.dtype.name)
+    first = family_named(family).candidates(spec, problem, device.caps())[0]
+    config = type(first).model_validate(
+        {**first.model_dump(), "weights_in_registers": True, **fields}
+    )
+    kernel = device.load(device.compile(device.render(spec, config)))
+    weights = device.weight_layout(spec, config).pack(cw, "cuda")
+    out = torch.empty(m, n, dtype=x.dtype, device="cuda")
+    kernel(x=x, out=out, **weights)
+    return out
 
 
 def main(picked: list[str]) -> int:
     failures = 0
-    for name, act, m, n, k in [CASES[int(i)] for i in picked] if picked else CASES:
+    every = [(*c, None, None) for c in CASES] + FORCED
+    for name, act, m, n, k, family, fields in [every[int(i)] for i in picked] if picked else every:
         spec = preset(name)
         if not spec.act.is_quantized:  # 8-bit activations are quantized from x's dtype, `act`
             spec = spec.replace(act={"dtype": act})
@@ -63,7 +99,10 @@ def main(picked: list[str]) -> int:
         x = torch.randn(m, k, generator=gen).to(
             getattr(torch, {"fp16": "float16", "bf16": "bfloat16"}[act])
         )
-        out = prepare(cw, "cuda").run(x.cuda())
+        if family is None:
+            out = prepare(cw, "cuda").run(x.cuda())
+        else:
+            out = forced_out(spec, cw, x.cuda(), n, family, fields)
         torch.cuda.synchronize()
         worst = within_bound(out, x, cw)
         print(f"{name:11s} {act} M={m:<4d} N={n:<4d} K={k:<5d} worst err/bound {worst:.3f}")
