@@ -126,14 +126,19 @@ def test_split_k_matches_reference_twice_in_a_row(case: Case, device, unsplit):
         check_act8_case(case, device, config, kernel)
 
 
+def variant_kernels(device, cases: list[Case], update: dict) -> dict:
+    """Each case's first candidate with `update` applied, by case id."""
+    from humming_cuda.kernels.w4a8_wgmma import FAMILY
+
+    jobs = [(c, 0) for c in cases]
+    built = build_kernels(device, FAMILY, jobs, update=update)
+    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+
+
 @pytest.fixture(scope="module")
 def staged_kernels(device):
     """Every staged case's first candidate with staged output rows."""
-    from humming_cuda.kernels.w4a8_wgmma import FAMILY
-
-    jobs = [(c, 0) for c in STAGED_CASES + SPLIT_CASES]
-    built = build_kernels(device, FAMILY, jobs, update={"staged_store": True})
-    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+    return variant_kernels(device, STAGED_CASES + SPLIT_CASES, {"staged_store": True})
 
 
 @pytest.mark.parametrize("case", STAGED_CASES, ids=lambda c: c.id)
@@ -158,11 +163,7 @@ def test_staged_rows_after_split_k_match_reference(case: Case, device, staged_ke
 @pytest.fixture(scope="module")
 def turn_kernels(device):
     """Every case's first candidate with its consumers issuing in turns."""
-    from humming_cuda.kernels.w4a8_wgmma import FAMILY
-
-    jobs = [(c, 0) for c in CASES + SPLIT_CASES]
-    built = build_kernels(device, FAMILY, jobs, update={"issue_turns": True})
-    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+    return variant_kernels(device, CASES + SPLIT_CASES, {"issue_turns": True})
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
