@@ -89,6 +89,35 @@ def test_configs_mirror_the_header():
         assert FAMILY.candidates(presets.W4A8_FP8, problem, SM90)[0].staged_store == rows
 
 
+def test_issue_turns_render_and_need_the_register_form():
+    """issue_turns is the tile's seventh argument (after STAGED, spelled out when only turns are
+    asked); off, the text (and so every existing kernel's name) is unchanged."""
+    base = W4a8WgmmaConfig(arch="sm_90a", stages=4)
+    turns = base.model_copy(update={"issue_turns": True})
+    assert "humming::WgmmaW4a8Tile<4, 8, true>" in FAMILY.render(presets.W4A8_FP8, base, SM90).code
+    assert "humming::WgmmaW4a8Tile<4, 8, true, 128, 1, false, true>" in (
+        FAMILY.render(presets.W4A8_FP8, turns, SM90).code
+    )
+    both = W4a8WgmmaConfig(
+        arch="sm_90a",
+        stages=6,
+        rs_block_m=32,
+        rs_ctas_per_sm=2,
+        staged_store=True,
+        issue_turns=True,
+    )
+    assert "humming::WgmmaW4a8Tile<6, 8, true, 32, 2, true, true>" in (
+        FAMILY.render(presets.W4A8_FP8, both, SM90).code
+    )
+    assert turns.smem_bytes == base.smem_bytes  # named barriers only
+    with pytest.raises(ValueError, match="issue_turns needs the out\\^T form"):
+        W4a8WgmmaConfig(arch="sm_90a", weights_in_registers=False, issue_turns=True)
+    # not chosen by the heuristics until measured
+    for m in (32, 64, 1024):
+        problem = GemmProblem(n=6144, k=4096, m=m)
+        assert not FAMILY.candidates(presets.W4A8_FP8, problem, SM90)[0].issue_turns
+
+
 def test_register_a_form_is_the_default_and_each_form_renders_its_tile():
     cfg = FAMILY.candidates(presets.W4A8_FP8, LARGE, SM90)[0]
     assert cfg.weights_in_registers

@@ -10,6 +10,8 @@ without bias on the first candidate (act8_wgmma_compile.py).
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from act8_wgmma_compile import PTX_NEEDS, SHAPE, act8_wgmma_units, check_act8_wgmma_units
 from compile_units import Units
@@ -53,3 +55,21 @@ def test_shared_memory_form_compiles_without_spills(monkeypatch, tmp_path):
             shared = {"weights_in_registers": False, "staged_store": False}
             units.add(spec, cfg.model_copy(update=shared))
     check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "prmt.b32"))
+
+
+@pytest.mark.compile
+def test_issue_turns_compile_without_spills(monkeypatch, tmp_path):
+    """issue_turns on the 128-, 64- and 32-token tiles of every format (the two consumers' code is
+    instantiated once per turn order)."""
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = Units(FAMILY, "sm_90a")
+    caps = caps_for_arch("sm_90a")
+    for fmt in W4_WGMMA_FORMATS:
+        spec = make_w4_spec(*fmt, bias=True, out="bf16")
+        for m in (32, 64, 256):
+            cfg = FAMILY.candidates(spec, GemmProblem(*SHAPE, m=m), caps)[0]
+            units.add(spec, cfg.model_copy(update={"issue_turns": True}))
+    check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "prmt.b32"))
+    # the turns: arrivals on a named barrier over both consumer warpgroups (256 threads)
+    ptx = [p.read_text() for p in tmp_path.glob("*/kernel.ptx")]
+    assert all(re.search(r"bar\.arrive %r\d+, 256;", text) for text in ptx)

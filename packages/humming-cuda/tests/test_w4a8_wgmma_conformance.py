@@ -10,7 +10,8 @@ grids and take 32- / 64-token tiles up to M = 64 (tests/test_w4a8_wgmma.py); spl
 5 splits of uneven K ranges twice in a row (the tile counters must be back at zero). Staged output
 rows (2-byte outputs through shared memory and bulk copies, the out^T form) run on every token
 tile, unsplit and split, into 16-byte aligned rows (the staged path), misaligned ones (the register
-stores it falls back to) and N tails of 6 columns.
+stores it falls back to) and N tails of 6 columns. Issue turns (the two consumer warpgroups
+issuing their blocks alternately, `issue_turns`) run on every case, unsplit and split.
 """
 
 from __future__ import annotations
@@ -125,14 +126,19 @@ def test_split_k_matches_reference_twice_in_a_row(case: Case, device, unsplit):
         check_act8_case(case, device, config, kernel)
 
 
+def variant_kernels(device, cases: list[Case], update: dict) -> dict:
+    """Each case's first candidate with `update` applied, by case id."""
+    from humming_cuda.kernels.w4a8_wgmma import FAMILY
+
+    jobs = [(c, 0) for c in cases]
+    built = build_kernels(device, FAMILY, jobs, update=update)
+    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+
+
 @pytest.fixture(scope="module")
 def staged_kernels(device):
     """Every staged case's first candidate with staged output rows."""
-    from humming_cuda.kernels.w4a8_wgmma import FAMILY
-
-    jobs = [(c, 0) for c in STAGED_CASES + SPLIT_CASES]
-    built = build_kernels(device, FAMILY, jobs, update={"staged_store": True})
-    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+    return variant_kernels(device, STAGED_CASES + SPLIT_CASES, {"staged_store": True})
 
 
 @pytest.mark.parametrize("case", STAGED_CASES, ids=lambda c: c.id)
@@ -152,3 +158,29 @@ def test_staged_rows_after_split_k_match_reference(case: Case, device, staged_ke
     config, kernel = split_kernel(device, FAMILY, case, staged_kernels[case.id], 3)
     assert config.staged_store
     check_act8_case(case, device, config, kernel, aligned=True)
+
+
+@pytest.fixture(scope="module")
+def turn_kernels(device):
+    """Every case's first candidate with its consumers issuing in turns."""
+    return variant_kernels(device, CASES + SPLIT_CASES, {"issue_turns": True})
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_issue_turns_match_reference(case: Case, device, turn_kernels):
+    """A turn never passed (or passed twice) hangs the kernel or lets a warpgroup run ahead into a
+    stage the other still reads; the largest-K shape wraps the ring four times."""
+    config, kernel = turn_kernels[case.id]
+    assert config.issue_turns and config.weights_in_registers
+    check_act8_case(case, device, config, kernel)
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.id)
+def test_issue_turns_after_split_k_match_reference(case: Case, device, turn_kernels):
+    """Uneven splits: each split's pair takes turns over its own block count."""
+    from humming_cuda.kernels.w4a8_wgmma import FAMILY
+
+    for split in SPLITS:
+        config, kernel = split_kernel(device, FAMILY, case, turn_kernels[case.id], split)
+        assert config.issue_turns
+        check_act8_case(case, device, config, kernel)

@@ -56,6 +56,10 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
     # row (WgmmaW4a8Tile's STAGED; register stores where the output's alignment does not allow
     # it). The out^T form only.
     staged_store: bool = False
+    # The two consumer warpgroups issue their K blocks' wgmmas in turns, so one promotes while the
+    # other's run (WgmmaW4a8Tile's TURNS, as w8a8_wgmma's consumers always do). The out^T form
+    # only. Not yet measured on this kernel: off unless a config asks for it.
+    issue_turns: bool = False
 
     @model_validator(mode="after")
     def _tile(self) -> W4a8WgmmaConfig:
@@ -64,8 +68,9 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
                 f"rs_block_m={self.rs_block_m}: tiles of fewer than {BLOCK_M} tokens need the "
                 "out^T form (weights_in_registers=True)"
             )
-        if self.staged_store and not self.weights_in_registers:
-            raise ValueError("staged_store needs the out^T form (weights_in_registers=True)")
+        for name in ("staged_store", "issue_turns"):
+            if getattr(self, name) and not self.weights_in_registers:
+                raise ValueError(f"{name} needs the out^T form (weights_in_registers=True)")
         if self.rs_ctas_per_sm == 2 and self.rs_block_m != TWO_CTA_BLOCK_M:
             raise ValueError(
                 f"rs_ctas_per_sm=2 needs rs_block_m={TWO_CTA_BLOCK_M} (its consumers fit 96 "

@@ -19,9 +19,12 @@ def template_arguments(fmt: W8a8Format, cfg: W4a8WgmmaConfig) -> tuple[str, str]
     weight = f"humming::WgmmaW4a8Format<{fmt.group}, {words}>"
     reg_a = ", true" if cfg.weights_in_registers else ""
     # the 128-token tiles' text (and so their kernels' names) stay as they were
-    if cfg.rs_block_m != BLOCK_M or cfg.rs_ctas_per_sm != 1 or cfg.staged_store:
+    if cfg.rs_block_m != BLOCK_M or cfg.rs_ctas_per_sm != 1 or cfg.staged_store or cfg.issue_turns:
         reg_a = f", {str(cfg.weights_in_registers).lower()}, {cfg.rs_block_m}, {cfg.rs_ctas_per_sm}"
-    if cfg.staged_store:  # the header refuses it without the out^T form (a static_assert)
+    # the header refuses either without the out^T form (static_asserts)
+    if cfg.staged_store or cfg.issue_turns:
+        reg_a += f", {str(cfg.staged_store).lower()}"
+    if cfg.issue_turns:
         reg_a += ", true"
     return weight, f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}{reg_a}>"
 

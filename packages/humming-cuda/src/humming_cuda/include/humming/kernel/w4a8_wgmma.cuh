@@ -56,12 +56,15 @@ struct WgmmaW4a8Format {
 // STAGED (out^T form): 2-byte outputs leave each consumer warpgroup through shared memory, one
 // bulk copy per token row of its 64 weight rows (store_t_staged), where the output's alignment
 // allows; the register stores write 2 bytes into each of 4 token rows per warp instruction.
+// TURNS (out^T form): the two consumer warpgroups issue their K blocks' wgmmas in turns
+// (await_issue_turn, kernel/wgmma_cta.cuh), so one promotes while the other's wgmmas run.
 template <int STAGES_, int GROUP_M_, bool REG_A_ = false, int BM_ = 128, int CTAS_ = 1,
-          bool STAGED_ = false>
+          bool STAGED_ = false, bool TURNS_ = false>
 struct WgmmaW4a8Tile {
   static constexpr int BM = BM_, BN = 128, BK = 128, STAGES = STAGES_, GROUP_M = GROUP_M_;
-  static constexpr bool REG_A = REG_A_, STAGED = STAGED_;
+  static constexpr bool REG_A = REG_A_, STAGED = STAGED_, TURNS = TURNS_;
   static_assert(!STAGED || REG_A, "staged rows: the out^T form's");
+  static_assert(!TURNS || REG_A, "issue turns: the out^T form's");
   static constexpr int CTAS = CTAS_;
   static_assert(BM == 128 || (REG_A && (BM == 32 || BM == 64)), "narrow tiles: the out^T form");
   static_assert(CTAS == 1 || (CTAS == 2 && BM == 32), "two CTAs per SM: 32-token tiles");
@@ -263,16 +266,23 @@ struct W4a8WgmmaKernel {
   // tile (all 128 tokens, K-major, 128B swizzle) from shared memory. While they run, block it + 1's
   // slab words are read and expanded into `nxt`, so only the promotion is left between one
   // block's wgmma and the next. `cur` stays live (fence_registers_u32) until the wgmma_wait: the
-  // hardware reads register operands while the wgmma runs.
-  HM_DEVICE static void step_t(const Smem& sm, int it, int iters, int wg, u32 (&cur)[4][4],
-                               u32 (&nxt)[4][4], float (&acc)[ACC], float (&total)[ACC]) {
-    const int s = it % STAGES;
+  // hardware reads register operands while the wgmma runs. ORDER: the issue turn (0: none).
+  // `s` / `phase`: block it's stage and its full barrier's phase, stepped to block it + 1's here;
+  // `db0`: stage 0's activation descriptor (stage s's is STAGE_BYTES * s further). Why stepped:
+  // w8a8_wgmma's index arithmetic (q % STAGES, q / STAGES, a descriptor per stage) sat before its
+  // first wgmma; stepping it there was 1.01-1.13x (H200, session 25).
+  template <int ORDER>
+  HM_DEVICE static void step_t(const Smem& sm, int it, int iters, int wg, int& s, u32& phase,
+                               u64 db0, u32 (&cur)[4][4], u32 (&nxt)[4][4], float (&acc)[ACC],
+                               float (&total)[ACC]) {
+    const int stage = s;
     float ws[2];  // this thread's two weight rows' group scales (the stage is full)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      ws[h] = __uint_as_float(ld_shared_u32(sm.scale(s, 64 * wg + tile_row() + 8 * h)));
+      ws[h] = __uint_as_float(ld_shared_u32(sm.scale(stage, 64 * wg + tile_row() + 8 * h)));
     }
-    const u64 db = sw128_kmajor_desc(sm.a(s));
+    const u64 db = desc_advance(db0, stage * Tile::STAGE_BYTES);
+    await_issue_turn<ORDER>(it);
     fence_registers(acc);
     wgmma_fence();
 #pragma unroll
@@ -280,11 +290,12 @@ struct W4a8WgmmaKernel {
       WgmmaE4m3Rs<BM>::run(acc, cur[ks], desc_advance(db, 32 * ks), ks > 0);
     }
     wgmma_commit();
+    pass_issue_turn<ORDER>(it, iters);
+    if (++s == STAGES) s = 0, phase ^= 1;
     if (it + 1 < iters) {
-      const int next = (it + 1) % STAGES;
-      mbar_wait(sm.full_bar(next), ((it + 1) / STAGES) & 1);
+      mbar_wait(sm.full_bar(s), phase);
       u32 raw[2][4];
-      load_slab_words(sm.b(next), wg, raw);
+      load_slab_words(sm.b(s), wg, raw);
       expand_fragments(raw, nxt);
     }
     wgmma_wait<0>();
@@ -292,12 +303,26 @@ struct W4a8WgmmaKernel {
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) fence_registers_u32(cur[ks]);
     __syncwarp();  // orders the lanes' scale reads before the release
-    if (threadIdx.x % 32 == 0) mbar_arrive(sm.empty_bar(s));  // this warp no longer reads it
+    if (threadIdx.x % 32 == 0) mbar_arrive(sm.empty_bar(stage));  // this warp no longer reads it
     promote_rows(acc, ws, total);
   }
 
   // Two fragment sets in turn (named, not indexed by it % 2, which would put them in local memory).
+  // Every consumer computes in this form (rows past N are zeros), so with TURNS both always issue.
   HM_DEVICE static void consume_t(const Smem& sm, int iters, int wg, float (&total)[ACC]) {
+    if constexpr (Tile::TURNS) {
+      if (wg == 0) {
+        consume_blocks_t<1>(sm, iters, wg, total);
+      } else {
+        consume_blocks_t<2>(sm, iters, wg, total);
+      }
+    } else {
+      consume_blocks_t<0>(sm, iters, wg, total);
+    }
+  }
+
+  template <int ORDER>
+  HM_DEVICE static void consume_blocks_t(const Smem& sm, int iters, int wg, float (&total)[ACC]) {
     float acc[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
@@ -308,9 +333,14 @@ struct W4a8WgmmaKernel {
       load_slab_words(sm.b(0), wg, raw);
       expand_fragments(raw, even);
     }
+    const u64 db0 = sw128_kmajor_desc(sm.a(0));
+    int s = 0;
+    u32 phase = 0;
     for (int it = 0; it < iters; it += 2) {
-      step_t(sm, it, iters, wg, even, odd, acc, total);
-      if (it + 1 < iters) step_t(sm, it + 1, iters, wg, odd, even, acc, total);
+      step_t<ORDER>(sm, it, iters, wg, s, phase, db0, even, odd, acc, total);
+      if (it + 1 < iters) {
+        step_t<ORDER>(sm, it + 1, iters, wg, s, phase, db0, odd, even, acc, total);
+      }
     }
   }
 

@@ -185,17 +185,8 @@ struct W8a8WgmmaKernel {
     }
   }
 
-  // Named barriers of the issue turns (1 is the split-K reduction's): TURN_FIRST passes the turn
-  // from consumer 0 to consumer 1, TURN_SECOND back.
-  static constexpr int TURN_FIRST = 2, TURN_SECOND = 3;
-
-  // consume's K loop. ORDER 0: this warpgroup alone. ORDER 1 / 2: consumer 0 / 1 of a pair that
-  // issues its blocks in turns: consumer 0 block k, consumer 1 block k, consumer 0 block k + 1...
-  // Why: each warpgroup waits for its block's wgmmas before it promotes the sum (the fp32 totals),
-  // and started together the two would run their wgmmas side by side, finish together and leave
-  // the tensor cores idle while both promote. In turns, one promotes while the other's wgmmas
-  // run. (The turn is a named barrier: the first issues, then arrives; the second waits, issues,
-  // arrives for the first's next block.)
+  // consume's K loop. ORDER 0: this warpgroup alone; 1 / 2: consumer 0 / 1 of a pair that issues
+  // its blocks in turns (await_issue_turn, wgmma_cta.cuh).
   template <int ORDER>
   HM_DEVICE static void consume_blocks(const Ring& r, int iters, int row0, int wg,
                                        float (&total)[ACC], int q0) {
@@ -214,12 +205,10 @@ struct W8a8WgmmaKernel {
       mbar_wait(r.full_bar(s), phase);
       float f[2];
       stage_factors(r, s, row0, f);
-      if (ORDER == 1 && it > 0) named_barrier<256>(TURN_SECOND);
-      if (ORDER == 2) named_barrier<256>(TURN_FIRST);
+      await_issue_turn<ORDER>(it);
       static_assert(BK == 128, "wgmma_block_e4m3's block");
       wgmma_block_e4m3(acc, desc_advance(da0, step), desc_advance(db0, step));
-      if (ORDER == 1) named_barrier_arrive<256>(TURN_FIRST);
-      if (ORDER == 2 && it + 1 < iters) named_barrier_arrive<256>(TURN_SECOND);
+      pass_issue_turn<ORDER>(it, iters);
       wgmma_wait<0>();
       fence_registers(acc);
       if (Fmt::FACTORS) __syncwarp();  // orders the lanes' factor reads before the release
