@@ -10,6 +10,8 @@ import ctypes
 import pytest
 import torch
 
+FAKE_STREAM = 0x5EED  # the raw stream handle the fake launch path reports as current
+
 
 class OnCuda(torch.Tensor):
     __torch_function__ = torch._C._disabled_torch_function_impl
@@ -118,9 +120,11 @@ def fake_split_workspace(monkeypatch) -> list[tuple[torch.Tensor, torch.Tensor]]
 
 def fake_act_quantizer(monkeypatch) -> None:
     """A quantizing kernel's module quantizer entries as fake functions whose launches are recorded
-    (`kernel.quantizer._by_dtype[dtype][2].launches`), and the q and scales buffer each call
-    allocates on the fake cuda:0 as x is (kept there by the views of q and the scales)."""
-    from humming_cuda.kernels.act_quant import ActQuantizer
+    (`kernel.quantizer._by_dtype[dtype][2].launches`), and the q and scales buffers allocated on
+    the fake cuda:0 as x is (kept there by the views of q and the scales); the prepared calls'
+    reused buffers start empty, on the one stream FAKE_STREAM."""
+    from humming_cuda import launch
+    from humming_cuda.kernels.act_quant import ActQuantizer, scratch
 
     def from_module(fmt, loaded, base, pdl):
         quantizer = ActQuantizer(fmt, {"fp16": FakeFunction(), "bf16": FakeFunction()}, pdl)
@@ -131,6 +135,10 @@ def fake_act_quantizer(monkeypatch) -> None:
     monkeypatch.setattr(ActQuantizer, "from_module", staticmethod(from_module))
     empty = torch.empty
     monkeypatch.setattr(torch, "empty", lambda *a, **k: cuda(empty(*a, **k), kept=True))
+    # the prepared calls' reused buffers (act_quant/scratch.py): none yet, on one fake stream
+    monkeypatch.setattr(scratch, "_BUFFERS", scratch._ThreadBuffers())
+    monkeypatch.setattr(scratch, "_capturing", lambda: False)
+    monkeypatch.setattr(launch, "current_stream", lambda index: FAKE_STREAM)
 
 
 def quant_launches(kernel, dtype=torch.bfloat16) -> list:

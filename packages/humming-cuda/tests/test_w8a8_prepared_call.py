@@ -67,6 +67,7 @@ def test_prepared_calls_launch_what_the_full_check_computes(name):
     names = kernel.signature.names
     a, a_scales = names.index("a"), names.index("a_scales")
     # the first call builds the templates, the rest patch them
+    buffers = []
     for i, m in enumerate((1, 5, 16, 1)):
         x, out = operands(m)
         call(x, out)
@@ -78,13 +79,14 @@ def test_prepared_calls_launch_what_the_full_check_computes(name):
         # the GEMM reads what this call's quantizer writes (fresh buffers, as the full check's)
         assert (gemm[3][a], gemm[3][a_scales]) == (quant[3][q], quant[3][scales])
         # one buffer, q first and the scales after it, laid out as the full check lays them out,
-        # and (prepared calls) held by the call
+        # and (prepared calls) this thread and stream's buffer, held by the call
         size, offset = kernel.quantizer.fmt.buffer_layout(m, K)
         assert quant[3][scales] - quant[3][q] == offset
         assert quantize.params[scales] - quantize.params[q] == offset
         if i:
             held = call._held.buffer
-            assert (held.data_ptr(), held.numel()) == (quant[3][q], size)
+            assert held.data_ptr() == quant[3][q] and held.numel() >= size
+            buffers.append(held)
         expected = list(params)
         expected[a], expected[a_scales] = gemm[3][a], gemm[3][a_scales]
         block = (kernel.config.threads, 1, 1)
@@ -94,6 +96,8 @@ def test_prepared_calls_launch_what_the_full_check_computes(name):
         assert quant == (quantize.grid, (256, 1, 1), 0, expected_quant)
         assert quant[3][q_names.index("x")] == x.data_ptr()
     assert len(full_checks) == 1  # later calls took the quick path
+    # grown for M = 5 and 16, reused for the M = 1 after them
+    assert buffers[0] is not buffers[1] and buffers[2] is buffers[1]
     assert len(kernel.launcher.launches) == len(quant_launches(kernel)) == 4
     call(*operands(0))  # M = 0: nothing to launch
     assert len(kernel.launcher.launches) == 4 and len(quant_launches(kernel)) == 4
@@ -114,32 +118,45 @@ def test_split_k_workspace_is_patched_and_grown(cpu_workspace):
         assert ws.numel() >= grid[0] * grid[1] * grid[2] * kernel.config.block_m * 128
 
 
-def test_q_and_scales_are_held_until_this_threads_next_call():
+def test_q_and_scales_are_this_threads_buffer_for_the_stream(monkeypatch):
     """The buffer the GEMM reads is alive when the GEMM is enqueued (a split-K workspace may be
-    allocated between the two launches) and held by the call until this thread's next call; a
-    call on another thread holds its own."""
+    allocated between the two launches) and is this thread's for the current stream
+    (act_quant/scratch.py): reused by the next call there, another on another thread or stream;
+    under CUDA-graph capture a fresh one per call, held by the call until this thread's next
+    call."""
+    from humming_cuda import launch
+    from humming_cuda.kernels.act_quant import scratch
+
     kernel, weights = make(presets.W4A8_FP8)
     assert kernel.config.split_k > 1
     call = kernel.prepare(**weights)
     call(*operands(4))  # the template
     record, at_gemm = kernel.launcher.launch, []
 
-    def launch(grid, block, smem, address, stream=None):
+    def launch_gemm(grid, block, smem, address, stream=None):
         at_gemm.append(call._held.buffer.data_ptr())
         record(grid, block, smem, address, stream)
 
-    kernel.launcher.launch = launch
-    call(*operands(16))
+    kernel.launcher.launch = launch_gemm
     a = kernel.signature.names.index("a")
+    call(*operands(16))
     assert at_gemm[-1] == kernel.launcher.launches[-1][3][a]
-    held = weakref.ref(call._held.buffer)
-    assert held().data_ptr() == at_gemm[-1]
+    mine = call._held.buffer
     other = threading.Thread(target=lambda: call(*operands(8)))
     other.start(), other.join()
-    assert len(kernel.launcher.launches) == 3  # the other thread's call launched
-    assert call._held.buffer is held()  # and left this thread's buffer held
+    assert kernel.launcher.launches[-1][3][a] != mine.data_ptr()  # the other thread's own
     call(*operands(16))
-    assert held() is None  # released by this thread's next call
+    assert call._held.buffer is mine and at_gemm[-1] == mine.data_ptr()  # reused
+    monkeypatch.setattr(launch, "current_stream", lambda index: 0xABC)
+    call(*operands(16))
+    assert at_gemm[-1] != mine.data_ptr()  # another stream, another buffer
+    monkeypatch.setattr(scratch, "_capturing", lambda: True)
+    call(*operands(16))
+    held = weakref.ref(call._held.buffer)
+    assert held().data_ptr() == at_gemm[-1] == kernel.launcher.launches[-1][3][a]
+    assert held() is not scratch._BUFFERS.by_stream.get((None, 0xABC))
+    call(*operands(16))
+    assert held() is None  # a captured call's buffer: released by this thread's next call
 
 
 def test_another_dtype_or_a_static_scale_takes_the_full_check():

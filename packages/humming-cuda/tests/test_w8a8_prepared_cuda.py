@@ -94,3 +94,37 @@ def test_graph_replay_of_the_quick_path():
         graph.replay()
         torch.cuda.synchronize()
         assert torch.equal(out, eager)
+
+
+@pytest.mark.parametrize("m", [16, 300])
+def test_layers_on_one_stream_share_the_quantized_activation_buffer(m):
+    """Prepared calls of two layers, alternating on one stream with no synchronisation, quantize
+    into the same buffer (act_quant/scratch.py): each call's quantizer must not overwrite it
+    before the GEMM before it has read it (PDL launches included). Every output equals its
+    checked call's, computed beforehand."""
+    from humming_cuda.kernels.w4a8_wgmma import FAMILY as W4A8_WGMMA
+    from humming_cuda.kernels.w8a8_wgmma import FAMILY as W8A8_WGMMA
+
+    layers = []
+    for name, family in (("W8A8_FP8", W8A8_WGMMA), ("W4A8_FP8", W4A8_WGMMA)):
+        spec = presets.preset(name)
+        kernel, packed, _ = _kernel(spec, 1, family if m > 64 else None, m)
+        call = kernel.prepare(**packed)
+        xs = [torch.randn(m, K, device="cuda").to(torch.bfloat16) for _ in range(12)]
+        expected = []
+        for x in xs:
+            out = torch.empty(m, N, device="cuda", dtype=torch.bfloat16)
+            kernel(x=x, out=out, **packed)
+            expected.append(out)
+        call(xs[0], torch.empty(m, N, device="cuda", dtype=torch.bfloat16))  # the template
+        layers.append((call, xs, expected))
+    torch.cuda.synchronize()
+    outs = [[torch.full((m, N), float("nan"), device="cuda").to(torch.bfloat16) for _ in xs]
+            for _, xs, _ in layers]  # fmt: skip
+    for i in range(12):
+        for (call, xs, _), out in zip(layers, outs, strict=True):
+            call(xs[i], out[i])
+    torch.cuda.synchronize()
+    for (_, _, expected), out in zip(layers, outs, strict=True):
+        for i in range(12):
+            assert torch.equal(out[i], expected[i]), f"call {i}"

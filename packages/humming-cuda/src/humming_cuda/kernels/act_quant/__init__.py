@@ -21,6 +21,7 @@ from humming_core.spec.quant import ActSpec
 
 from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Launcher, ThreadParams
+from .scratch import quant_buffer
 
 THREADS = 256  # kActQuantThreads
 CODES = {"int8": 0, "e4m3": 1}
@@ -291,8 +292,8 @@ class QuantLaunch:
 
 class PreparedQuant:
     """The quantizer of a prepared GEMM call (kernels/w8a8/call.py) for one input dtype and K: a
-    parameter block per thread from a checked call's values, patched with x, a fresh buffer's q
-    and scales (the full check's layout) and M for each call; the caller has checked x (dtype,
+    parameter block per thread from a checked call's values, patched with x, the q and scales of
+    this thread and stream's buffer (scratch.py; the full check's layout) and M for each call; the caller has checked x (dtype,
     K, 16-byte aligned rows) and that it is on `device`, the checked call's x's device."""
 
     def __init__(self, fmt: ActQuantFormat, checked: QuantLaunch, device: torch.device) -> None:
@@ -307,7 +308,7 @@ class PreparedQuant:
         scales' address)."""
         fmt = self.fmt
         size, offset = fmt.buffer_layout(m, k)
-        buffer = torch.empty(size, dtype=torch.uint8, device=self.device)
+        buffer = quant_buffer(size, self.device)
         q = buffer.data_ptr()
         block = self.params.block()
         struct = block.struct

@@ -4,8 +4,9 @@ A full call checks and binds two parameter lists (the quantizer's and the GEMM's
 which costs more than a decode-size layer's GPU time. After the first fully checked call the
 layer keeps both lists as templates (kernels/dense_call.py's PreparedDenseCall, and
 act_quant.PreparedQuant for the quantizer); a later call with the same input dtype, K and N, no
-act_scale and 16-byte aligned x rows allocates one fresh buffer for q and the scales, laid out as
-the full call lays them out (act_quant.ActQuantFormat.buffer_layout), patches x, q, scales and M
+act_scale and 16-byte aligned x rows takes this thread and stream's buffer for q and the scales
+(act_quant/scratch.py; a fresh one under CUDA-graph capture), laid out as the full call lays them
+out (act_quant.ActQuantFormat.buffer_layout), patches x, q, scales and M
 into the quantizer's block and q, scales, out, M and ldc into the GEMM's, and launches both.
 Anything else goes through the full check, which raises naming the argument when it is wrong.
 """
