@@ -28,18 +28,10 @@ class WgmmaWna16Call(PreparedDenseCall):
         super().keep_template(grid, params, dims)
         if self.kernel.resident:
             # the tiles across N (the checked grid's x is its CTAs); every quick call patches the
-            # workspace this call holds (patch_workspace)
+            # workspace this call holds (patch_workspace: the kernel's split_k_buffers size it
+            # per device for stream-K, whatever M)
             self.grid_n = -(-dims["N"] // self.kernel.config.block_n)
             self.uses_workspace = True
-
-    def patch_workspace(self, struct: Any, device: torch.device, grid_m: int) -> None:
-        if not self.kernel.resident:
-            super().patch_workspace(struct, device, grid_m)
-            return
-        if self.workspace is None:
-            self.workspace = self.kernel.split_k_buffers(device, self.grid_n, grid_m, 1)
-        ws, ct = self.workspace
-        struct.workspace, struct.counters = ws.data_ptr(), ct.data_ptr()
 
     def grid(self, grid_m: int) -> tuple[int, int, int]:
         if self.kernel.resident:

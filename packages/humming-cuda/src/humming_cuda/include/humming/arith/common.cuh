@@ -16,6 +16,12 @@ struct Max {
   static constexpr int value = A > B ? A : B;
 };
 
+// The largest divisor of n that is at most `most` (1 when n or `most` is below 1): how many
+// equal batches or parts a count splits into without a remainder.
+__host__ __device__ constexpr int largest_divisor_at_most(int n, int most) {
+  return n < 1 || most <= 1 ? 1 : n % most == 0 ? most : largest_divisor_at_most(n, most - 1);
+}
+
 // `value` in a register ptxas cannot fold: `nonnegative` is a kernel argument the host keeps
 // >= 0, so its sign bit is 0 and the result is `value`. Why: in hot loops ptxas rematerialises
 // 32-bit constants with an IMAD.MOV before nearly every use instead of keeping them in registers,

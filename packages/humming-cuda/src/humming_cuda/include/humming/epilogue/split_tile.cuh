@@ -31,10 +31,7 @@ struct SplitTileReducer {
   // L2 round trip per slot and float4 left it latency-bound (8 independent loads in flight).
   static constexpr int PER_THREAD = VECS / THREADS;
   // the most (up to 8) that divides a thread's share: 176-row tiles give each of 256 threads 44
-  static constexpr int batch(int b) {
-    return b <= 1 || PER_THREAD % b == 0 ? (b < 1 ? 1 : b) : batch(b - 1);
-  }
-  static constexpr int BATCH = batch(PER_THREAD >= 8 ? 8 : PER_THREAD);
+  static constexpr int BATCH = largest_divisor_at_most(PER_THREAD, 8);
   // whole batches per thread (or one float4 for some threads of a tile smaller than THREADS)
   static_assert(VECS % (THREADS * BATCH) == 0 || VECS < THREADS, "whole batches per thread");
 

@@ -25,11 +25,6 @@
 
 namespace humming {
 
-// The largest divisor of `groups` (8-row accumulator groups of a tile) that is at most `most`.
-__host__ __device__ constexpr int part_groups(int groups, int most) {
-  return most <= 1 || groups % most == 0 ? (most < 1 ? 1 : most) : part_groups(groups, most - 1);
-}
-
 template <class Fmt, class Tile, typename ActT, typename OutT, bool BIAS>
 struct Wna16WgmmaStreamKernel {
   using Dense = Wna16WgmmaRsKernel<Fmt, Tile, ActT, OutT, BIAS>;
@@ -41,7 +36,7 @@ struct Wna16WgmmaStreamKernel {
   static constexpr int THREADS = 128 * Tile::CONSUMERS;  // consumer threads
   static constexpr int RING = STAGES * Dense::STAGE_BYTES;
   // staged parts of at most 64 rows: 64 KB of fp32 beside the ring
-  static constexpr int PARTS = (BM / 8) / part_groups(BM / 8, 8);
+  static constexpr int PARTS = (BM / 8) / largest_divisor_at_most(BM / 8, 8);
   static constexpr int PART_BYTES = BM / PARTS * BN * 4;
   // float4s of one partial tile in register order: [i][j][thread], acc[i][4j .. 4j + 3]
   static constexpr int SLOT_VECS = 2 * ACC / 4 * THREADS;
