@@ -63,12 +63,14 @@ def sweep(device: CudaDevice, text: str, grid: dict[str, list], family: str | No
         print(f"{text:32s} routed to {routed.family} {row['routed_us']:9.1f} us", flush=True)
     # one layout for every variant of the chosen config
     packed = _pack(device, spec, chosen, cw, copies)
-    combos = list(itertools.product(*grid.values()))
-    if all(with_fields(chosen, dict(zip(grid, v, strict=True))) != chosen for v in combos):
+    variants = [
+        (values, with_fields(chosen, dict(zip(grid, values, strict=True))))
+        for values in itertools.product(*grid.values())
+    ]
+    if all(cfg != chosen for _, cfg in variants):
         row["chosen_us"] = _time(device, spec, chosen, packed, x, out)
         print(f"{text:32s} chosen {row['chosen_us']:9.1f} us", flush=True)
-    for values in combos:
-        cfg = with_fields(chosen, dict(zip(grid, values, strict=True)))
+    for values, cfg in variants:
         us = _time(device, spec, cfg, packed, x, out)
         row["variants"].append({**dict(zip(grid, values, strict=True)), "us": us})
         print(
