@@ -156,7 +156,7 @@ def test_three_ctas_per_sm_only_for_the_128_thread_two_block_tile():
     with pytest.raises(ValueError, match="ctas_per_sm=3"):
         Wna16DecodeConfig(arch="sm_90a", tokens=8, warps_n=1, warps_k=4, ctas_per_sm=3)
     with pytest.raises(ValueError, match="ctas_per_sm=3"):
-        Wna16DecodeConfig(arch="sm_90a", tokens=16, warps_n=2, warps_k=4, ctas_per_sm=3)
+        Wna16DecodeConfig(arch="sm_90a", tokens=16, warps_n=1, warps_k=8, ctas_per_sm=3)
     # groups below 64 (which `prefers` leaves to wna16) would spill at three: they keep two
     (mx,) = FAMILY.candidates(presets.MXFP4, GemmProblem(n=57344, k=8192, m=16), SM90)
     assert (mx.tokens, mx.ctas_per_sm) == (16, 2)
@@ -164,6 +164,14 @@ def test_three_ctas_per_sm_only_for_the_128_thread_two_block_tile():
     three = one.model_copy(update={"ctas_per_sm": 3})
     names = {FAMILY.render(presets.W4A16_G128, c, SM90).name for c in (one, three)}
     assert len(names) == 2
+
+
+@pytest.mark.parametrize("ctas", [2, 3])
+def test_two_token_blocks_refuse_more_than_one_warp_along_n(ctas):
+    """The H200 faulted (illegal instruction, notes/session30.md) on this tile with 2 warps along
+    N; the config says so before anything is rendered."""
+    with pytest.raises(ValueError, match=r"tokens=16 needs warps_n=1.*got warps_n=2"):
+        Wna16DecodeConfig(arch="sm_90a", tokens=16, warps_n=2, warps_k=2, ctas_per_sm=ctas)
 
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_89", "sm_90a", "sm_100a", "sm_120a"])

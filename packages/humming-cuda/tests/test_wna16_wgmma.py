@@ -382,8 +382,7 @@ def test_split_k_and_narrow_tiles_belong_to_the_register_form():
 
 
 def test_wide_token_tiles_render_and_reserve_the_output_tile():
-    """160 / 176 token rows (humming/mma/wgmma_wide.cuh): configurable in the register form, not
-    routed; their shared memory is the epilogue's fp32 tile (block_m x 256), larger than a 4-deep
+    """160 / 176 token rows (humming/mma/wgmma_wide.cuh) in the register form: their shared memory is the epilogue's fp32 tile (block_m x 256), larger than a 4-deep
     ring; 6 stages do not fit sm_90a's 227 KB; no 192 (ptxas serializes its wgmmas)."""
     wide = {"arch": "sm_90a", "stages": 4, "weights_in_registers": True}
     for block_m in RS_WIDE_BLOCK_MS:
@@ -400,9 +399,30 @@ def test_wide_token_tiles_render_and_reserve_the_output_tile():
             WgmmaWna16Config(**wide, rs_block_m=block_m, rs_ctas_per_sm=2)
     with pytest.raises(ValueError, match="rs_block_m"):
         WgmmaWna16Config(**wide, rs_block_m=192)
-    # the cost model does not take them until they are measured
-    for m in (256, 1024, 4096):
-        problem = GemmProblem(57344, 8192, m=m, act_dtype="fp16")
+
+
+# wgmma_config_sweep --set rs_block_m=128,160,176 on the H200 (2026-12-05,
+# benchmarks/notes/session30_wna16_wide_sweep.json): the fastest tile and its time in us against
+# the 128-row tile's
+WIDE_SWEEP = [
+    (57344, 8192, 1024, 176),  # 1302.0 vs 1434.9
+    (8192, 28672, 4096, 176),  # 2523.1 vs 2899.2
+    (4096, 14336, 4096, 176),  # 609.3 vs 699.7
+    (6144, 4096, 4096, 160),  # 294.7 vs 318.9 (176: 311.9)
+]
+
+
+@pytest.mark.parametrize("n, k, m, block_m", WIDE_SWEEP)
+def test_cost_model_takes_the_measured_fastest_wide_tile(n, k, m, block_m):
+    cfg = FAMILY.candidates(presets.W4A16_G128, GemmProblem(n, k, m=m, act_dtype="fp16"), SM90)[0]
+    assert cfg.weights_in_registers and cfg.block_m == block_m and cfg.split_k == 1
+
+
+@pytest.mark.parametrize("m", [128, 256, 512, 1023])
+def test_wide_tiles_only_from_the_smallest_measured_m(m):
+    """Below WIDE_MIN_M (few M tiles, split K) the wide tiles' step cost was not measured."""
+    for n, k in ((57344, 8192), (8192, 28672), (4224, 4096)):
+        problem = GemmProblem(n, k, m=m, act_dtype="fp16")
         assert FAMILY.candidates(presets.W4A16_G128, problem, SM90)[0].block_m <= 128
 
 

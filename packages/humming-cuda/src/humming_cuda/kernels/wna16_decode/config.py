@@ -30,6 +30,14 @@ class Wna16DecodeConfig(Wna16Config):
             raise ValueError(
                 f"m_frags={self.m_frags}: the decode kernel takes one 16-row tile of tokens"
             )
+        if self.tokens == 16 and self.warps_n != 1:
+            # Not understood yet: on the H200 (2026-12-05, benchmarks/notes/session30.md) the
+            # two-block tile on 2 warps along N raised "illegal instruction" (W4A16 g128 k_steps
+            # 4, MXFP4 k_steps 4 and 8); the routed tile is 1 warp along N (it also spills less).
+            raise ValueError(
+                f"tokens=16 needs warps_n=1 (the two-token-block tile on more warps along N "
+                f"faults on sm_90a); got warps_n={self.warps_n}"
+            )
         if self.ctas_per_sm == 3 and (self.tokens != 16 or self.threads != 128):
             raise ValueError(
                 f"ctas_per_sm=3 needs tokens=16 on 128 threads; got tokens={self.tokens}, "

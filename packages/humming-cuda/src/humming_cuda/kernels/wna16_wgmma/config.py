@@ -29,8 +29,7 @@ RS_BLOCK_N = 256  # weight columns of the register-A form's tile
 RS_WEIGHT_STAGE_BYTES = 16 * 32 * 8 * 4 + 2 * 4 * RS_BLOCK_N * 2
 RS_BLOCK_MS = (16, 32, 64, 128)  # wgmma N of the register form's token side
 # Wider token tiles (humming/mma/wgmma_wide.cuh) for large M: more tensor work per dequantized
-# fragment and per stage. Configurable, not yet routed: the cost model has no measured step cost
-# for them.
+# fragment and per stage. Routed by the cost model (heuristics.RS_STEP_COST, measured 2026-12-05).
 RS_WIDE_BLOCK_MS = (160, 176)
 # Token tiles of the stream-K form: its epilogue stages parts of at most 64 rows, and 176 rows
 # (11 parts of 16) spill under ptxas 13.

@@ -1,7 +1,7 @@
 """Which specs and problems the WnA16-wgmma family runs (sm_90a), and its configs.
 
 From M = 17 on (9 for 8-bit codes) every M is this family's: a cost model in K steps (below)
-picks the register-A form's token tile (16 / 32 / 64 / 128 rows), its K split and, for tiles of up
+picks the register-A form's token tile (16 / 32 / 64 / 128 / 160 / 176 rows), its K split and, for tiles of up
 to 32 rows, one or two CTAs per SM, or the shared-memory form where its waves of 128 x 128 tiles
 finish first. Smaller M goes to the mma.sync
 families (wna16_decode, wna16). An unknown M is refused with a reason.
@@ -18,7 +18,14 @@ from humming_core.spec import QuantSpec
 from ..wgmma_tile import BLOCK_M, BLOCK_N, arch_reason, fitting_configs, problem_reason
 from ..wna16.heuristics import DEFAULT_SMS
 from ..wna16.heuristics import _spec_reason as wna16_spec_reason
-from .config import BLOCK_K, RS_BLOCK_MS, RS_BLOCK_N, RS_MAX_BLOCK_M_2CTAS, WgmmaWna16Config
+from .config import (
+    BLOCK_K,
+    RS_BLOCK_MS,
+    RS_BLOCK_N,
+    RS_MAX_BLOCK_M_2CTAS,
+    RS_WIDE_BLOCK_MS,
+    WgmmaWna16Config,
+)
 
 WGMMA_FORM = "wgmma.m64nNk16"
 STAGE_CHOICES = (4, 6)  # 4 x tiles cover the dequantization's lag; 6 as the deeper alternative
@@ -57,7 +64,17 @@ SMALL_M_STAGE_CHOICES = (8, 6, 4)  # deep rings for the narrow tiles: at small M
 # benchmarks/notes/session15.md): 57344x8192 unsplit (224 CTAs) 111.6 us against 153.9 at one CTA
 # per SM (1.45 = 111.6 / (153.9 / 2)); 8192x28672 split 8 56.4 against split 4's 72.7 (1.37).
 PAIR_COST = 1.45
-RS_STEP_COST = {16: 1.0, 32: 1.0, 64: 1.0, 128: 1.6}
+# The 160- and 176-row tiles (m64n160k16 / m64n176k16, register A): fitted to one same-run sweep
+# over rs_block_m 128 / 160 / 176 at four W4A16 g128 points (H200, 2026-12-05,
+# benchmarks/notes/session30.md): 57344x8192 M=1024 1435 / 1353 / 1302 us, 8192x28672 M=4096
+# 2899 / 2688 / 2523, 4096x14336 M=4096 700 / 768 / 609, 6144x4096 M=4096 319 / 295 / 312.
+# In units of each point's 128-row cost, a step costs 1.70-1.79 at 160 rows and 1.86-1.91 at 176:
+# fewer rows dequantize each weight tile, so the wider tile wins where its waves are not worse.
+# Offered from WIDE_MIN_M rows only: the sweep's smallest M; below it (a few M tiles, split K,
+# one partial wave) the fit is untested and the shared-memory form's one-wave wins there were
+# measured against 128-row tiles only.
+RS_STEP_COST = {16: 1.0, 32: 1.0, 64: 1.0, 128: 1.6, 160: 1.75, 176: 1.87}
+WIDE_MIN_M = 1024
 SMEM_STEP_COST = RS_STEP_COST[128] / 1.4
 FIXED_STEPS = 12
 SPLIT_ROW_STEPS = 0.012  # small since the read-back batches its loads (epilogue/split_tile.cuh)
@@ -108,12 +125,15 @@ class Plan:
 
 def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
     """The register form's (token tile, K split, CTAs per SM) choices: the narrowest tile that
-    holds M up to 64 rows, else 64- or 128-row tiles; every split leaving MIN_STEPS_PER_SPLIT
+    holds M up to 64 rows, else 64- or 128-row tiles, and from WIDE_MIN_M 160 or 176 rows; every split leaving MIN_STEPS_PER_SPLIT
     steps or more; two CTAs per SM for tiles of up to RS_MAX_BLOCK_M_2CTAS rows."""
     m = problem.m or 1
     steps = -(-problem.k // BLOCK_K)
     n_tiles = -(-problem.n // RS_BLOCK_N)
-    widths = [next(b for b in RS_BLOCK_MS if b >= m)] if m <= 64 else [64, 128]
+    if m <= 64:
+        widths = [next(b for b in RS_BLOCK_MS if b >= m)]
+    else:
+        widths = [64, 128, *(RS_WIDE_BLOCK_MS if m >= WIDE_MIN_M else ())]
     plans = []
     for block_m in widths:
         tiles = -(-m // block_m) * n_tiles
