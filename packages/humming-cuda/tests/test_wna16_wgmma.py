@@ -382,8 +382,8 @@ def test_split_k_and_narrow_tiles_belong_to_the_register_form():
 
 
 def test_wide_token_tiles_render_and_reserve_the_output_tile():
-    """160 / 176 token rows (humming/mma/wgmma_wide.cuh) in the register form: their shared memory is the epilogue's fp32 tile (block_m x 256), larger than a 4-deep
-    ring; 6 stages do not fit sm_90a's 227 KB; no 192 (ptxas serializes its wgmmas)."""
+    """160 / 176 token rows (humming/mma/wgmma_wide.cuh) in the register form: their shared memory
+    is the epilogue's fp32 tile (block_m x 256), larger than a 4-deep ring; 6 stages do not fit sm_90a's 227 KB; no 192 (ptxas serializes its wgmmas)."""
     wide = {"arch": "sm_90a", "stages": 4, "weights_in_registers": True}
     for block_m in RS_WIDE_BLOCK_MS:
         cfg = WgmmaWna16Config(**wide, rs_block_m=block_m)

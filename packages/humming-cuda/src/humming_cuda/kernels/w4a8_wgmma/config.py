@@ -58,7 +58,8 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
     staged_store: bool = False
     # The two consumer warpgroups issue their K blocks' wgmmas in turns, so one promotes while the
     # other's run (WgmmaW4a8Tile's TURNS, as w8a8_wgmma's consumers always do). The out^T form
-    # only. Not yet measured on this kernel: off unless a config asks for it.
+    # only. Off unless a config asks for it: 1.05-1.10x the time at six W4A8-fp8 points (H200,
+    # same run, benchmarks/notes/session30_w4a8_issue_turns_sweep.json).
     issue_turns: bool = False
 
     @model_validator(mode="after")

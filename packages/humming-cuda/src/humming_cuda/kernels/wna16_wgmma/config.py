@@ -64,7 +64,8 @@ class WgmmaWna16Config(WgmmaTileConfig):
     rs_ctas_per_sm: Literal[1, 2] = 1
     # Persistent stream-K (wna16_wgmma_stream.cuh): one CTA per SM, each taking an even share of
     # the (tile, K step) iterations; partial tiles are summed through a workspace by the last of
-    # their CTAs. Configurable, not yet routed: measured against split-K and one CTA per tile first.
+    # their CTAs. Configurable, not routed: 1.05-1.31x the time of the routed split-K plan at all
+    # seven points of session 30's same-run sweep (benchmarks/notes/session30_wna16_stream_k_sweep.json).
     rs_stream_k: bool = False
     # Launched with programmatic dependent launch: the register form's producer warpgroup issues
     # the first stages' codes and scales before it waits for the previous kernel in the stream

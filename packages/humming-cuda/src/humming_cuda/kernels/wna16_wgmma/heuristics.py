@@ -1,10 +1,10 @@
 """Which specs and problems the WnA16-wgmma family runs (sm_90a), and its configs.
 
 From M = 17 on (9 for 8-bit codes) every M is this family's: a cost model in K steps (below)
-picks the register-A form's token tile (16 / 32 / 64 / 128 / 160 / 176 rows), its K split and, for tiles of up
-to 32 rows, one or two CTAs per SM, or the shared-memory form where its waves of 128 x 128 tiles
-finish first. Smaller M goes to the mma.sync
-families (wna16_decode, wna16). An unknown M is refused with a reason.
+picks the register-A form's token tile (16 / 32 / 64 / 128 / 160 / 176 rows), its K split and,
+for tiles of up to 32 rows, one or two CTAs per SM, or the shared-memory form where its waves of
+128 x 128 tiles finish first. Smaller M goes to the mma.sync families (wna16_decode, wna16). An
+unknown M is refused with a reason.
 """
 
 from __future__ import annotations
@@ -125,8 +125,9 @@ class Plan:
 
 def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
     """The register form's (token tile, K split, CTAs per SM) choices: the narrowest tile that
-    holds M up to 64 rows, else 64- or 128-row tiles, and from WIDE_MIN_M 160 or 176 rows; every split leaving MIN_STEPS_PER_SPLIT
-    steps or more; two CTAs per SM for tiles of up to RS_MAX_BLOCK_M_2CTAS rows."""
+    holds M up to 64 rows, else 64- or 128-row tiles, and from WIDE_MIN_M 160 or 176 rows; every
+    split leaving MIN_STEPS_PER_SPLIT steps or more; two CTAs per SM for tiles of up to
+    RS_MAX_BLOCK_M_2CTAS rows."""
     m = problem.m or 1
     steps = -(-problem.k // BLOCK_K)
     n_tiles = -(-problem.n // RS_BLOCK_N)
