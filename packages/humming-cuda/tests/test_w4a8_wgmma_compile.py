@@ -73,3 +73,23 @@ def test_issue_turns_compile_without_spills(monkeypatch, tmp_path):
     # the turns: arrivals on a named barrier over both consumer warpgroups (256 threads)
     ptx = [p.read_text() for p in tmp_path.glob("*/kernel.ptx")]
     assert all(re.search(r"bar\.arrive %r\d+, 256;", text) for text in ptx)
+
+
+@pytest.mark.compile
+def test_wide_token_tiles_compile_without_spills(monkeypatch, tmp_path):
+    """160- and 176-token tiles (2 x 80 / 88 accumulators and as many totals next to two fragment
+    sets under 232 registers) on every format, staged and not, with wgmma N 160 / 176."""
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = Units(FAMILY, "sm_90a")
+    caps = caps_for_arch("sm_90a")
+    for fmt in W4_WGMMA_FORMATS:
+        for bias, out, staged in ((True, "bf16", True), (False, "fp32", False)):
+            spec = make_w4_spec(*fmt, bias=bias, out=out)
+            cfg = FAMILY.candidates(spec, GemmProblem(*SHAPE, m=4096), caps)[0]
+            for tokens in (160, 176):
+                wide = {"rs_block_m": tokens, "stages": 4, "staged_store": staged}
+                units.add(spec, cfg.model_copy(update=wide))
+    check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "prmt.b32"))
+    ptx = [p.read_text() for p in tmp_path.glob("*/kernel.ptx")]
+    for tokens in (160, 176):
+        assert sum(f"m64n{tokens}k32.f32.e4m3.e4m3" in t for t in ptx) == 2 * len(W4_WGMMA_FORMATS)

@@ -6,8 +6,8 @@
 // per row and 128-deep K slab 64 bytes, word 4t + ks = K elements 32ks + 4t + 0..3 and
 // 32ks + 16 + 4t + 0..3), so the mma.sync kernels at decode size and this one share one copy.
 //
-// CTA: 3 warpgroups over a tile of BM tokens x 128 weight rows (BM = 128, or 32 / 64 at small M
-// in the out^T form). Warpgroup 0 is the producer: one thread streams A (BM x 128 bytes, 128B
+// CTA: 3 warpgroups over a tile of BM tokens x 128 weight rows (BM = 128; in the out^T form also
+// 32 / 64 at small M and 160 / 176 at large M). Warpgroup 0 is the producer: one thread streams A (BM x 128 bytes, 128B
 // swizzle) and the packed W slab (128 rows x 64 bytes, no swizzle) of every stage through a
 // `STAGES`-deep mbarrier ring. In the out^T form (Tile::REG_A, the configs' default; consume_t
 // below) each consumer thread expands its two weight rows of the slab straight into wgmma's
@@ -50,7 +50,10 @@ struct WgmmaW4a8Format {
 // REG_A: the out^T form (W4a8WgmmaKernel::consume_t): the weights are wgmma's A operand, expanded
 // in registers, and the activations its B operand, so no expanded tiles in shared memory.
 // BM: the tile's tokens, wgmma's N in the out^T form: 32 or 64 where M is that small (a 128-token
-// tile would multiply mostly TMA-filled zero rows, 4x the tensor work at M = 32); 128 otherwise.
+// tile would multiply mostly TMA-filled zero rows, 4x the tensor work at M = 32); 128 otherwise,
+// or 160 / 176 at large M: each expanded fragment, stage and barrier then carries 1.25-1.4x the
+// tensor work, and a stage's A tile 1.25-1.4x the tokens per weight byte. 192 does not fit: 2 x 96
+// accumulators and totals with two fragment sets exceed the consumers' 232 registers.
 // CTAS: CTAs per SM the registers are split for (__launch_bounds__, setmaxnreg); 2 only with
 // 32-token tiles, whose consumers then fit 96 registers.
 // STAGED (out^T form): 2-byte outputs leave each consumer warpgroup through shared memory, one
@@ -66,7 +69,8 @@ struct WgmmaW4a8Tile {
   static_assert(!STAGED || REG_A, "staged rows: the out^T form's");
   static_assert(!TURNS || REG_A, "issue turns: the out^T form's");
   static constexpr int CTAS = CTAS_;
-  static_assert(BM == 128 || (REG_A && (BM == 32 || BM == 64)), "narrow tiles: the out^T form");
+  static_assert(BM == 128 || (REG_A && (BM == 32 || BM == 64 || BM == 160 || BM == 176)),
+                "narrow and wide tiles: the out^T form");
   static_assert(CTAS == 1 || (CTAS == 2 && BM == 32), "two CTAs per SM: 32-token tiles");
   // the registers each producer / consumer thread keeps after setmaxnreg (multiples of 8, within
   // the launch bound's pool of 65536 / CTAS per CTA)
@@ -418,8 +422,8 @@ struct W4a8WgmmaKernel {
       }
     }
     OutT* const dst = a.out + static_cast<long long>(m0) * a.ldc + first;
-    release_staged_rows(staging, Rows::ROW_BYTES, dst, a.ldc, min(BM, a.M - m0),
-                        min(64, a.N - first), STAGED_ROWS_BAR + wg);
+    release_staged_rows<BM>(staging, Rows::ROW_BYTES, dst, a.ldc, min(BM, a.M - m0),
+                            min(64, a.N - first), STAGED_ROWS_BAR + wg);
   }
 
   HM_DEVICE static void store(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
