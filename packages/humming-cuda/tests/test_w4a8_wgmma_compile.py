@@ -15,6 +15,7 @@ import re
 import pytest
 from act8_wgmma_compile import PTX_NEEDS, SHAPE, act8_wgmma_units, check_act8_wgmma_units
 from compile_units import Units
+from sass_audit import disassemble
 from w4a8_wgmma_cases import W4_WGMMA_FORMATS
 from w8a8_cases import make_w4_spec
 
@@ -93,3 +94,20 @@ def test_wide_token_tiles_compile_without_spills(monkeypatch, tmp_path):
     ptx = [p.read_text() for p in tmp_path.glob("*/kernel.ptx")]
     for tokens in (160, 176):
         assert sum(f"m64n{tokens}k32.f32.e4m3.e4m3" in t for t in ptx) == 2 * len(W4_WGMMA_FORMATS)
+
+
+@pytest.mark.compile
+def test_register_form_holds_its_code_table_in_registers():
+    """NibbleLut::hold: the out^T form's expansion reads the code table from registers it keeps,
+    not from a move per lookup out of a uniform register (ptxas's choice for plain constants:
+    about 48 such moves per K block, 96 of the 551 instructions of the unrolled main loop). A
+    few moves stay outside the loop (setup, epilogue)."""
+    caps = caps_for_arch("sm_90a")
+    units = Units(FAMILY, "sm_90a")
+    for fmt in W4_WGMMA_FORMATS:
+        spec = make_w4_spec(*fmt, bias=True, out="bf16")
+        for m in (32, 64, 4096):
+            units.add(spec, FAMILY.candidates(spec, GemmProblem(*SHAPE, m=m), caps)[0])
+    for spec, cfg, artifact in units.compile(workers=4):
+        moves = re.findall(r"IMAD\.U32 R\d+, RZ, RZ, UR\d+", disassemble(artifact.binary))
+        assert len(moves) <= 16, f"{spec.weight} {cfg}: {len(moves)} moves from uniform registers"

@@ -30,6 +30,33 @@ struct NibbleLut {
     return prmt(lo, hi, 0x3210u | ((v >> 1) & 0x4444u));
   }
 
+  // The table's words and the sign mask in registers held across a loop (expand with `held`).
+  // Why: prmt takes at most one immediate, so each lookup needs a table word in a register, and
+  // ptxas re-creates such constants at every use (a move from a uniform register each) rather
+  // than keep them live: in w4a8_wgmma's register-A main loop those moves were 96 of 551
+  // instructions per two K blocks, on warps that issue about as many instructions as the tensor
+  // cores take cycles. Derived from a value ptxas cannot know (the dynamic shared memory size,
+  // below 2^31, shifted to 0), the words are computed once and stay in five registers.
+  struct Held {
+    u32 t0, t1, t2, t3, sign;
+  };
+  HM_DEVICE static Held hold() {
+    u32 z;
+    asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(z));
+    z >>= 31;
+    return Held{T0 ^ z, T1 ^ z, T2 ^ z, T3 ^ z, 0x4444u ^ z};
+  }
+  HM_DEVICE static u32 lookup4(u32 v, const Held& h) {
+    const u32 sel = v & 0x7777u;
+    const u32 lo = prmt(h.t0, h.t1, sel);
+    const u32 hi = prmt(h.t2, h.t3, sel);
+    return prmt(lo, hi, 0x3210u | ((v >> 1) & h.sign));
+  }
+  HM_DEVICE static void expand(u32 w, u32& b0, u32& b1, const Held& h) {
+    b0 = lookup4(w, h);
+    b1 = lookup4(w >> 16, h);
+  }
+
   // One word of the W4A8 layout (eight nibbles: K elements 4t..4t+3 then 16+4t..16+4t+3 of one
   // column) -> the two registers of that column's m16n8k32 B fragment.
   HM_DEVICE static void expand(u32 w, u32& b0, u32& b1) {

@@ -225,11 +225,13 @@ struct W4a8WgmmaKernel {
     }
   }
 
-  HM_DEVICE static void expand_fragments(const u32 (&raw)[2][4], u32 (&frag)[4][4]) {
+  using Held = typename Fmt::Lut::Held;  // the code table in registers (NibbleLut::hold)
+  HM_DEVICE static void expand_fragments(const u32 (&raw)[2][4], u32 (&frag)[4][4],
+                                         const Held& lut) {
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
-      Fmt::Lut::expand(raw[0][ks], frag[ks][0], frag[ks][2]);
-      Fmt::Lut::expand(raw[1][ks], frag[ks][1], frag[ks][3]);
+      Fmt::Lut::expand(raw[0][ks], frag[ks][0], frag[ks][2], lut);
+      Fmt::Lut::expand(raw[1][ks], frag[ks][1], frag[ks][3], lut);
     }
   }
 
@@ -278,7 +280,7 @@ struct W4a8WgmmaKernel {
   template <int ORDER>
   HM_DEVICE static void step_t(const Smem& sm, int it, int iters, int wg, int& s, u32& phase,
                                u64 db0, u32 (&cur)[4][4], u32 (&nxt)[4][4], float (&acc)[ACC],
-                               float (&total)[ACC]) {
+                               float (&total)[ACC], const Held& lut) {
     const int stage = s;
     float ws[2];  // this thread's two weight rows' group scales (the stage is full)
 #pragma unroll
@@ -300,7 +302,7 @@ struct W4a8WgmmaKernel {
       mbar_wait(sm.full_bar(s), phase);
       u32 raw[2][4];
       load_slab_words(sm.b(s), wg, raw);
-      expand_fragments(raw, nxt);
+      expand_fragments(raw, nxt, lut);
     }
     wgmma_wait<0>();
     fence_registers(acc);
@@ -331,19 +333,20 @@ struct W4a8WgmmaKernel {
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
     u32 even[4][4], odd[4][4];
+    const Held lut = Fmt::Lut::hold();
     if (iters > 0) {
       mbar_wait(sm.full_bar(0), 0);
       u32 raw[2][4];
       load_slab_words(sm.b(0), wg, raw);
-      expand_fragments(raw, even);
+      expand_fragments(raw, even, lut);
     }
     const u64 db0 = sw128_kmajor_desc(sm.a(0));
     int s = 0;
     u32 phase = 0;
     for (int it = 0; it < iters; it += 2) {
-      step_t<ORDER>(sm, it, iters, wg, s, phase, db0, even, odd, acc, total);
+      step_t<ORDER>(sm, it, iters, wg, s, phase, db0, even, odd, acc, total, lut);
       if (it + 1 < iters) {
-        step_t<ORDER>(sm, it + 1, iters, wg, s, phase, db0, odd, even, acc, total);
+        step_t<ORDER>(sm, it + 1, iters, wg, s, phase, db0, odd, even, acc, total, lut);
       }
     }
   }
