@@ -279,8 +279,8 @@ def test_the_kernel_takes_the_split_k_arguments_in_the_signature_order():
 def test_wide_token_tiles_render_their_tile_and_fit_with_staged_rows():
     """160 / 176 tokens: the tile's text names them; their 4-stage ring with staged rows fits
     227 KB (the A tile and the staged rows grow with the tokens, the slab and scales do not), a
-    6-stage one only at 160 tokens; the header takes them in the out^T form and copies staged rows past a
-    warpgroup's 128 threads."""
+    6-stage one only at 160 tokens; the header takes them in the out^T form and copies staged
+    rows past a warpgroup's 128 threads."""
     for tokens in (160, 176):
         cfg = W4a8WgmmaConfig(arch="sm_90a", stages=4, rs_block_m=tokens, staged_store=True)
         assert cfg.block_m == tokens and cfg.ctas_per_sm == 1

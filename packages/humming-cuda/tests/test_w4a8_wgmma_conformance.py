@@ -11,8 +11,9 @@ grids and take 32- / 64-token tiles up to M = 64 (tests/test_w4a8_wgmma.py); spl
 rows (2-byte outputs through shared memory and bulk copies, the out^T form) run on every token
 tile, unsplit and split, into 16-byte aligned rows (the staged path), misaligned ones (the register
 stores it falls back to) and N tails of 6 columns; so do the large-M 160- and 176-token tiles,
-whose staged rows past a warpgroup's 128 threads take a second copy per thread. Issue turns (the two consumer warpgroups
-issuing their blocks alternately, `issue_turns`) run on every case, unsplit and split.
+whose staged rows past a warpgroup's 128 threads take a second copy per thread. Issue turns (the
+two consumer warpgroups issuing their blocks alternately, `issue_turns`) run on every case,
+unsplit and split.
 """
 
 from __future__ import annotations
@@ -193,7 +194,8 @@ WIDE_TOKENS = (160, 176)
 @pytest.fixture(scope="module")
 def wide_kernels(device):
     """(config, kernel) by (case id, tokens): every staged and split case's first candidate on the
-    wide token tiles with staged rows, unsplit, 4 stages (6 leave no room for the rows)."""
+    wide token tiles with staged rows, unsplit, 4 stages (the depth both widths fit with their
+    rows; 6 fit at 160 tokens only)."""
     built = {}
     for tokens in WIDE_TOKENS:
         update = {

@@ -20,48 +20,40 @@ HM_DEVICE u32 prmt(u32 a, u32 b, u32 sel) {
 
 template <u32 T0, u32 T1, u32 T2, u32 T3>
 struct NibbleLut {
-  // The four nibbles in bits [0, 16) of v -> four bytes, nibble j to byte j. prmt reads three index
-  // bits per selector nibble (its fourth bit means "replicate the sign"), so the low and the high
-  // half of the table are looked up with bits 0-2, and bit 3 then picks byte j of one of the two.
-  HM_DEVICE static u32 lookup4(u32 v) {
-    const u32 sel = v & 0x7777u;
-    const u32 lo = prmt(T0, T1, sel);
-    const u32 hi = prmt(T2, T3, sel);
-    return prmt(lo, hi, 0x3210u | ((v >> 1) & 0x4444u));
-  }
-
-  // The table's words and the sign mask in registers held across a loop (expand with `held`).
-  // Why: prmt takes at most one immediate, so each lookup needs a table word in a register, and
-  // ptxas re-creates such constants at every use (a move from a uniform register each) rather
-  // than keep them live: in w4a8_wgmma's register-A main loop those moves were 96 of 551
-  // instructions per two K blocks, on warps that issue about as many instructions as the tensor
-  // cores take cycles. Derived from a value ptxas cannot know (the dynamic shared memory size,
-  // below 2^31, shifted to 0), the words are computed once and stay in five registers.
-  struct Held {
+  // The table's four words and the sign mask: constants (table()), or the same values in
+  // registers held across a loop (hold()). Why hold: prmt takes at most one immediate, so each
+  // lookup needs a table word in a register, and ptxas re-creates such constants at every use (a
+  // move from a uniform register each) rather than keep them live: in w4a8_wgmma's register-A
+  // main loop those moves were 96 of 551 instructions per two K blocks, on warps that issue about
+  // as many instructions as the tensor cores take cycles. Derived from a value ptxas cannot know
+  // (the dynamic shared memory size, below 2^31, shifted to 0), the held words are computed once
+  // and stay in five registers.
+  struct Words {
     u32 t0, t1, t2, t3, sign;
   };
-  HM_DEVICE static Held hold() {
+  HM_DEVICE static constexpr Words table() { return Words{T0, T1, T2, T3, 0x4444u}; }
+  HM_DEVICE static Words hold() {
     u32 z;
     asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(z));
     z >>= 31;
-    return Held{T0 ^ z, T1 ^ z, T2 ^ z, T3 ^ z, 0x4444u ^ z};
+    return Words{T0 ^ z, T1 ^ z, T2 ^ z, T3 ^ z, 0x4444u ^ z};
   }
-  HM_DEVICE static u32 lookup4(u32 v, const Held& h) {
+
+  // The four nibbles in bits [0, 16) of v -> four bytes, nibble j to byte j. prmt reads three index
+  // bits per selector nibble (its fourth bit means "replicate the sign"), so the low and the high
+  // half of the table are looked up with bits 0-2, and bit 3 then picks byte j of one of the two.
+  HM_DEVICE static u32 lookup4(u32 v, const Words& t = table()) {
     const u32 sel = v & 0x7777u;
-    const u32 lo = prmt(h.t0, h.t1, sel);
-    const u32 hi = prmt(h.t2, h.t3, sel);
-    return prmt(lo, hi, 0x3210u | ((v >> 1) & h.sign));
-  }
-  HM_DEVICE static void expand(u32 w, u32& b0, u32& b1, const Held& h) {
-    b0 = lookup4(w, h);
-    b1 = lookup4(w >> 16, h);
+    const u32 lo = prmt(t.t0, t.t1, sel);
+    const u32 hi = prmt(t.t2, t.t3, sel);
+    return prmt(lo, hi, 0x3210u | ((v >> 1) & t.sign));
   }
 
   // One word of the W4A8 layout (eight nibbles: K elements 4t..4t+3 then 16+4t..16+4t+3 of one
   // column) -> the two registers of that column's m16n8k32 B fragment.
-  HM_DEVICE static void expand(u32 w, u32& b0, u32& b1) {
-    b0 = lookup4(w);
-    b1 = lookup4(w >> 16);
+  HM_DEVICE static void expand(u32 w, u32& b0, u32& b1, const Words& t = table()) {
+    b0 = lookup4(w, t);
+    b1 = lookup4(w >> 16, t);
   }
 };
 

@@ -7,8 +7,8 @@
 // 32ks + 16 + 4t + 0..3), so the mma.sync kernels at decode size and this one share one copy.
 //
 // CTA: 3 warpgroups over a tile of BM tokens x 128 weight rows (BM = 128; in the out^T form also
-// 32 / 64 at small M and 160 / 176 at large M). Warpgroup 0 is the producer: one thread streams A (BM x 128 bytes, 128B
-// swizzle) and the packed W slab (128 rows x 64 bytes, no swizzle) of every stage through a
+// 32 / 64 at small M and 160 / 176 at large M). Warpgroup 0 is the producer: one thread streams A
+// (BM x 128 bytes, 128B swizzle) and the packed W slab (128 rows x 64 bytes, no swizzle) of every stage through a
 // `STAGES`-deep mbarrier ring. In the out^T form (Tile::REG_A, the configs' default; consume_t
 // below) each consumer thread expands its two weight rows of the slab straight into wgmma's
 // register A fragments, the A tile being wgmma's B operand (m64nBMk32). Otherwise warpgroups 1
@@ -225,7 +225,7 @@ struct W4a8WgmmaKernel {
     }
   }
 
-  using Held = typename Fmt::Lut::Held;  // the code table in registers (NibbleLut::hold)
+  using Held = typename Fmt::Lut::Words;  // the code table in registers (NibbleLut::hold)
   HM_DEVICE static void expand_fragments(const u32 (&raw)[2][4], u32 (&frag)[4][4],
                                          const Held& lut) {
 #pragma unroll
