@@ -201,3 +201,30 @@ def test_no_memory_operand_names_an_unwritten_uniform_register(arch):
     assert not early, (
         f"{len(early)} of {len(jobs)} kernels read in-flight wgmma accumulators: {early}"
     )
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize(("spec", "k_steps"), [("W4A16_G128", 4), ("MXFP4", 4), ("MXFP4", 8)])
+def test_the_refused_decode_tile_is_what_nvrtc_13_0_miscompiles(spec, k_steps):
+    """wna16_decode's two-token-block tile on 2 warps along N raised "illegal instruction" on the
+    H200 at exactly these (spec, k_steps) (notes/session30.md) and ran at W4A16 k_steps 8. With
+    NVRTC 13.0, the H200 machine's, the audit flags its weight copies at each of them (and the
+    routed 1-warp tile not), so the fault was this ptxas bug and the config's refusal names it.
+    The tile is built past the refusal (model_construct) to compile what the H200 ran."""
+    from humming_cuda.kernels.wna16_decode import FAMILY as DECODE
+    from humming_cuda.kernels.wna16_decode.config import Wna16DecodeConfig
+
+    caps = caps_for_arch("sm_90a")
+    fields = dict(arch="sm_90a", warps_k=4, stages=3, split_k=2, tokens=16, pdl=True)
+    fields["k_steps"] = k_steps
+
+    def flagged(warps_n: int) -> tuple[str, list[str]]:
+        config = Wna16DecodeConfig.model_construct(**fields, warps_n=warps_n)
+        artifact = compile_source(DECODE.render(getattr(presets, spec), config, caps))
+        return artifact.meta["nvrtc"], unwritten_uniform_operands(disassemble(artifact.binary))
+
+    version, two_warps = flagged(2)
+    if version != "13.0":
+        pytest.skip(f"NVRTC {version}: the miscompile is 13.0's (nox -s tests_compile_nvrtc13_0)")
+    assert two_warps and all("LDGSTS" in line for line in two_warps)
+    assert flagged(1)[1] == []

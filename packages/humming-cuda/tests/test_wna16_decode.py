@@ -169,7 +169,8 @@ def test_three_ctas_per_sm_only_for_the_128_thread_two_block_tile():
 @pytest.mark.parametrize("ctas", [2, 3])
 def test_two_token_blocks_refuse_more_than_one_warp_along_n(ctas):
     """The H200 faulted (illegal instruction, notes/session30.md) on this tile with 2 warps along
-    N; the config says so before anything is rendered."""
+    N, a ptxas 13.0 miscompile (test_sass_audit.py); the config says so before anything is
+    rendered."""
     with pytest.raises(ValueError, match=r"tokens=16 needs warps_n=1.*got warps_n=2"):
         Wna16DecodeConfig(arch="sm_90a", tokens=16, warps_n=2, warps_k=2, ctas_per_sm=ctas)
 

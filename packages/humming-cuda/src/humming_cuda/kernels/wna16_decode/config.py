@@ -31,12 +31,15 @@ class Wna16DecodeConfig(Wna16Config):
                 f"m_frags={self.m_frags}: the decode kernel takes one 16-row tile of tokens"
             )
         if self.tokens == 16 and self.warps_n != 1:
-            # Not understood yet: on the H200 (2026-12-05, benchmarks/notes/session30.md) the
-            # two-block tile on 2 warps along N raised "illegal instruction" (W4A16 g128 k_steps
-            # 4, MXFP4 k_steps 4 and 8); the routed tile is 1 warp along N (it also spills less).
+            # On 2 warps along N this tile spills at two CTAs per SM, and NVRTC 13.0's ptxas (the
+            # one CUDA 13.0 installs, the H200 machine's among them) turns its weight copies into
+            # LDGSTS through never-written uniform registers: the "illegal instruction" the H200
+            # raised (notes/session30.md; root cause in notes/session32.md, tests/test_sass_audit.py
+            # pins it). NVRTC 13.5 compiles it correctly, but it is slower than 1 warp along N
+            # (W4A16 57344x8192 M=16: 110.6 against 84.8 us), so it is never worth a version check.
             raise ValueError(
-                f"tokens=16 needs warps_n=1 (the two-token-block tile on more warps along N "
-                f"faults on sm_90a); got warps_n={self.warps_n}"
+                f"tokens=16 needs warps_n=1 (on more warps along N the two-token-block tile "
+                f"spills, and NVRTC 13.0 miscompiles its weight copies); got warps_n={self.warps_n}"
             )
         if self.ctas_per_sm == 3 and (self.tokens != 16 or self.threads != 128):
             raise ValueError(
