@@ -71,6 +71,9 @@ FORCED = [
     # a 160-token W4A8 tile, K split 3 ways (the 80-accumulator reduction)
     ("W4A8_FP8", "bf16", 200, 136, 1040, "w4a8_wgmma", {"split_k": 3, "rs_ctas_per_sm": 1,
      "rs_block_m": 160, "stages": 4, "staged_store": True}),
+    # the 128-token W4A8 tile over 9 K blocks: every ring stage refilled after its release
+    ("W4A8_FP8", "bf16", 300, 264, 1040, "w4a8_wgmma", {"split_k": 1, "rs_ctas_per_sm": 1,
+     "rs_block_m": 128, "stages": 4, "staged_store": True}),
 ]  # fmt: skip
 
 

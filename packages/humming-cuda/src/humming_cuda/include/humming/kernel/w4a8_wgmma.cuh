@@ -77,6 +77,9 @@ struct WgmmaW4a8Tile {
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = CTAS == 2 ? 96 : 232;
   static_assert((PRODUCER_REGS + 2 * CONSUMER_REGS) * 128 <= 65536 / CTAS, "the register pool");
   static constexpr int CONSUMERS = 2;  // warpgroups of 64 rows each
+  // Arrivals that free a stage, per consumer warpgroup: its 4 warps' lane 0 in the shared-memory
+  // form (a named barrier orders the lanes' slab reads first), every thread in the out^T form.
+  static constexpr int RELEASES = REG_A ? 128 : 4;
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
   static constexpr int A_BYTES = BM * BK, P_BYTES = BN * BK / 2, STAGE_BYTES = A_BYTES + P_BYTES;
   static constexpr int X_BYTES = BN * BK, X_BUFFERS = REG_A ? 0 : 2;  // expanded W per consumer
@@ -308,8 +311,10 @@ struct W4a8WgmmaKernel {
     fence_registers(acc);
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) fence_registers_u32(cur[ks]);
-    __syncwarp();  // orders the lanes' scale reads before the release
-    if (threadIdx.x % 32 == 0) mbar_arrive(sm.empty_bar(stage));  // this warp no longer reads it
+    // Every thread releases its own reads of the stage (slab words, scales): a __syncwarp before
+    // lane 0's arrival orders them too, but compute-sanitizer's racecheck does not see it (and
+    // ptxas drops it in converged code), so refills raced those reads in its eyes (session 32).
+    mbar_arrive(sm.empty_bar(stage));
     promote_rows(acc, ws, total);
   }
 
@@ -449,7 +454,7 @@ struct W4a8WgmmaKernel {
     // This split's K blocks (all of them when unsplit); the host leaves no split empty.
     const int kb0 = blockIdx.z * a.iters_per_split;
     const int iters = min(ceil_div(a.K, BK), kb0 + a.iters_per_split) - kb0;
-    init_ring_barriers<STAGES, Tile::CONSUMERS, 4, Tile::REG_A ? 32 : 0>(sm.full, sm.empty);
+    init_ring_barriers<STAGES, Tile::CONSUMERS, Tile::RELEASES, Tile::REG_A ? 32 : 0>(sm.full, sm.empty);
     if (wg == 0) {
       // The consumers synchronise on their own named barriers: the producer warpgroup may exit.
       // The out^T form hands its registers to the consumers (two fragment sets in flight).
