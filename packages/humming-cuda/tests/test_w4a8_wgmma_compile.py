@@ -37,9 +37,12 @@ def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
     for n, ctas in ((32, 2), (64, 1)):
         narrow = [t for t in ptx if f"m64n{n}k32.f32.e4m3.e4m3" in t]
         assert narrow and all(f".maxntid 384, 1, 1\n.minnctapersm {ctas}" in t for t in narrow)
-    # every other unit is a 128-token tile: wgmma N 128 (the shared PTX_NEEDS accept any N)
+    # every other unit is a 128-token tile or, at the large-M buckets, a wider one: wgmma N 128,
+    # 160 or 176 (the shared PTX_NEEDS accept any N)
     wide = [t for t in ptx if "m64n32k32" not in t and "m64n64k32" not in t]
-    assert wide and all("m64n128k32.f32.e4m3.e4m3" in t for t in wide)
+    shapes = [[n for n in (128, 160, 176) if f"m64n{n}k32.f32.e4m3.e4m3" in t] for t in wide]
+    assert wide and all(len(s) == 1 for s in shapes)
+    assert {128, 176} <= {s[0] for s in shapes}
 
 
 @pytest.mark.compile
