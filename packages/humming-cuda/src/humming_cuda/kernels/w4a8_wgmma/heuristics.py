@@ -13,7 +13,7 @@ from humming_core.spec import QuantSpec
 from ..act_quant import unsupported_reason
 from ..w8a8.config import W8a8Format
 from ..w8a8_wgmma.heuristics import MIN_M, WGMMA_FORM, split_first, staged_where_measured
-from ..wgmma_tile import arch_reason, fitting_configs, problem_reason
+from ..wgmma_tile import arch_reason, fitting_configs, problem_reason, waves
 from ..wna16.heuristics import DEFAULT_SMS
 from .config import BLOCK_K, BLOCK_M, BLOCK_N, TWO_CTA_BLOCK_M, W4a8WgmmaConfig
 
@@ -118,8 +118,7 @@ def wide_token_tile(problem: GemmProblem, caps: DeviceCaps) -> int:
     columns = -(-problem.n // BLOCK_N)
 
     def cost(tokens: int) -> float:
-        waves = -(-(-(-m // tokens) * columns) // sms)
-        return waves * TOKEN_TILE_COST[tokens]
+        return waves(-(-m // tokens) * columns, sms) * TOKEN_TILE_COST[tokens]
 
     return min(TOKEN_TILE_COST, key=cost)
 
