@@ -10,7 +10,8 @@ Covers split-K (M=1, long K; wna16 and w8a8), N/M/K tails, integer zero points, 
 MX scales and bf16, and the sm_90a wgmma kernels (wna16_wgmma on grids large enough to be chosen,
 in both forms and the register form's narrow small-M tiles with split-K, w8a8_wgmma with its
 activation quantizer, FP8 block-128's factors staged by a producer warp (in the mma.sync kernel:
-copied with each stage), w4a8_wgmma, both with staged output rows from M = 65, a persistent
+copied with each stage), w4a8_wgmma (also its 160- / 176-token tiles), both with staged output
+rows from M = 65, a persistent
 CTA's rows rewritten over ~9 tiles); the per-token quantizer on rows longer than it keeps in shared memory; the M <= 8 WnA16 cases run the
 wna16_decode kernels (split-K included at M=1), M = 9-16 with 4-bit codes wna16's, every larger M
 wna16_wgmma (its register form's 16-128-row tiles with split-K where the grid is small, two CTAs
@@ -63,6 +64,16 @@ FORCED = [
     # a 176-row token tile, K split 3 ways (the reduction's 4-float4 batches)
     ("W4A16_G128", "bf16", 200, 136, 1040, "wna16_wgmma", {"split_k": 3, "rs_ctas_per_sm": 1,
      "rs_block_m": 176, "stages": 4}),
+    # W4A8 176-token tiles with staged rows: threads 0-47 of each consumer warpgroup also copy
+    # rows 128-175 of the first tile (an M tail of 124 rows next)
+    ("W4A8_FP8", "bf16", 300, 264, 1040, "w4a8_wgmma", {"split_k": 1, "rs_ctas_per_sm": 1,
+     "rs_block_m": 176, "stages": 4, "staged_store": True}),
+    # a 160-token W4A8 tile, K split 3 ways (the 80-accumulator reduction)
+    ("W4A8_FP8", "bf16", 200, 136, 1040, "w4a8_wgmma", {"split_k": 3, "rs_ctas_per_sm": 1,
+     "rs_block_m": 160, "stages": 4, "staged_store": True}),
+    # the 128-token W4A8 tile over 9 K blocks: every ring stage refilled after its release
+    ("W4A8_FP8", "bf16", 300, 264, 1040, "w4a8_wgmma", {"split_k": 1, "rs_ctas_per_sm": 1,
+     "rs_block_m": 128, "stages": 4, "staged_store": True}),
 ]  # fmt: skip
 
 

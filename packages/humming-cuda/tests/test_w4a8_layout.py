@@ -181,11 +181,15 @@ def prmt(a: int, b: int, sel: int) -> int:
     return out
 
 
-def lookup4(t: tuple[int, int, int, int], v: int) -> int:
-    """NibbleLut::lookup4, operation for operation."""
-    sel = v & 0x7777
-    lo, hi = prmt(t[0], t[1], sel), prmt(t[2], t[3], sel)
-    return prmt(lo, hi, 0x3210 | ((v >> 1) & 0x4444))
+def expand(t: tuple[int, int, int, int], w: int) -> tuple[int, int]:
+    """NibbleLut::expand (and pick), operation for operation: one word's two registers."""
+    up, idx = (w << 4) & 0xFFFFFFFF, w & 0x77777777
+
+    def pick(sel: int, upper: int) -> int:
+        lo, hi = prmt(t[0], t[1], sel & 0xFFFF), prmt(t[2], t[3], sel & 0xFFFF)
+        return (lo & ~upper & 0xFFFFFFFF) | (hi & upper)
+
+    return pick(idx, prmt(w, up, 0x9D8C)), pick(idx >> 16, prmt(w, up, 0xBFAE))
 
 
 def sub_zero4(codes: int, zero: int) -> int:
@@ -197,12 +201,26 @@ def _bytes(word: int) -> list[int]:
     return [(word >> (8 * j)) & 0xFF for j in range(4)]
 
 
-def test_lookup4_maps_every_nibble_through_the_table():
+def test_expand_maps_every_nibble_through_the_table():
+    """Nibble j of a word to byte j of the first register (j < 4) or byte j - 4 of the second, for
+    every code in every position: the byte masks' sign-replicate selectors pick the right half of
+    the table for each lane."""
     table = [(37 * i + 11) & 0xFF for i in range(16)]  # distinct bytes, some with the sign bit
     t = table_words(table)
-    for v in range(0, 1 << 16, 4099):  # every nibble value appears in every position
-        nibbles = [(v >> (4 * j)) & 0xF for j in range(4)]
-        assert _bytes(lookup4(t, v)) == [table[x] for x in nibbles]
+    for a in range(256):  # every code in every position, next to every code in each neighbour
+        nibbles = [((a >> (4 * (j % 2))) + j) & 0xF for j in range(8)]
+        w = sum(x << (4 * j) for j, x in enumerate(nibbles))
+        b0, b1 = expand(t, w)
+        assert _bytes(b0) + _bytes(b1) == [table[x] for x in nibbles]
+    from humming_cuda.headers import humming_include_root
+
+    header = (humming_include_root() / "humming" / "datatype" / "nibble8.cuh").read_text()
+    for step in (
+        "up = w << 4, idx = w & 0x77777777u",
+        "prmt(w, up, 0x9D8Cu)",
+        "prmt(w, up, 0xBFAEu)",
+    ):
+        assert step in header  # the emulated selectors are the kernel's
 
 
 def test_sub_zero4_is_exact_for_every_code_and_zero():
@@ -232,7 +250,7 @@ def test_fragments_carry_the_dequantized_weights(fmt):
         for kk in range(0, k, 4):
             s, ks, h, lane_t = kk // 128, kk % 128 // 32, kk % 32 // 16, kk % 16 // 4
             word = int(words[col, 16 * s + 4 * lane_t + ks])
-            reg = lookup4(t, word >> (16 * h))
+            reg = expand(t, word)[h]
             if f.zero:
                 reg = sub_zero4(reg, int(packed["zeros"][kk // f.group, col]))
             raw = _bytes(reg)

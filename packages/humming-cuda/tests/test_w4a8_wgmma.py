@@ -240,6 +240,9 @@ def test_narrow_token_tiles_render_their_tile_and_launch_bound():
     ("fields", "words"),
     [
         ({"rs_block_m": 64, "weights_in_registers": False}, "out^T form"),
+        ({"rs_block_m": 176, "weights_in_registers": False}, "out^T form"),
+        ({"rs_block_m": 160, "rs_ctas_per_sm": 2}, "rs_block_m=32"),
+        ({"rs_block_m": 192}, "rs_block_m"),
         ({"rs_block_m": 64, "rs_ctas_per_sm": 2}, "rs_block_m=32"),
         ({"rs_ctas_per_sm": 2}, "rs_block_m=32"),
     ],
@@ -255,7 +258,7 @@ def test_the_activation_box_is_the_token_tile():
     from humming_cuda.kernels.w4a8_wgmma import W4a8WgmmaKernel
 
     kernel = object.__new__(W4a8WgmmaKernel)
-    for tokens in (32, 64, 128):
+    for tokens in (32, 64, 128, 160, 176):
         kernel.config = W4a8WgmmaConfig(arch="sm_90a", stages=4, rs_block_m=tokens)
         assert kernel.a_box_rows(20) == kernel.a_box_rows(1000) == tokens
 
@@ -271,3 +274,57 @@ def test_the_kernel_takes_the_split_k_arguments_in_the_signature_order():
     assert re.search(
         r"int ldc,\s*\\\s*float\* workspace, int\* counters, int iters_per_split\)", HEADER
     )
+
+
+def test_wide_token_tiles_render_their_tile_and_fit_with_staged_rows():
+    """160 / 176 tokens: the tile's text names them; their 4-stage ring with staged rows fits
+    227 KB (the A tile and the staged rows grow with the tokens, the slab and scales do not), a
+    6-stage one only at 160 tokens; the header takes them in the out^T form and copies staged
+    rows past a warpgroup's 128 threads."""
+    for tokens in (160, 176):
+        cfg = W4a8WgmmaConfig(arch="sm_90a", stages=4, rs_block_m=tokens, staged_store=True)
+        assert cfg.block_m == tokens and cfg.ctas_per_sm == 1
+        stage = tokens * 128 + 128 * 64 + 512
+        assert cfg.smem_bytes == 1024 + 4 * stage + 2 * tokens * 144 + 64 + 4
+        assert cfg.fits_smem(SM90)
+        assert cfg.model_copy(update={"stages": 6}).fits_smem(SM90) == (tokens == 160)
+        code = FAMILY.render(presets.W4A8_FP8, cfg, SM90).code
+        assert f"humming::WgmmaW4a8Tile<4, 8, true, {tokens}, 1, true>" in code
+    assert "BM == 160 || BM == 176" in HEADER
+    assert "release_staged_rows<BM>(" in HEADER
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "m", "tokens"),
+    [  # the sweep's fastest tile at each point (H200, session 32; heuristics.py quotes it)
+        (8192, 28672, 4096, 176),
+        (57344, 8192, 1024, 176),
+        (8192, 28672, 1024, 176),
+        (6144, 4096, 4096, 176),
+        (4096, 14336, 4096, 176),
+        (4096, 14336, 1024, 128),  # two waves of 128-token tiles: no fewer with wider ones
+        (57344, 8192, 256, 128),  # below WIDE_MIN_M
+    ],
+)
+def test_wide_token_tiles_lead_where_they_take_fewer_waves(n, k, m, tokens):
+    """At large M an unsplit grid of 160 / 176-token tiles leads when its waves, times the tile's
+    measured cost, undercut the 128-token grid's; the 128-token configs follow it unchanged."""
+    configs = FAMILY.candidates(presets.W4A8_FP8, GemmProblem(n=n, k=k, m=m), SM90)
+    first = configs[0]
+    assert first.rs_block_m == tokens and first.split_k == 1
+    if tokens != 128:
+        assert (first.stages, first.staged_store) == (4, True)
+        assert first.fits_smem(SM90)
+        assert first.model_copy(update={"rs_block_m": 128}) in configs[1:]
+        assert all(c.rs_block_m == 128 for c in configs[1:])
+
+
+def test_wide_token_tiles_count_waves_on_the_devices_sms():
+    """Waves are counted on the device's SMs (132, the H200's, when the caps do not say): where a
+    wave is 8 tiles, 4096x14336 M=1024 takes 32 / 28 / 24 waves of 128 / 160 / 176-token tiles,
+    and the 176-token grid is cheapest (29.4 against 32 and 33.3); on 132 SMs, 2 waves each way."""
+    from humming_cuda.kernels.w4a8_wgmma.heuristics import wide_token_tile
+
+    problem = GemmProblem(n=4096, k=14336, m=1024)
+    assert wide_token_tile(problem, SM90) == 128
+    assert wide_token_tile(problem, SM90.model_copy(update={"sm_count": 8})) == 176

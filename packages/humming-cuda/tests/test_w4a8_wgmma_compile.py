@@ -15,6 +15,7 @@ import re
 import pytest
 from act8_wgmma_compile import PTX_NEEDS, SHAPE, act8_wgmma_units, check_act8_wgmma_units
 from compile_units import Units
+from sass_audit import disassemble
 from w4a8_wgmma_cases import W4_WGMMA_FORMATS
 from w8a8_cases import make_w4_spec
 
@@ -36,9 +37,12 @@ def test_generated_configs_compile_without_spills(monkeypatch, tmp_path):
     for n, ctas in ((32, 2), (64, 1)):
         narrow = [t for t in ptx if f"m64n{n}k32.f32.e4m3.e4m3" in t]
         assert narrow and all(f".maxntid 384, 1, 1\n.minnctapersm {ctas}" in t for t in narrow)
-    # every other unit is a 128-token tile: wgmma N 128 (the shared PTX_NEEDS accept any N)
+    # every other unit is a 128-token tile or, at the large-M buckets, a wider one: wgmma N 128,
+    # 160 or 176 (the shared PTX_NEEDS accept any N)
     wide = [t for t in ptx if "m64n32k32" not in t and "m64n64k32" not in t]
-    assert wide and all("m64n128k32.f32.e4m3.e4m3" in t for t in wide)
+    shapes = [[n for n in (128, 160, 176) if f"m64n{n}k32.f32.e4m3.e4m3" in t] for t in wide]
+    assert wide and all(len(s) == 1 for s in shapes)
+    assert {128, 176} <= {s[0] for s in shapes}
 
 
 @pytest.mark.compile
@@ -73,3 +77,40 @@ def test_issue_turns_compile_without_spills(monkeypatch, tmp_path):
     # the turns: arrivals on a named barrier over both consumer warpgroups (256 threads)
     ptx = [p.read_text() for p in tmp_path.glob("*/kernel.ptx")]
     assert all(re.search(r"bar\.arrive %r\d+, 256;", text) for text in ptx)
+
+
+@pytest.mark.compile
+def test_wide_token_tiles_compile_without_spills(monkeypatch, tmp_path):
+    """160- and 176-token tiles (2 x 80 / 88 accumulators and as many totals next to two fragment
+    sets under 232 registers) on every format, staged and not, with wgmma N 160 / 176."""
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = Units(FAMILY, "sm_90a")
+    caps = caps_for_arch("sm_90a")
+    for fmt in W4_WGMMA_FORMATS:
+        for bias, out, staged in ((True, "bf16", True), (False, "fp32", False)):
+            spec = make_w4_spec(*fmt, bias=bias, out=out)
+            cfg = FAMILY.candidates(spec, GemmProblem(*SHAPE, m=4096), caps)[0]
+            for tokens in (160, 176):
+                wide = {"rs_block_m": tokens, "stages": 4, "staged_store": staged}
+                units.add(spec, cfg.model_copy(update=wide))
+    check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "prmt.b32"))
+    ptx = [p.read_text() for p in tmp_path.glob("*/kernel.ptx")]
+    for tokens in (160, 176):
+        assert sum(f"m64n{tokens}k32.f32.e4m3.e4m3" in t for t in ptx) == 2 * len(W4_WGMMA_FORMATS)
+
+
+@pytest.mark.compile
+def test_register_form_holds_its_code_table_in_registers():
+    """NibbleLut::hold: the out^T form's expansion reads the code table from registers it keeps,
+    not from a move per lookup out of a uniform register (ptxas's choice for plain constants:
+    about 48 such moves per K block, 96 of the 551 instructions of the unrolled main loop). A
+    few moves stay outside the loop (setup, epilogue)."""
+    caps = caps_for_arch("sm_90a")
+    units = Units(FAMILY, "sm_90a")
+    for fmt in W4_WGMMA_FORMATS:
+        spec = make_w4_spec(*fmt, bias=True, out="bf16")
+        for m in (32, 64, 4096):
+            units.add(spec, FAMILY.candidates(spec, GemmProblem(*SHAPE, m=m), caps)[0])
+    for spec, cfg, artifact in units.compile(workers=4):
+        moves = re.findall(r"IMAD\.U32 R\d+, RZ, RZ, UR\d+", disassemble(artifact.binary))
+        assert len(moves) <= 16, f"{spec.weight} {cfg}: {len(moves)} moves from uniform registers"

@@ -10,8 +10,10 @@ grids and take 32- / 64-token tiles up to M = 64 (tests/test_w4a8_wgmma.py); spl
 5 splits of uneven K ranges twice in a row (the tile counters must be back at zero). Staged output
 rows (2-byte outputs through shared memory and bulk copies, the out^T form) run on every token
 tile, unsplit and split, into 16-byte aligned rows (the staged path), misaligned ones (the register
-stores it falls back to) and N tails of 6 columns. Issue turns (the two consumer warpgroups
-issuing their blocks alternately, `issue_turns`) run on every case, unsplit and split.
+stores it falls back to) and N tails of 6 columns; so do the large-M 160- and 176-token tiles,
+whose staged rows past a warpgroup's 128 threads take a second copy per thread. Issue turns (the
+two consumer warpgroups issuing their blocks alternately, `issue_turns`) run on every case,
+unsplit and split.
 """
 
 from __future__ import annotations
@@ -184,3 +186,50 @@ def test_issue_turns_after_split_k_match_reference(case: Case, device, turn_kern
         config, kernel = split_kernel(device, FAMILY, case, turn_kernels[case.id], split)
         assert config.issue_turns
         check_act8_case(case, device, config, kernel)
+
+
+WIDE_TOKENS = (160, 176)
+
+
+@pytest.fixture(scope="module")
+def wide_kernels(device):
+    """(config, kernel) by (case id, tokens): every staged and split case's first candidate on the
+    wide token tiles with staged rows, unsplit, 4 stages (the depth both widths fit with their
+    rows; 6 fit at 160 tokens only)."""
+    built = {}
+    for tokens in WIDE_TOKENS:
+        update = {
+            "rs_block_m": tokens,
+            "rs_ctas_per_sm": 1,
+            "staged_store": True,
+            "stages": 4,
+            "split_k": 1,
+        }
+        for cid, b in variant_kernels(device, STAGED_CASES + SPLIT_CASES, update).items():
+            built[(cid, tokens)] = b
+    return built
+
+
+@pytest.mark.parametrize("tokens", WIDE_TOKENS)
+@pytest.mark.parametrize("case", STAGED_CASES, ids=lambda c: c.id)
+def test_wide_token_tiles_match_reference(case: Case, tokens: int, device, wide_kernels):
+    """Staged rows (aligned: bulk copies of up to 176 token rows per warpgroup) and the register
+    stores (misaligned); M = 300 and 1030 end on partial wide tiles."""
+    config, kernel = wide_kernels[(case.id, tokens)]
+    assert config.rs_block_m == tokens and config.split_k == 1
+    for aligned in (True, False):
+        check_act8_case(case, device, config, kernel, aligned)
+
+
+@pytest.mark.parametrize("tokens", WIDE_TOKENS)
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.id)
+def test_wide_token_tiles_after_split_k_match_reference(
+    case: Case, tokens: int, device, wide_kernels
+):
+    """The reduction of 80 / 88 accumulators per thread, uneven splits, twice in a row."""
+    from humming_cuda.kernels.w4a8_wgmma import FAMILY
+
+    for split in SPLITS:
+        config, kernel = split_kernel(device, FAMILY, case, wide_kernels[(case.id, tokens)], split)
+        check_act8_case(case, device, config, kernel, aligned=True)
+        check_act8_case(case, device, config, kernel, aligned=True)

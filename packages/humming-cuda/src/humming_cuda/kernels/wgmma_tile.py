@@ -30,6 +30,11 @@ ALIGN_SLACK = 1024
 TMA_STRIDE_BYTES = 16  # TMA global row strides must be multiples of 16 bytes
 
 
+def waves(ctas: int, sms: int) -> int:
+    """Whole waves of `ctas` CTAs over `sms` CTA slots (a partial wave costs a whole one)."""
+    return -(-ctas // sms)
+
+
 def staged_rows_bytes(rows: int, cols: int) -> int:
     """StagedRows<ROWS, COLS> (kernel/wgmma_cta.cuh): a consumer warpgroup's `rows` output rows of
     `cols` 2-byte values, each row 16 bytes longer (the staged_store configs' shared memory)."""

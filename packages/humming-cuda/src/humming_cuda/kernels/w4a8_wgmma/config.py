@@ -1,5 +1,5 @@
 """W4A8-wgmma kernel configuration: a CTA tile of 128 weight rows x 128 tokens (32 or 64 tokens
-at small M), a chosen pipeline depth and split-K factor.
+at small M, 160 or 176 at large M), a chosen pipeline depth and split-K factor.
 
 The tile follows the kernel's structure (include/humming/kernel/w4a8_wgmma.cuh): two consumer
 warpgroups of 64 weight rows, one wgmma per 32-deep K step over the tile's tokens (m64nBMk32 in
@@ -48,8 +48,11 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
     # M=4096, 57344x8192 M=1024, 6144x4096 M=256).
     weights_in_registers: bool = True
     # Tokens per tile (wgmma's N in the out^T form): 32 or 64 at small M, where a 128-token tile
-    # multiplies mostly zero rows; the shared-memory form takes 128 only (as wna16_wgmma's field).
-    rs_block_m: Literal[32, 64, 128] = BLOCK_M
+    # multiplies mostly zero rows; 160 or 176 at large M, where each expanded weight fragment and
+    # stage then feeds 1.25-1.4x the tensor work (192 does not fit the consumers' registers:
+    # 2 x 96 accumulators and totals next to two fragment sets). The shared-memory form takes 128
+    # only (as wna16_wgmma's field).
+    rs_block_m: Literal[32, 64, 128, 160, 176] = BLOCK_M
     # CTAs per SM the registers are split for (WgmmaW4a8Tile's CTAS): 2 only with 32-token tiles.
     rs_ctas_per_sm: Literal[1, 2] = 1
     # 2-byte outputs leave each consumer warpgroup through shared memory, one bulk copy per token

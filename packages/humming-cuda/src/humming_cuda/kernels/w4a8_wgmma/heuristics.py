@@ -13,8 +13,9 @@ from humming_core.spec import QuantSpec
 from ..act_quant import unsupported_reason
 from ..w8a8.config import W8a8Format
 from ..w8a8_wgmma.heuristics import MIN_M, WGMMA_FORM, split_first, staged_where_measured
-from ..wgmma_tile import arch_reason, fitting_configs, problem_reason
-from .config import BLOCK_K, BLOCK_M, TWO_CTA_BLOCK_M, W4a8WgmmaConfig
+from ..wgmma_tile import arch_reason, fitting_configs, problem_reason, waves
+from ..wna16.heuristics import DEFAULT_SMS
+from .config import BLOCK_K, BLOCK_M, BLOCK_N, TWO_CTA_BLOCK_M, W4a8WgmmaConfig
 
 WEIGHTS = ("int4", "e2m1")  # 4-bit codes whose every value is exact in e4m3
 STAGE_CHOICES = (4, 6)
@@ -30,6 +31,17 @@ STAGE_CHOICES = (4, 6)
 # on small grids to them).
 NARROW_BLOCK_MS = (32, 64)
 NARROW_STAGE_CHOICES = (6, 4)
+# Wide token tiles at large M (out^T form, staged rows, 4 stages): a tile of t tokens takes
+# TOKEN_TILE_COST[t] times a 128-token tile's time, so a grid of fewer, wider tiles wins where it
+# needs enough fewer waves. H200, benchmarks/wgmma_config_sweep.py --set rs_block_m=128,160,176
+# (session 32, notes/session32.md), time per wave against the 128-token tile's at 7 points:
+# 160 tokens 1.16-1.20, 176 tokens 1.18-1.25 (the slab's expansion, the same per tile, is spread
+# over more tokens). The model picks the sweep's fastest tile at all 7: 176 at 8192x28672 M=4096
+# (1892.6 against 2051.3 us), 57344x8192 M=1024 (957.4 / 1044.3), 8192x28672 M=1024 (474.5 /
+# 520.6), 6144x4096 and 4096x14336 at M=4096; 128 at 4096x14336 M=1024 (2 waves either way).
+TOKEN_TILE_COST = {BLOCK_M: 1.0, 160: 1.19, 176: 1.225}
+WIDE_MIN_M = 1024
+WIDE_STAGES = 4
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -81,7 +93,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     wide = staged_where_measured(wide, spec, problem, caps)
     tokens = token_tile(problem.m or BLOCK_M)
     if not wide or tokens == BLOCK_M:
-        return split_first(wide, problem, caps)
+        return wide_tokens_first(split_first(wide, problem, caps), problem, caps)
     ctas = 2 if tokens == TWO_CTA_BLOCK_M else 1
     narrow = [
         W4a8WgmmaConfig(arch=caps.arch, stages=s, rs_block_m=tokens, rs_ctas_per_sm=ctas)
@@ -94,3 +106,31 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
 def token_tile(m: int) -> int:
     """The fewest tokens per tile (32, 64 or 128) that hold all M rows, 128 beyond."""
     return next((t for t in NARROW_BLOCK_MS if m <= t), BLOCK_M)
+
+
+def wide_token_tile(problem: GemmProblem, caps: DeviceCaps) -> int:
+    """The token tile (128, 160 or 176) of the fewest modelled whole waves x TOKEN_TILE_COST, ties
+    to the narrower; 128 below WIDE_MIN_M."""
+    m = problem.m or BLOCK_M
+    if m < WIDE_MIN_M:
+        return BLOCK_M
+    sms = caps.sm_count or DEFAULT_SMS
+    columns = -(-problem.n // BLOCK_N)
+
+    def cost(tokens: int) -> float:
+        return waves(-(-m // tokens) * columns, sms) * TOKEN_TILE_COST[tokens]
+
+    return min(TOKEN_TILE_COST, key=cost)
+
+
+def wide_tokens_first(
+    configs: list[W4a8WgmmaConfig], problem: GemmProblem, caps: DeviceCaps
+) -> list[W4a8WgmmaConfig]:
+    """`configs` (128-token tiles) with the wide token tile's config first where the model picks
+    one: unsplit, WIDE_STAGES deep, with the first config's staged rows."""
+    tokens = wide_token_tile(problem, caps)
+    if tokens == BLOCK_M or not configs or configs[0].split_k > 1:
+        return configs
+    update = {"rs_block_m": tokens, "stages": WIDE_STAGES}
+    first = W4a8WgmmaConfig.model_validate({**configs[0].model_dump(), **update})  # validated
+    return [first, *configs] if first.fits_smem(caps) else configs

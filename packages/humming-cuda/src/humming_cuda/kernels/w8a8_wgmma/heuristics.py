@@ -19,6 +19,7 @@ from ..wgmma_tile import (
     arch_reason,
     fitting_configs,
     problem_reason,
+    waves,
 )
 from ..wna16.heuristics import DEFAULT_SMS
 from .config import BLOCK_K, NARROW_BLOCK_M, W8a8WgmmaConfig
@@ -117,8 +118,8 @@ def wide_columns_first(
         return configs
     sms = caps.sm_count or DEFAULT_SMS
     rows = -(-(problem.m or BLOCK_M) // BLOCK_M)
-    narrow_waves = -(-rows * -(-problem.n // BLOCK_N) // sms)
-    wide_waves = -(-rows * -(-problem.n // WIDE_COLUMNS) // sms)
+    narrow_waves = waves(rows * -(-problem.n // BLOCK_N), sms)
+    wide_waves = waves(rows * -(-problem.n // WIDE_COLUMNS), sms)
     if wide_waves * WIDE_TILE_COST >= narrow_waves:
         return configs
     wide = [

@@ -15,7 +15,14 @@ from functools import partial
 from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
-from ..wgmma_tile import BLOCK_M, BLOCK_N, arch_reason, fitting_configs, problem_reason
+from ..wgmma_tile import (
+    BLOCK_M,
+    BLOCK_N,
+    arch_reason,
+    fitting_configs,
+    problem_reason,
+    waves,
+)
 from ..wna16.heuristics import DEFAULT_SMS
 from ..wna16.heuristics import _spec_reason as wna16_spec_reason
 from .config import (
@@ -108,10 +115,6 @@ def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
     return (problem.m or 0) >= min_m(spec)
 
 
-def _waves(ctas: int, sms: int) -> int:
-    return -(-ctas // sms)
-
-
 @dataclass(frozen=True)
 class Plan:
     """One way to run the problem and its cost under the model above."""
@@ -144,9 +147,9 @@ def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
             cta = -(-steps // split) * RS_STEP_COST[block_m] + FIXED_STEPS
             if split > 1:
                 cta += split * block_m * SPLIT_ROW_STEPS
-            plans.append(Plan(_waves(tiles * split, sms) * cta, True, block_m, split))
+            plans.append(Plan(waves(tiles * split, sms) * cta, True, block_m, split))
             if block_m <= RS_MAX_BLOCK_M_2CTAS:
-                cost = _waves(tiles * split, 2 * sms) * cta * PAIR_COST
+                cost = waves(tiles * split, 2 * sms) * cta * PAIR_COST
                 plans.append(Plan(cost, True, block_m, split, 2))
     return plans
 
@@ -154,7 +157,7 @@ def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
 def shared_plan(problem: GemmProblem, sms: int) -> Plan:
     tiles = -(-(problem.m or 1) // BLOCK_M) * -(-problem.n // BLOCK_N)
     steps = -(-problem.k // BLOCK_K)
-    return Plan(_waves(tiles, sms) * (steps * SMEM_STEP_COST + FIXED_STEPS), False)
+    return Plan(waves(tiles, sms) * (steps * SMEM_STEP_COST + FIXED_STEPS), False)
 
 
 def best_plan(problem: GemmProblem, caps: DeviceCaps) -> Plan:

@@ -20,21 +20,44 @@ HM_DEVICE u32 prmt(u32 a, u32 b, u32 sel) {
 
 template <u32 T0, u32 T1, u32 T2, u32 T3>
 struct NibbleLut {
-  // The four nibbles in bits [0, 16) of v -> four bytes, nibble j to byte j. prmt reads three index
-  // bits per selector nibble (its fourth bit means "replicate the sign"), so the low and the high
-  // half of the table are looked up with bits 0-2, and bit 3 then picks byte j of one of the two.
-  HM_DEVICE static u32 lookup4(u32 v) {
-    const u32 sel = v & 0x7777u;
-    const u32 lo = prmt(T0, T1, sel);
-    const u32 hi = prmt(T2, T3, sel);
-    return prmt(lo, hi, 0x3210u | ((v >> 1) & 0x4444u));
+  // The table's four words: constants (table()), or the same values in registers held across a
+  // loop (hold()). Why hold: prmt takes at most one immediate, so each lookup needs a table word in
+  // a register, and ptxas re-creates such constants at every use (a move from a uniform register
+  // each) rather than keep them live: in w4a8_wgmma's register-A main loop those moves were 96 of
+  // 551 instructions per two K blocks, on warps that issue about as many instructions as the
+  // tensor cores take cycles. Derived from a value ptxas cannot know (the dynamic shared memory
+  // size, below 2^31, shifted to 0), the held words are computed once and stay in four registers.
+  struct Words {
+    u32 t0, t1, t2, t3;
+  };
+  HM_DEVICE static constexpr Words table() { return Words{T0, T1, T2, T3}; }
+  HM_DEVICE static Words hold() {
+    u32 z;
+    asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(z));
+    z >>= 31;
+    return Words{T0 ^ z, T1 ^ z, T2 ^ z, T3 ^ z};
+  }
+
+  // Four table entries -> four bytes: entry (bit 3 of nibble j of `upper`'s byte mask, bits 0-2 of
+  // selector nibble j) to byte j. prmt reads three index bits per selector nibble (a fourth would
+  // mean "replicate the sign") and the selectors in bits [0, 16) only, so the low and the high half
+  // of the table are each looked up with the same indices, and `upper` (0xff in byte j where the
+  // code is 8 or more) picks byte j of one of the two.
+  HM_DEVICE static u32 pick(u32 idx, u32 upper, const Words& t) {
+    const u32 lo = prmt(t.t0, t.t1, idx);
+    const u32 hi = prmt(t.t2, t.t3, idx);
+    return (lo & ~upper) | (hi & upper);
   }
 
   // One word of the W4A8 layout (eight nibbles: K elements 4t..4t+3 then 16+4t..16+4t+3 of one
-  // column) -> the two registers of that column's m16n8k32 B fragment.
-  HM_DEVICE static void expand(u32 w, u32& b0, u32& b1) {
-    b0 = lookup4(w);
-    b1 = lookup4(w >> 16);
+  // column) -> the two registers of that column's m16n8k32 B fragment. The byte masks come from
+  // prmt's sign-replicate mode: nibble j's bit 3 is the top bit of a byte of w (odd j) or of w << 4
+  // (even j). One mask of all eight indices serves both halves. 12 instructions a word, against 14
+  // when bit 3 was shifted into a third prmt's selectors.
+  HM_DEVICE static void expand(u32 w, u32& b0, u32& b1, const Words& t = table()) {
+    const u32 up = w << 4, idx = w & 0x77777777u;
+    b0 = pick(idx, prmt(w, up, 0x9D8Cu), t);
+    b1 = pick(idx >> 16, prmt(w, up, 0xBFAEu), t);
   }
 };
 

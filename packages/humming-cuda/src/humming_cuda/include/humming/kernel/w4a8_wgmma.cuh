@@ -6,9 +6,9 @@
 // per row and 128-deep K slab 64 bytes, word 4t + ks = K elements 32ks + 4t + 0..3 and
 // 32ks + 16 + 4t + 0..3), so the mma.sync kernels at decode size and this one share one copy.
 //
-// CTA: 3 warpgroups over a tile of BM tokens x 128 weight rows (BM = 128, or 32 / 64 at small M
-// in the out^T form). Warpgroup 0 is the producer: one thread streams A (BM x 128 bytes, 128B
-// swizzle) and the packed W slab (128 rows x 64 bytes, no swizzle) of every stage through a
+// CTA: 3 warpgroups over a tile of BM tokens x 128 weight rows (BM = 128; in the out^T form also
+// 32 / 64 at small M and 160 / 176 at large M). Warpgroup 0 is the producer: one thread streams A
+// (BM x 128 bytes, 128B swizzle) and the packed W slab (128 rows x 64 bytes, no swizzle) of every stage through a
 // `STAGES`-deep mbarrier ring. In the out^T form (Tile::REG_A, the configs' default; consume_t
 // below) each consumer thread expands its two weight rows of the slab straight into wgmma's
 // register A fragments, the A tile being wgmma's B operand (m64nBMk32). Otherwise warpgroups 1
@@ -50,7 +50,10 @@ struct WgmmaW4a8Format {
 // REG_A: the out^T form (W4a8WgmmaKernel::consume_t): the weights are wgmma's A operand, expanded
 // in registers, and the activations its B operand, so no expanded tiles in shared memory.
 // BM: the tile's tokens, wgmma's N in the out^T form: 32 or 64 where M is that small (a 128-token
-// tile would multiply mostly TMA-filled zero rows, 4x the tensor work at M = 32); 128 otherwise.
+// tile would multiply mostly TMA-filled zero rows, 4x the tensor work at M = 32); 128 otherwise,
+// or 160 / 176 at large M: each expanded fragment, stage and barrier then carries 1.25-1.4x the
+// tensor work, and a stage's A tile 1.25-1.4x the tokens per weight byte. 192 does not fit: 2 x 96
+// accumulators and totals with two fragment sets exceed the consumers' 232 registers.
 // CTAS: CTAs per SM the registers are split for (__launch_bounds__, setmaxnreg); 2 only with
 // 32-token tiles, whose consumers then fit 96 registers.
 // STAGED (out^T form): 2-byte outputs leave each consumer warpgroup through shared memory, one
@@ -66,13 +69,17 @@ struct WgmmaW4a8Tile {
   static_assert(!STAGED || REG_A, "staged rows: the out^T form's");
   static_assert(!TURNS || REG_A, "issue turns: the out^T form's");
   static constexpr int CTAS = CTAS_;
-  static_assert(BM == 128 || (REG_A && (BM == 32 || BM == 64)), "narrow tiles: the out^T form");
+  static_assert(BM == 128 || (REG_A && (BM == 32 || BM == 64 || BM == 160 || BM == 176)),
+                "narrow and wide tiles: the out^T form");
   static_assert(CTAS == 1 || (CTAS == 2 && BM == 32), "two CTAs per SM: 32-token tiles");
   // the registers each producer / consumer thread keeps after setmaxnreg (multiples of 8, within
   // the launch bound's pool of 65536 / CTAS per CTA)
   static constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = CTAS == 2 ? 96 : 232;
   static_assert((PRODUCER_REGS + 2 * CONSUMER_REGS) * 128 <= 65536 / CTAS, "the register pool");
   static constexpr int CONSUMERS = 2;  // warpgroups of 64 rows each
+  // Arrivals that free a stage, per consumer warpgroup: its 4 warps' lane 0 in the shared-memory
+  // form (a named barrier orders the lanes' slab reads first), every thread in the out^T form.
+  static constexpr int RELEASES = REG_A ? 128 : 4;
   static constexpr int THREADS = 128 * (1 + CONSUMERS);
   static constexpr int A_BYTES = BM * BK, P_BYTES = BN * BK / 2, STAGE_BYTES = A_BYTES + P_BYTES;
   static constexpr int X_BYTES = BN * BK, X_BUFFERS = REG_A ? 0 : 2;  // expanded W per consumer
@@ -221,11 +228,13 @@ struct W4a8WgmmaKernel {
     }
   }
 
-  HM_DEVICE static void expand_fragments(const u32 (&raw)[2][4], u32 (&frag)[4][4]) {
+  using Held = typename Fmt::Lut::Words;  // the code table in registers (NibbleLut::hold)
+  HM_DEVICE static void expand_fragments(const u32 (&raw)[2][4], u32 (&frag)[4][4],
+                                         const Held& lut) {
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
-      Fmt::Lut::expand(raw[0][ks], frag[ks][0], frag[ks][2]);
-      Fmt::Lut::expand(raw[1][ks], frag[ks][1], frag[ks][3]);
+      Fmt::Lut::expand(raw[0][ks], frag[ks][0], frag[ks][2], lut);
+      Fmt::Lut::expand(raw[1][ks], frag[ks][1], frag[ks][3], lut);
     }
   }
 
@@ -274,7 +283,7 @@ struct W4a8WgmmaKernel {
   template <int ORDER>
   HM_DEVICE static void step_t(const Smem& sm, int it, int iters, int wg, int& s, u32& phase,
                                u64 db0, u32 (&cur)[4][4], u32 (&nxt)[4][4], float (&acc)[ACC],
-                               float (&total)[ACC]) {
+                               float (&total)[ACC], const Held& lut) {
     const int stage = s;
     float ws[2];  // this thread's two weight rows' group scales (the stage is full)
 #pragma unroll
@@ -296,14 +305,16 @@ struct W4a8WgmmaKernel {
       mbar_wait(sm.full_bar(s), phase);
       u32 raw[2][4];
       load_slab_words(sm.b(s), wg, raw);
-      expand_fragments(raw, nxt);
+      expand_fragments(raw, nxt, lut);
     }
     wgmma_wait<0>();
     fence_registers(acc);
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) fence_registers_u32(cur[ks]);
-    __syncwarp();  // orders the lanes' scale reads before the release
-    if (threadIdx.x % 32 == 0) mbar_arrive(sm.empty_bar(stage));  // this warp no longer reads it
+    // Every thread releases its own reads of the stage (slab words, scales): a __syncwarp before
+    // lane 0's arrival orders them too, but compute-sanitizer's racecheck does not see it (and
+    // ptxas drops it in converged code), so refills raced those reads in its eyes (session 32).
+    mbar_arrive(sm.empty_bar(stage));
     promote_rows(acc, ws, total);
   }
 
@@ -327,19 +338,20 @@ struct W4a8WgmmaKernel {
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
     u32 even[4][4], odd[4][4];
+    const Held lut = Fmt::Lut::hold();
     if (iters > 0) {
       mbar_wait(sm.full_bar(0), 0);
       u32 raw[2][4];
       load_slab_words(sm.b(0), wg, raw);
-      expand_fragments(raw, even);
+      expand_fragments(raw, even, lut);
     }
     const u64 db0 = sw128_kmajor_desc(sm.a(0));
     int s = 0;
     u32 phase = 0;
     for (int it = 0; it < iters; it += 2) {
-      step_t<ORDER>(sm, it, iters, wg, s, phase, db0, even, odd, acc, total);
+      step_t<ORDER>(sm, it, iters, wg, s, phase, db0, even, odd, acc, total, lut);
       if (it + 1 < iters) {
-        step_t<ORDER>(sm, it + 1, iters, wg, s, phase, db0, odd, even, acc, total);
+        step_t<ORDER>(sm, it + 1, iters, wg, s, phase, db0, odd, even, acc, total, lut);
       }
     }
   }
@@ -418,8 +430,8 @@ struct W4a8WgmmaKernel {
       }
     }
     OutT* const dst = a.out + static_cast<long long>(m0) * a.ldc + first;
-    release_staged_rows(staging, Rows::ROW_BYTES, dst, a.ldc, min(BM, a.M - m0),
-                        min(64, a.N - first), STAGED_ROWS_BAR + wg);
+    release_staged_rows<BM>(staging, Rows::ROW_BYTES, dst, a.ldc, min(BM, a.M - m0),
+                            min(64, a.N - first), STAGED_ROWS_BAR + wg);
   }
 
   HM_DEVICE static void store(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
@@ -442,7 +454,7 @@ struct W4a8WgmmaKernel {
     // This split's K blocks (all of them when unsplit); the host leaves no split empty.
     const int kb0 = blockIdx.z * a.iters_per_split;
     const int iters = min(ceil_div(a.K, BK), kb0 + a.iters_per_split) - kb0;
-    init_ring_barriers<STAGES, Tile::CONSUMERS, 4, Tile::REG_A ? 32 : 0>(sm.full, sm.empty);
+    init_ring_barriers<STAGES, Tile::CONSUMERS, Tile::RELEASES, Tile::REG_A ? 32 : 0>(sm.full, sm.empty);
     if (wg == 0) {
       // The consumers synchronise on their own named barriers: the producer warpgroup may exit.
       // The out^T form hands its registers to the consumers (two fragment sets in flight).

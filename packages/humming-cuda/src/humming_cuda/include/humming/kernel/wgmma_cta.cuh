@@ -227,17 +227,23 @@ HM_DEVICE void acquire_staged_rows(int copiers, int bar) {
 }
 
 // After a warpgroup wrote its staged rows at `staging` (row_bytes apart): thread r of the
-// warpgroup copies row r < rows to `dst` + r ldc (`cols` values, none when cols <= 0), a bulk
-// copy that completes while the warpgroup goes on. A thread that copied must bulk_wait_read<0>()
-// before it exits.
-template <typename OutT>
+// warpgroup copies rows r, r + 128, .. below `rows` (at most MAX_ROWS) to `dst` + r ldc (`cols`
+// values, none when cols <= 0), bulk copies that complete while the warpgroup goes on. A thread
+// that copied must bulk_wait_read<0>() before it exits.
+template <int MAX_ROWS = 128, typename OutT>
 HM_DEVICE void release_staged_rows(u32 staging, int row_bytes, OutT* dst, int ldc, int rows,
                                    int cols, int bar) {
   fence_proxy_async_smem();  // the rows' generic-proxy writes before the bulk copies read them
   named_barrier<128>(bar);
-  const int r = threadIdx.x % 128;
-  if (r < rows && cols > 0) {
-    bulk_store(dst + static_cast<long long>(r) * ldc, staging + r * row_bytes, 2 * cols);
+  const int first = threadIdx.x % 128;
+  if (first < rows && cols > 0) {
+#pragma unroll
+    for (int i = 0; i < (MAX_ROWS + 127) / 128; ++i) {
+      const int r = first + 128 * i;
+      if (r < rows) {
+        bulk_store(dst + static_cast<long long>(r) * ldc, staging + r * row_bytes, 2 * cols);
+      }
+    }
     bulk_commit();
   }
 }
