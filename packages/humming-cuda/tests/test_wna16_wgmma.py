@@ -453,3 +453,13 @@ def test_stream_k_renders_its_own_kernel_and_mirrors_its_shared_memory():
     ):
         with pytest.raises(ValueError, match="rs_stream_k needs"):
             WgmmaWna16Config(**{**stream, **bad})
+
+
+def test_a_changed_config_is_validated_like_a_hand_made_one():
+    # heuristics derive configs with with_fields: a change the kernel refuses must fail here, not
+    # reach a render (pydantic's model_copy would have returned the invalid tile silently)
+    shared = WgmmaWna16Config(arch="sm_90a")
+    with pytest.raises(ValueError, match="only the register-A form"):
+        shared.with_fields(split_k=2)
+    register = shared.with_fields(weights_in_registers=True, split_k=2, rs_block_m=64)
+    assert (register.split_k, register.rs_block_m, register.stages) == (2, 64, shared.stages)

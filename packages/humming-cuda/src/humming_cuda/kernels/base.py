@@ -36,6 +36,12 @@ class KernelConfig(BaseModel):
 
     family: str
 
+    def with_fields(self, **fields) -> KernelConfig:
+        """A copy with `fields` changed, validated as a hand-made config is: pydantic's
+        `model_copy(update=...)` skips the validators, so a heuristic could build a tile the
+        kernel refuses (or was never built for) without an error here."""
+        return type(self).model_validate({**self.model_dump(), **fields})
+
 
 @runtime_checkable
 class WeightLayout(Protocol):

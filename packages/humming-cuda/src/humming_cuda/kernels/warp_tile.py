@@ -75,7 +75,7 @@ def tile_for_m(m: int | None, large: dict[str, int]) -> dict[str, int]:
 
 def _fit_stages(cfg: C, caps: DeviceCaps) -> C:
     while cfg.stages > 2 and cfg.smem_bytes > caps.smem_per_block:
-        cfg = cfg.model_copy(update={"stages": cfg.stages - 1})
+        cfg = cfg.with_fields(stages=cfg.stages - 1)
     return cfg
 
 
@@ -84,7 +84,7 @@ def staged_candidates(first: C, caps: DeviceCaps) -> list[C]:
     configs that do not fit even with 2 stages are dropped."""
     best = _fit_stages(first, caps)
     out = [best]
-    shallow = _fit_stages(best.model_copy(update={"stages": 3}), caps)
+    shallow = _fit_stages(best.with_fields(stages=3), caps)
     if shallow != best:
         out.append(shallow)
     return [c for c in out if c.smem_bytes <= caps.smem_per_block]

@@ -143,7 +143,7 @@ def decode_config(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Mo
     many = MoeWna16Config(tokens=MAX_DECODE_ROWS, **{**fields, **MANY_TILES_TILE})
     if blocks * -(-problem.n // 64) >= MANY_TILES_PER_SM * sms and _group_rows_fit(spec, many):
         fmt = KernelFormat.from_spec(spec)
-        narrow = many.model_copy(update=FLOAT4_NARROW_TILE)
+        narrow = many.with_fields(**FLOAT4_NARROW_TILE)
         if (
             fmt.kind == "float"
             and fmt.bits == 4
@@ -171,7 +171,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     for want in (stages, 3):
         cfg = MoeWna16Config(arch=caps.arch, stages=min(want, stages), **_block_tile(block_m))
         while cfg.stages > 2 and smem_bytes(fmt, cfg) > caps.smem_per_block:
-            cfg = cfg.model_copy(update={"stages": cfg.stages - 1})
+            cfg = cfg.with_fields(stages=cfg.stages - 1)
         if smem_bytes(fmt, cfg) <= caps.smem_per_block and cfg not in out:
             out.append(cfg)
     return out

@@ -90,5 +90,5 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     configs = staged_candidates(first, caps)
     split = pick_split_k(problem, configs[0], caps) if configs else 1
     if split > 1:
-        configs.insert(0, configs[0].model_copy(update={"split_k": split}))
+        configs.insert(0, configs[0].with_fields(split_k=split))
     return configs

@@ -132,5 +132,5 @@ def wide_tokens_first(
     if tokens == BLOCK_M or not configs or configs[0].split_k > 1:
         return configs
     update = {"rs_block_m": tokens, "stages": WIDE_STAGES}
-    first = W4a8WgmmaConfig.model_validate({**configs[0].model_dump(), **update})  # validated
+    first = configs[0].with_fields(**update)
     return [first, *configs] if first.fits_smem(caps) else configs

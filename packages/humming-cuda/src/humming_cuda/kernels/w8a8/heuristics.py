@@ -176,5 +176,5 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     small = problem.m is None or problem.m <= SPLIT_MAX_M
     split = pick_split_k(problem, configs[0], caps) if configs and small else 1
     if split > 1:
-        configs.insert(0, configs[0].model_copy(update={"split_k": split}))
+        configs.insert(0, configs[0].with_fields(split_k=split))
     return configs

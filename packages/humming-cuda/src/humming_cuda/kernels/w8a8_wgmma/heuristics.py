@@ -91,7 +91,7 @@ def staged_where_measured(
         return configs
 
     def staged(config: C) -> C:
-        with_rows = config.model_copy(update={"staged_store": True})
+        with_rows = config.with_fields(staged_store=True)
         return with_rows if config.block_m == BLOCK_M and with_rows.fits_smem(caps) else config
 
     return [staged(c) for c in configs]
@@ -123,7 +123,7 @@ def wide_columns_first(
     if wide_waves * WIDE_TILE_COST >= narrow_waves:
         return configs
     wide = [
-        c.model_copy(update={"tile_cols": WIDE_COLUMNS})
+        c.with_fields(tile_cols=WIDE_COLUMNS)
         for c in configs
         if c.persistent and c.tile_rows == BLOCK_M
     ]
@@ -196,7 +196,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         caps,
     )
     if wide and wide[0].split_k == 1:  # unsplit: persistent CTAs first (measured above)
-        wide = [c.model_copy(update={"persistent": True}) for c in wide] + wide
+        wide = [c.with_fields(persistent=True) for c in wide] + wide
     wide = staged_where_measured(wide, spec, problem, caps)
     wide = wide_columns_first(wide, spec, problem, caps)
     if not wide or (problem.m or BLOCK_M) > NARROW_BLOCK_M:
@@ -216,4 +216,4 @@ def split_first(configs: list[C], problem: GemmProblem, caps: DeviceCaps) -> lis
     split = pick_split_k(problem, caps, configs[0].ctas_per_sm) if configs else 1
     if split == 1:
         return configs
-    return [c.model_copy(update={"split_k": split}) for c in configs] + configs
+    return [c.with_fields(split_k=split) for c in configs] + configs

@@ -92,7 +92,7 @@ def _tiles(m: int) -> list[dict[str, int]]:
 
 def _fit_stages(fmt: KernelFormat, cfg: Wna16Config, caps: DeviceCaps) -> Wna16Config:
     while cfg.stages > 2 and fmt.smem_bytes(cfg) > caps.smem_per_block:
-        cfg = cfg.model_copy(update={"stages": cfg.stages - 1})
+        cfg = cfg.with_fields(stages=cfg.stages - 1)
     return cfg
 
 
@@ -124,7 +124,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     if not fitting:
         return []
     base = fitting[0]
-    best = base.model_copy(update={"split_k": pick_split_k(problem, base, caps)})
+    best = base.with_fields(split_k=pick_split_k(problem, base, caps))
     out = [best]
     for variant in (base, *fitting[1:]):
         if variant not in out:

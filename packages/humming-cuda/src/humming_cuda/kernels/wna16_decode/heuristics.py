@@ -78,7 +78,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         fields.update(tokens=16, warps_n=1)
     config = Wna16DecodeConfig(**fields)
     split = pick_split_k(problem, config, caps)
-    deep = config.model_copy(update={"k_steps": DEEP_K_STEPS})
+    deep = config.with_fields(k_steps=DEEP_K_STEPS)
     group = spec.weight.scale.group_size
     if (
         config.tokens == 16
@@ -89,9 +89,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         ctas, config = 2, deep
     else:
         ctas = ctas_per_sm(spec, problem, config, split, caps)
-    return [
-        config.model_copy(update={"split_k": split, "ctas_per_sm": ctas, "pdl": caps.has("pdl")})
-    ]
+    return [config.with_fields(split_k=split, ctas_per_sm=ctas, pdl=caps.has("pdl"))]
 
 
 # The two-block tile with 8 k16 steps per warp (each warp then covers 128 of K per stage: one
