@@ -25,7 +25,11 @@ from humming_core.ops.layer import M_BUCKETS
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
 from humming_cuda.kernels.wna16_wgmma import FAMILY, WgmmaWna16Config
-from humming_cuda.kernels.wna16_wgmma.config import RS_MAX_BLOCK_M_2CTAS, RS_WIDE_BLOCK_MS
+from humming_cuda.kernels.wna16_wgmma.config import (
+    RS_MAX_BLOCK_M_2CTAS,
+    RS_MID_BLOCK_M,
+    RS_WIDE_BLOCK_MS,
+)
 from humming_cuda.kernels.wna16_wgmma.heuristics import STAGE_CHOICES
 
 N, K = 4096, 4096
@@ -200,6 +204,19 @@ def test_wide_token_tiles_compile_without_spills_or_serialized_wgmma(monkeypatch
         assert form
         widths.add(form.group(1))
     assert widths == {str(b) for b in RS_WIDE_BLOCK_MS}
+
+
+@pytest.mark.compile
+def test_mid_token_tile_compiles_without_spills_or_serialized_wgmma(monkeypatch, tmp_path):
+    """The 96-row tile (m64n96k16, register A) on every format, and with per-channel scales on
+    the first two: clean like the others, and the PTX issues m64n96 with register A."""
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    mid = {"arch": "sm_90a", "weights_in_registers": True, "pdl": True, "group_m": 1}
+    units = _format_units({**mid, "rs_block_m": RS_MID_BLOCK_M}, [{"rs_block_m": RS_MID_BLOCK_M}])
+    _assert_clean(units)
+    for text in dumped_ptx(tmp_path, units, RS_PTX_NEEDS):
+        act = "bf16" if ".bf16.bf16" in text else "f16"
+        assert re.search(rf"m64n96k16\.f32\.{act}\.{act} \{{[^}}]*\}}, \{{%r", text)
 
 
 def _stream_units() -> Units:

@@ -101,7 +101,7 @@ SMALL_M_SHAPES = (
 )
 
 
-# Mid M, the register form with K split at 64- and 128-row token tiles: (M, N, K, split_k,
+# Mid M, the register form with K split at 64-, 96- and 128-row token tiles: (M, N, K, split_k,
 # rs_block_m, stages), the rings as deep as the heuristic makes them for each tile. Several M
 # tiles (and an M tail in the last), N tails, uneven splits.
 MID_M_SHAPES = (
@@ -111,6 +111,9 @@ MID_M_SHAPES = (
     (130, 1000, 3000, 5, 128, 4),
     (257, 264, 1040, 2, 128, 6),
     (96, 384, 8192, 16, 128, 4),
+    (96, 520, 2056, 1, 96, 4),
+    (300, 264, 1040, 2, 96, 4),
+    (1030, 384, 4096, 1, 96, 6),
 )
 
 

@@ -31,6 +31,10 @@ RS_BLOCK_MS = (16, 32, 64, 128)  # wgmma N of the register form's token side
 # Wider token tiles (humming/mma/wgmma_wide.cuh) for large M: more tensor work per dequantized
 # fragment and per stage. Routed by the cost model (heuristics.RS_STEP_COST, measured 2026-12-05).
 RS_WIDE_BLOCK_MS = (160, 176)
+# 96 rows (m64n96k16, humming/mma/wgmma_narrow.cuh): two whole waves where 128-row tiles leave the
+# last one mostly empty (6144 x 4096 at M = 1024 on 132 SMs). Built and compile-tested; not routed
+# until a same-run sweep measures its step cost.
+RS_MID_BLOCK_M = 96
 # Token tiles of the stream-K form: its epilogue stages parts of at most 64 rows, and 176 rows
 # (11 parts of 16) spill under ptxas 13.
 STREAM_BLOCK_MS = (16, 32, 64, 128, 160)
@@ -57,7 +61,7 @@ class WgmmaWna16Config(WgmmaTileConfig):
     rs_frag_buffers: Literal[2, 4] = 4
     # The register form's token rows per tile (wgmma n16 / n32 / n64 at small M) and K splits
     # across CTAs (reduced in a workspace, humming/epilogue/split_tile.cuh).
-    rs_block_m: Literal[16, 32, 64, 128, 160, 176] = 128
+    rs_block_m: Literal[16, 32, 64, 96, 128, 160, 176] = 128
     split_k: int = Field(1, ge=1, le=16)
     # CTAs per SM the register form's registers are split for (WgmmaWna16RsTile::CTAS): 2 halves
     # each consumer's registers (104) for twice the warps per scheduler; narrow tiles only.

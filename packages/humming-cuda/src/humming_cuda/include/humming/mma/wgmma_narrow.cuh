@@ -1,6 +1,8 @@
-// Hopper warpgroup MMA with 16-bit register A fragments (fp16 / bf16) and a narrow N (16, 32 or 64):
-// the WnA16 register-A form at small M, where the tokens are wgmma's N side (out^T = W x^T) and a
-// 128-wide N would compute mostly padding. Kept apart from wgmma_f16.cuh so the large-M kernels'
+// Hopper warpgroup MMA with 16-bit register A fragments (fp16 / bf16) and a narrow N (16, 32, 64 or
+// 96): the WnA16 register-A form at small M, where the tokens are wgmma's N side (out^T = W x^T)
+// and a 128-wide N would compute mostly padding; 96 also where 128-token tiles leave a wave
+// mostly empty (6144 x 4096 at M = 1024: 192 tiles of 128 tokens are 1.45 waves of 132 CTAs, 264
+// of 96 are 2). Kept apart from wgmma_f16.cuh so the large-M kernels'
 // translation units stay unchanged. sm_90a only.
 //
 // Layouts are those of the m64n128 forms (humming/mma/wgmma.cuh, wgmma_f16.cuh) cut to N columns:
@@ -38,7 +40,18 @@ namespace humming {
       "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]),             \
       "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 
-// d[64xN] (+)= A[64x16] (registers) * B[Nx16]^T (K-major smem, trans-b 0) for N in {16, 32, 64};
+#define HM_WGMMA_N96_TEXT                                                                       \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                      \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "            \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "            \
+  "{%48, %49, %50, %51}, %52"
+#define HM_WGMMA_N96_PRED "%53"
+#define HM_WGMMA_N96_OUTPUTS                                                                    \
+  HM_WGMMA_N64_OUTPUTS, "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),        \
+      "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),             \
+      "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+
+// d[64xN] (+)= A[64x16] (registers) * B[Nx16]^T (K-major smem, trans-b 0) for N in {16, 32, 64, 96};
 // `accumulate` false overwrites d. The registers must stay unchanged until the wgmma reading them
 // has completed (wgmma_wait).
 #define HM_WGMMA_NARROW_RS(N, TYPE)                                                             \
@@ -66,5 +79,7 @@ HM_WGMMA_NARROW_RS_CASE(half, "f16", 64)
 HM_WGMMA_NARROW_RS_CASE(nv_bfloat16, "bf16", 16)
 HM_WGMMA_NARROW_RS_CASE(nv_bfloat16, "bf16", 32)
 HM_WGMMA_NARROW_RS_CASE(nv_bfloat16, "bf16", 64)
+HM_WGMMA_NARROW_RS_CASE(half, "f16", 96)
+HM_WGMMA_NARROW_RS_CASE(nv_bfloat16, "bf16", 96)
 
 }  // namespace humming
