@@ -74,6 +74,10 @@ FORCED = [
     # the 128-token W4A8 tile over 9 K blocks: every ring stage refilled after its release
     ("W4A8_FP8", "bf16", 300, 264, 1040, "w4a8_wgmma", {"split_k": 1, "rs_ctas_per_sm": 1,
      "rs_block_m": 128, "stages": 4, "staged_store": True}),
+    # the 96-row WnA16 token tile (m64n96k16): three tiles (an M tail of 8 rows), K split 2 ways,
+    # 17 K steps refilling a 4-stage ring
+    ("W4A16_G128", "bf16", 200, 520, 1040, "wna16_wgmma", {"split_k": 2, "rs_ctas_per_sm": 1,
+     "rs_block_m": 96, "stages": 4}),
 ]  # fmt: skip
 
 
