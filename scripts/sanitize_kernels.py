@@ -78,6 +78,9 @@ FORCED = [
     # 17 K steps refilling a 4-stage ring
     ("W4A16_G128", "bf16", 200, 520, 1040, "wna16_wgmma", {"split_k": 2, "rs_ctas_per_sm": 1,
      "rs_block_m": 96, "stages": 4}),
+    # stream-K on 96-row tiles: 9 tiles of 33 K steps over 132 CTAs, partial segments summed
+    ("W4A16_G128", "fp16", 200, 520, 2056, "wna16_wgmma", {"rs_stream_k": True, "split_k": 1,
+     "rs_ctas_per_sm": 1, "rs_block_m": 96, "stages": 4}),
 ]  # fmt: skip
 
 

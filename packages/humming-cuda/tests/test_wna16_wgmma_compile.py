@@ -220,11 +220,11 @@ def test_mid_token_tile_compiles_without_spills_or_serialized_wgmma(monkeypatch,
 
 
 def _stream_units() -> Units:
-    """The stream-K form (wna16_wgmma_stream.cuh): 128 rows on every format; 64, 128 and 160 rows
-    with per-channel scales on the first two."""
+    """The stream-K form (wna16_wgmma_stream.cuh): 128 rows on every format; 64, 96, 128 and 160
+    rows with per-channel scales on the first two."""
     stream = {"arch": "sm_90a", "weights_in_registers": True, "rs_stream_k": True, "pdl": True}
     return _format_units(
-        {**stream, "group_m": 8}, [{"group_m": 1, "rs_block_m": b} for b in (64, 128, 160)]
+        {**stream, "group_m": 8}, [{"group_m": 1, "rs_block_m": b} for b in (64, 96, 128, 160)]
     )
 
 
@@ -238,4 +238,4 @@ def test_stream_k_form_compiles_without_spills_or_serialized_wgmma(monkeypatch, 
     for spec, cfg, artifact in _assert_clean(units):
         assert artifact.meta["resources"]["stack_bytes"] == 0, f"{spec.weight} {cfg}"
     for text in dumped_ptx(tmp_path, units, (*RS_PTX_NEEDS, "atom.global.add")):
-        assert re.search(r"m64n(64|128|160)k16\.f32\.(f16|bf16)", text)
+        assert re.search(r"m64n(64|96|128|160)k16\.f32\.(f16|bf16)", text)

@@ -135,7 +135,7 @@ WIDE_M_SHAPES = (
 # tile of 64 K steps over 64 CTAs (64 partial segments, each one step); 9 tiles of 33 steps
 # (segments of 2-3 steps, K tails); 34 tiles of 32 steps at 64 rows; 132 tiles of 17 steps, one
 # whole tile per CTA (no partials); 160-row tiles, whole and partial ones mixed; 2 tiles of 128
-# steps at M = 17 (66 segments each).
+# steps at M = 17 (66 segments each); 96-row tiles: 9 tiles of 33 steps, partial segments.
 STREAM_SHAPES = (
     (128, 256, 4096, 128, 4),
     (300, 520, 2056, 128, 4),
@@ -143,6 +143,7 @@ STREAM_SHAPES = (
     (4100, 1000, 1040, 128, 4),
     (2000, 4096, 512, 160, 4),
     (17, 264, 8192, 64, 4),
+    (200, 520, 2056, 96, 4),
 )
 
 

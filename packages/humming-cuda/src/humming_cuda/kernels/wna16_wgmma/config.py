@@ -37,7 +37,7 @@ RS_WIDE_BLOCK_MS = (160, 176)
 RS_MID_BLOCK_M = 96
 # Token tiles of the stream-K form: its epilogue stages parts of at most 64 rows, and 176 rows
 # (11 parts of 16) spill under ptxas 13.
-STREAM_BLOCK_MS = (16, 32, 64, 128, 160)
+STREAM_BLOCK_MS = (16, 32, 64, 96, 128, 160)
 RS_MAX_BLOCK_M_2CTAS = 32  # the widest token tile whose accumulators fit two CTAs per SM
 # dequantized weight tiles: one read by wgmma, the next being written, and the previous one, which
 # the still-running wgmma of the step before may read
