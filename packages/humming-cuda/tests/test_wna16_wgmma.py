@@ -426,6 +426,32 @@ def test_wide_tiles_only_from_the_smallest_measured_m(m):
         assert FAMILY.candidates(presets.W4A16_G128, problem, SM90)[0].block_m <= 128
 
 
+# wgmma_config_sweep --set rs_block_m=64,96,128 --set split_k=1,2,4 on an H100 (132 SMs, as the
+# H200; session 33, benchmarks/notes/session33/sweep_split.json): (N, K, M, the model's tile and
+# split), the measured times in us
+MID_SWEEP = [
+    (6144, 4096, 1024, 96, 1),  # 96.3; routed before: 128 x 2, 111.4 (128 x 1: 106.2)
+    (6144, 4096, 768, 96, 2),  # 97.1 (96 x 1: 94.7); routed before: 128 x 2, 109.9
+    (6144, 4096, 512, 128, 1),  # 52.1, the fastest (96 x 1: 94.7)
+    (4096, 14336, 1024, 128, 1),  # 177.8, the fastest (96 x 2: 260.0)
+    (8192, 28672, 768, 128, 2),  # 556.2, the fastest (96 x 1: 614.7)
+]
+
+
+@pytest.mark.parametrize("n, k, m, block_m, split", MID_SWEEP)
+def test_cost_model_takes_96_row_tiles_where_they_fill_whole_waves(n, k, m, block_m, split):
+    cfg = FAMILY.candidates(presets.W4A16_G128, GemmProblem(n, k, m=m, act_dtype="fp16"), SM90)[0]
+    assert cfg.weights_in_registers and (cfg.block_m, cfg.split_k) == (block_m, split)
+
+
+@pytest.mark.parametrize("m", [65, 96, 128, 256, 511])
+def test_96_row_tiles_only_from_the_smallest_measured_m(m):
+    """Below MID_MIN_M the 96-row tile's step cost was not measured."""
+    for n, k in ((6144, 4096), (4096, 14336), (57344, 8192), (8192, 28672)):
+        problem = GemmProblem(n, k, m=m, act_dtype="fp16")
+        assert FAMILY.candidates(presets.W4A16_G128, problem, SM90)[0].block_m != 96
+
+
 def test_stream_k_renders_its_own_kernel_and_mirrors_its_shared_memory():
     """rs_stream_k (wna16_wgmma_stream.cuh): another entry and name for the same tile; the ring
     plus a staged part of at most 64 rows (160 rows: parts of 40); only with the producer, one

@@ -32,8 +32,8 @@ RS_BLOCK_MS = (16, 32, 64, 128)  # wgmma N of the register form's token side
 # fragment and per stage. Routed by the cost model (heuristics.RS_STEP_COST, measured 2026-12-05).
 RS_WIDE_BLOCK_MS = (160, 176)
 # 96 rows (m64n96k16, humming/mma/wgmma_narrow.cuh): two whole waves where 128-row tiles leave the
-# last one mostly empty (6144 x 4096 at M = 1024 on 132 SMs). Built and compile-tested; not routed
-# until a same-run sweep measures its step cost.
+# last one mostly empty (6144 x 4096 at M = 1024 on 132 SMs). Routed by the cost model
+# (heuristics.RS_STEP_COST, measured 2026-12-05).
 RS_MID_BLOCK_M = 96
 # Token tiles of the stream-K form: its epilogue stages parts of at most 64 rows, and 176 rows
 # (11 parts of 16) spill under ptxas 13.

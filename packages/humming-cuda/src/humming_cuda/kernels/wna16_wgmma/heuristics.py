@@ -1,7 +1,7 @@
 """Which specs and problems the WnA16-wgmma family runs (sm_90a), and its configs.
 
 From M = 17 on (9 for 8-bit codes) every M is this family's: a cost model in K steps (below)
-picks the register-A form's token tile (16 / 32 / 64 / 128 / 160 / 176 rows), its K split and,
+picks the register-A form's token tile (16 / 32 / 64 / 96 / 128 / 160 / 176 rows), its K split and,
 for tiles of up to 32 rows, one or two CTAs per SM, or the shared-memory form where its waves of
 128 x 128 tiles finish first. Smaller M goes to the mma.sync families (wna16_decode, wna16). An
 unknown M is refused with a reason.
@@ -30,6 +30,7 @@ from .config import (
     RS_BLOCK_MS,
     RS_BLOCK_N,
     RS_MAX_BLOCK_M_2CTAS,
+    RS_MID_BLOCK_M,
     RS_WIDE_BLOCK_MS,
     WgmmaWna16Config,
 )
@@ -80,7 +81,14 @@ PAIR_COST = 1.45
 # Offered from WIDE_MIN_M rows only: the sweep's smallest M; below it (a few M tiles, split K,
 # one partial wave) the fit is untested and the shared-memory form's one-wave wins there were
 # measured against 128-row tiles only.
-RS_STEP_COST = {16: 1.0, 32: 1.0, 64: 1.0, 128: 1.6, 160: 1.75, 176: 1.87}
+# The 96-row tile (m64n96k16): 1.30, the least-squares value over the register-form sweeps on
+# record (session 11's, session 30's and session 33's, `benchmarks/fit_rs_cost.py`; flat from 1.22
+# to 1.34). Same-run H100 sweep (session 33, notes/session33/sweep_split.json): W4A16 g128
+# 6144x4096 M=1024 96.3 us in 96-row tiles (264 CTAs: two whole waves) against 111.4 routed before
+# (128 rows split 2) and 106.2 unsplit, M=768 94.7 against 109.9; MXFP4 M=1024 114.6 against
+# 125.0. Offered from MID_MIN_M rows, the sweeps' smallest M.
+RS_STEP_COST = {16: 1.0, 32: 1.0, 64: 1.0, 96: 1.3, 128: 1.6, 160: 1.75, 176: 1.87}
+MID_MIN_M = 512
 WIDE_MIN_M = 1024
 SMEM_STEP_COST = RS_STEP_COST[128] / 1.4
 FIXED_STEPS = 12
@@ -128,7 +136,8 @@ class Plan:
 
 def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
     """The register form's (token tile, K split, CTAs per SM) choices: the narrowest tile that
-    holds M up to 64 rows, else 64- or 128-row tiles, and from WIDE_MIN_M 160 or 176 rows; every
+    holds M up to 64 rows, else 64- or 128-row tiles, from MID_MIN_M 96 rows, and from WIDE_MIN_M
+    160 or 176 rows; every
     split leaving MIN_STEPS_PER_SPLIT steps or more; two CTAs per SM for tiles of up to
     RS_MAX_BLOCK_M_2CTAS rows."""
     m = problem.m or 1
@@ -137,7 +146,8 @@ def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
     if m <= 64:
         widths = [next(b for b in RS_BLOCK_MS if b >= m)]
     else:
-        widths = [64, 128, *(RS_WIDE_BLOCK_MS if m >= WIDE_MIN_M else ())]
+        widths = [64, *((RS_MID_BLOCK_M,) if m >= MID_MIN_M else ()), 128]
+        widths += RS_WIDE_BLOCK_MS if m >= WIDE_MIN_M else ()
     plans = []
     for block_m in widths:
         tiles = -(-m // block_m) * n_tiles
