@@ -107,6 +107,13 @@ class KernelFormat:
         return self.act == "fp16" and self.group > 0
 
     @property
+    def folds_float_bias(self) -> bool:
+        """bf16 float codes with in-loop scales: the register-A wgmma kernel multiplies each group
+        row's scale by the codes' exponent-bias factor instead of every code pair by it
+        (Wna16WgmmaRsKernel::FOLD), which bounds the scales the layout takes (layout.py)."""
+        return self.act == "bf16" and self.kind == "float" and self.exponent > 0 and self.group > 0
+
+    @property
     def epi_global(self) -> bool:
         """Whether the epilogue multiplies by the fp32 `global_scale` tensor."""
         return self.global_scale or self.scale_shift

@@ -181,6 +181,8 @@ class Wna16Layout:
             zeros = unpack_n(cw.zeros, f.bits, cw.n).to(torch.float32)  # (N, G), no shift: q - z
         elif f.zero == "float":
             zeros = cw.zeros.float()
+        if f.folds_float_bias:
+            _check_folded(values, f)
         shift = _scale_shift(cw, values, zeros) if f.scale_shift else 0
         if shift:
             values = values * 2.0**shift
@@ -191,6 +193,37 @@ class Wna16Layout:
         if zeros is not None:
             out["zeros"] = _columns(_to_act(zeros, f.act, "weight zero points"), groups, n_pad)
         return out, shift
+
+
+# Mirrors Wna16WgmmaRsKernel::FOLD_DOWN: the power of two of the folded exponent-bias factor that
+# the kernel's epilogue puts back on the fp32 accumulators.
+FOLD_DOWN = 16
+
+
+def folded_scale_range(fmt: KernelFormat) -> tuple[float, float]:
+    """[lo, hi): the nonzero |scale| a bf16 float format's folded kernel takes exactly. hi keeps
+    scale * 2^(float_shift - FOLD_DOWN) finite in bf16; lo keeps the smallest nonzero weight times
+    2^-FOLD_DOWN a normal bf16, so it rounds as the weight itself does."""
+    bias = (1 << (fmt.exponent - 1)) - 1
+    float_shift = 127 - bias
+    smallest = 2.0 ** (1 - bias - fmt.mantissa)  # the format's smallest subnormal
+    return 2.0 ** (-126 + FOLD_DOWN) / smallest, 2.0 ** (128 - float_shift + FOLD_DOWN)
+
+
+def _check_folded(values: torch.Tensor, fmt: KernelFormat) -> None:
+    lo, hi = folded_scale_range(fmt)
+    mags = values.abs().to(torch.bfloat16).float()  # as the kernel reads them
+    nonzero = mags[mags > 0]
+    if nonzero.numel() == 0:
+        return
+    small, large = nonzero.min().item(), nonzero.max().item()
+    if small < lo or large >= hi:
+        raise ValueError(
+            f"weight scales from {small:.3g} to {large:.3g}: with bf16 activations, e{fmt.exponent}"
+            f"m{fmt.mantissa} codes take nonzero scales in [{lo:.3g}, {hi:.3g}) (the kernels fold "
+            "the codes' exponent bias into the scales; outside that range the folded scale "
+            "overflows bf16 or the smallest weights round as subnormals): rescale the layer"
+        )
 
 
 def _columns(x: torch.Tensor, groups: int, n_pad: int) -> torch.Tensor:

@@ -93,6 +93,13 @@ struct Dequant {
     }
   }
 
+  // Float codes under a group scale that already carries 2^float_shift() (or part of it; the
+  // caller undoes the rest): one multiply per pair instead of two.
+  HM_DEVICE static u32 apply_prefolded(u32 codes, const GroupParams<T>& g) {
+    static_assert(KIND == kWeightFloat && SCALED, "scaled float codes");
+    return as_u32(__hmul2(float_placed(codes), g.scale));
+  }
+
   // 4-bit integer codes read where they lie (fp16 activations): a word holds four code pairs, pair
   // f at bits 4f and 16 + 4f. Field 0 (bits 0-3 of each half) OR-ed under the magic number gives
   // magic + q; field 1 (bits 4-7), left in place, gives magic + 16q, which one exact hfma2 by 1/16

@@ -171,6 +171,15 @@ struct Wna16WgmmaRsKernel {
   using Dq = Dequant<ActT, Fmt::KIND, BITS, Fmt::EXP, Fmt::MAN, Fmt::ZERO, Fmt::IN_LOOP>;
   using Args = typename Wna16WgmmaKernel<Fmt, WgmmaWna16Tile<STAGES, Tile::GROUP_M>, ActT, OutT,
                                          BIAS>::Args;
+  // bf16 float codes with group scales: their exponent-bias factor 2^float_shift() rides on each
+  // group row's scale (one multiply per row, not one per code pair), less 2^FOLD_DOWN, which stage()
+  // puts back on the fp32 accumulators so that scales up to 2^(127 - float_shift() + FOLD_DOWN)
+  // stay finite (the layout refuses larger ones and ones small enough to round differently:
+  // kernels/wna16/layout.py, FOLD_DOWN there). Every product stays exact: powers of two.
+  static constexpr bool FOLD = ActTraits<ActT>::kBias == 127 && Fmt::KIND == kWeightFloat &&
+                               Fmt::IN_LOOP && Dq::float_shift() > 0;
+  static constexpr int FOLD_DOWN = 16;
+  static_assert(!FOLD || Dq::float_shift() > FOLD_DOWN, "the folded factor is a normal bf16");
 
   // Split-K over gridDim.z: split z runs K steps [z * iters_per_split, + iters_per_split), writes
   // its fp32 tile to `workspace` and bumps the tile's counter; the last to arrive sums the tiles
@@ -258,7 +267,13 @@ struct Wna16WgmmaRsKernel {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) gp[i][h] = Dq::prepare(act_at(s, 2 * i + h), act_at(z, 2 * i + h));
+      for (int h = 0; h < 2; ++h) {
+        gp[i][h] = Dq::prepare(act_at(s, 2 * i + h), act_at(z, 2 * i + h));
+        if constexpr (FOLD) {
+          constexpr u32 kFactor = u32(127 + Dq::float_shift() - FOLD_DOWN) << 7;  // bf16 2^(..)
+          gp[i][h].scale = __hmul2(gp[i][h].scale, from_u32<nv_bfloat162>(kFactor * 0x00010001u));
+        }
+      }
     }
   }
 
@@ -312,8 +327,13 @@ struct Wna16WgmmaRsKernel {
       for (int i = 0; i < 2; ++i) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          frag[i][h] = Dq::apply(hw.pair(4 * i + 2 * h), gp[i][h]);
-          frag[i][h + 2] = Dq::apply(hw.pair(4 * i + 2 * h + 1), gp[i][h]);
+          if constexpr (FOLD) {
+            frag[i][h] = Dq::apply_prefolded(hw.pair(4 * i + 2 * h), gp[i][h]);
+            frag[i][h + 2] = Dq::apply_prefolded(hw.pair(4 * i + 2 * h + 1), gp[i][h]);
+          } else {
+            frag[i][h] = Dq::apply(hw.pair(4 * i + 2 * h), gp[i][h]);
+            frag[i][h + 2] = Dq::apply(hw.pair(4 * i + 2 * h + 1), gp[i][h]);
+          }
         }
       }
     }
@@ -345,6 +365,7 @@ struct Wna16WgmmaRsKernel {
     const int group_off = Tile::X_BYTES + W_BYTES + 2 * (64 * warp + 8 * (lane / 4) + 4 * v);
     // groups of 64 or more: a step's 4 slices share one scale row (BK = 64 = 2^6)
     const bool one_row = !Fmt::IN_LOOP || a.group_shift >= 6;
+    const int group_mask = (1 << a.group_shift) - 1;
     constexpr int BUFS = Tile::FRAG_BUFS;
     const u32 magic2 = pinned_constant(Dq::kMagic2, a.k_tiles);
     u32 frag[BUFS][2][4] = {};
@@ -364,7 +385,8 @@ struct Wna16WgmmaRsKernel {
 #pragma unroll
       for (int kk = 0; kk < TILES_K; ++kk) {
         const int b = kk % BUFS, kt = kt0 + kk;
-        if (!one_row) {
+        // groups of 16 or 32: a new scale row where a group starts (every slice, every other)
+        if (!one_row && ((kt * 16) & group_mask) == 0) {
           group_params(stage, group_off, ((kt * 16) >> a.group_shift) - first_row(a, it), gp);
         }
         dequant(reinterpret_cast<const u32*>(stage + words_off + kk * TILE_BYTES), v, gp, frag[b],
@@ -411,6 +433,7 @@ struct Wna16WgmmaRsKernel {
   template <int PART = 0, int PARTS = 1>
   HM_DEVICE static void stage(const float (&acc)[2][ACC], float* tile) {
     constexpr int C0 = PART * ACC / 4 / PARTS, C1 = (PART + 1) * ACC / 4 / PARTS;
+    constexpr float kFoldUp = float(1 << FOLD_DOWN);  // what FOLD took off the scales
     static_assert(ACC / 4 % PARTS == 0, "whole 8-row accumulator groups per part");
     const int v = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
@@ -423,7 +446,8 @@ struct Wna16WgmmaRsKernel {
         for (int c = C0; c < C1; ++c) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            tile[out_index(8 * (c - C0) + 2 * t + e, nl)] = acc[i][4 * c + 2 * h + e];
+            const float v = acc[i][4 * c + 2 * h + e];
+            tile[out_index(8 * (c - C0) + 2 * t + e, nl)] = FOLD ? v * kFoldUp : v;
           }
         }
       }
