@@ -70,7 +70,7 @@ def test_folded_products_are_the_weights_times_their_scales(name, exponent, mant
         assert ok.all(), f"scale {s.item()}: {values[~ok]} -> {got[~ok]} vs {want[~ok]}"
 
 
-def _mxfp4_layer(e8m0: list[int]):
+def _mxfp4_layer(e8m0: list[int], zero_groups: tuple[int, ...] = ()):
     from humming_core.packing.canonical import CanonicalWeight
 
     n, k = 64, 32 * len(e8m0)
@@ -79,9 +79,11 @@ def _mxfp4_layer(e8m0: list[int]):
                                                         dtype="e8m0")),
         act=presets.MXFP4.act,
     )  # fmt: skip
-    qweight = pack_k(torch.randint(0, 16, (n, k), generator=torch.Generator().manual_seed(k)), 4)
+    codes = torch.randint(1, 8, (n, k), generator=torch.Generator().manual_seed(k))
+    for g in zero_groups:
+        codes[:, 32 * g : 32 * g + 32] = 8  # -0
     scales = torch.tensor(e8m0, dtype=torch.uint8).repeat(n, 1)
-    return CanonicalWeight(spec=spec, n=n, k=k, qweight=qweight, scales=scales)
+    return CanonicalWeight(spec=spec, n=n, k=k, qweight=pack_k(codes, 4), scales=scales)
 
 
 def test_the_layout_takes_scales_inside_the_folded_range_and_names_the_others():
@@ -90,5 +92,14 @@ def test_the_layout_takes_scales_inside_the_folded_range_and_names_the_others():
     assert (lo, hi) == (2.0**-109, 2.0**18)
     layout.pack(_mxfp4_layer([127 - 109, 127, 127 + 17]), "cpu")  # 2^-109, 1, 2^17
     for e in (127 - 110, 127 + 18):
-        with pytest.raises(ValueError, match=r"take nonzero scales in \[.*\): rescale the layer"):
+        with pytest.raises(ValueError, match=r"64 weight scale\(s\) from .*: rescale the layer"):
             layout.pack(_mxfp4_layer([127, e]), "cpu")
+
+
+def test_zero_groups_may_carry_the_smallest_scale_but_not_an_overflowing_one():
+    """Quantizers give an all-zero group the smallest e8m0 scale (2^-127): its weights are zero
+    whatever the rounding, so the layout takes it; a scale the fold overflows makes 0 x inf."""
+    layout = Wna16Layout(KernelFormat.from_spec(presets.MXFP4))
+    layout.pack(_mxfp4_layer([127, 0, 127], zero_groups=(1,)), "cpu")
+    with pytest.raises(ValueError, match="rescale the layer"):
+        layout.pack(_mxfp4_layer([127, 127 + 18], zero_groups=(1,)), "cpu")

@@ -182,7 +182,7 @@ class Wna16Layout:
         elif f.zero == "float":
             zeros = cw.zeros.float()
         if f.folds_float_bias:
-            _check_folded(values, f)
+            _check_folded(cw, values, f)
         shift = _scale_shift(cw, values, zeros) if f.scale_shift else 0
         if shift:
             values = values * 2.0**shift
@@ -201,28 +201,45 @@ FOLD_DOWN = 16
 
 
 def folded_scale_range(fmt: KernelFormat) -> tuple[float, float]:
-    """[lo, hi): the nonzero |scale| a bf16 float format's folded kernel takes exactly. hi keeps
-    scale * 2^(float_shift - FOLD_DOWN) finite in bf16; lo keeps the smallest nonzero weight times
-    2^-FOLD_DOWN a normal bf16, so it rounds as the weight itself does."""
+    """[lo, hi): the |scale| a bf16 float format's folded kernel takes exactly. Every scale stays
+    under hi, which keeps scale * 2^(float_shift - FOLD_DOWN) finite in bf16 (an infinite one
+    would turn even zero codes into NaN); a scale of a group with nonzero codes stays at or above
+    lo, which keeps its smallest weight times 2^-FOLD_DOWN a normal bf16, rounding as the weight
+    itself does (zero groups, which quantizers give the smallest scale, are free)."""
     bias = (1 << (fmt.exponent - 1)) - 1
     float_shift = 127 - bias
     smallest = 2.0 ** (1 - bias - fmt.mantissa)  # the format's smallest subnormal
     return 2.0 ** (-126 + FOLD_DOWN) / smallest, 2.0 ** (128 - float_shift + FOLD_DOWN)
 
 
-def _check_folded(values: torch.Tensor, fmt: KernelFormat) -> None:
+def _nonzero_groups(cw: CanonicalWeight, rows: torch.Tensor, group: int) -> torch.Tensor:
+    """(len(rows), G): whether each group of those rows holds a nonzero code (sign bit aside)."""
+    bits, groups = cw.spec.weight.dtype.bits, -(-cw.k // group)
+    parts = []
+    for r0 in range(0, rows.numel(), _ROWS_PER_CHUNK):
+        picked = cw.qweight[rows[r0 : r0 + _ROWS_PER_CHUNK]].contiguous()
+        mags = unpack_k(picked, bits, cw.k) & ((1 << (bits - 1)) - 1)
+        mags = torch.nn.functional.pad(mags, (0, groups * group - cw.k))
+        parts.append(mags.view(-1, groups, group).ne(0).any(2))
+    return torch.cat(parts)
+
+
+def _check_folded(cw: CanonicalWeight, values: torch.Tensor, fmt: KernelFormat) -> None:
     lo, hi = folded_scale_range(fmt)
     mags = values.abs().to(torch.bfloat16).float()  # as the kernel reads them
-    nonzero = mags[mags > 0]
-    if nonzero.numel() == 0:
-        return
-    small, large = nonzero.min().item(), nonzero.max().item()
-    if small < lo or large >= hi:
+    tiny = (mags > 0) & (mags < lo)
+    bad = mags >= hi
+    if bool(tiny.any()):
+        rows = tiny.any(1).nonzero().view(-1)
+        bad[rows] |= tiny[rows] & _nonzero_groups(cw, rows, fmt.group)
+    if bool(bad.any()):
         raise ValueError(
-            f"weight scales from {small:.3g} to {large:.3g}: with bf16 activations, e{fmt.exponent}"
-            f"m{fmt.mantissa} codes take nonzero scales in [{lo:.3g}, {hi:.3g}) (the kernels fold "
-            "the codes' exponent bias into the scales; outside that range the folded scale "
-            "overflows bf16 or the smallest weights round as subnormals): rescale the layer"
+            f"{int(bad.sum())} weight scale(s) from {mags[bad].min().item():.3g} to "
+            f"{mags[bad].max().item():.3g}: with bf16 activations, e{fmt.exponent}m{fmt.mantissa} "
+            f"codes take scales below {hi:.3g}, and at least {lo:.3g} where a group holds nonzero "
+            "codes (the kernels fold the codes' exponent bias into the scales; outside that range "
+            "the folded scale overflows bf16 or the smallest weights round as subnormals): "
+            "rescale the layer"
         )
 
 
