@@ -23,10 +23,9 @@ from dataclasses import dataclass, replace
 from points import Point
 
 from humming_cuda.kernels.wgmma_tile import waves
+from humming_cuda.kernels.wna16.heuristics import DEFAULT_SMS
 from humming_cuda.kernels.wna16_wgmma import heuristics as h
 from humming_cuda.kernels.wna16_wgmma.config import BLOCK_K, RS_BLOCK_N
-
-SMS = 132  # the H100 / H200 SXM parts the sweeps ran on
 
 
 @dataclass(frozen=True)
@@ -36,12 +35,10 @@ class Model:
     split_row: float
 
     def cost(self, n: int, k: int, m: int, block_m: int, split: int) -> float:
-        steps = -(-k // BLOCK_K)
+        """heuristics.register_plans' cost of a one-CTA-per-SM plan, under this model's values."""
         tiles = -(-m // block_m) * -(-n // RS_BLOCK_N)
-        cta = -(-steps // split) * self.step[block_m] + self.fixed
-        if split > 1:
-            cta += split * block_m * self.split_row
-        return waves(tiles * split, SMS) * cta
+        cta = h.cta_cost(-(-k // BLOCK_K), block_m, split, self.step, self.fixed, self.split_row)
+        return waves(tiles * split, DEFAULT_SMS) * cta
 
 
 def measured(paths: list[str]) -> list[tuple[str, list[tuple[int, int, float]]]]:

@@ -134,12 +134,26 @@ class Plan:
     ctas_per_sm: int = 1
 
 
+def cta_cost(
+    steps: int,
+    block_m: int,
+    split: int,
+    step_cost: dict[int, float] = RS_STEP_COST,
+    fixed: float = FIXED_STEPS,
+    split_row: float = SPLIT_ROW_STEPS,
+) -> float:
+    """One register-form CTA under the model above: its share of `steps` K steps at its tile's
+    step cost, the fixed cost and, when K is split, the read-back of every split's rows. The
+    constants are parameters so that benchmarks/fit_rs_cost.py refits this formula, not a copy."""
+    cta = -(-steps // split) * step_cost[block_m] + fixed
+    return cta + split * block_m * split_row if split > 1 else cta
+
+
 def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
     """The register form's (token tile, K split, CTAs per SM) choices: the narrowest tile that
     holds M up to 64 rows, else 64- or 128-row tiles, from MID_MIN_M 96 rows, and from WIDE_MIN_M
-    160 or 176 rows; every
-    split leaving MIN_STEPS_PER_SPLIT steps or more; two CTAs per SM for tiles of up to
-    RS_MAX_BLOCK_M_2CTAS rows."""
+    160 or 176 rows; every split leaving MIN_STEPS_PER_SPLIT steps or more; two CTAs per SM for
+    tiles of up to RS_MAX_BLOCK_M_2CTAS rows."""
     m = problem.m or 1
     steps = -(-problem.k // BLOCK_K)
     n_tiles = -(-problem.n // RS_BLOCK_N)
@@ -154,9 +168,7 @@ def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
         for split in range(1, MAX_SPLIT + 1):
             if split > 1 and steps // split < MIN_STEPS_PER_SPLIT:
                 break
-            cta = -(-steps // split) * RS_STEP_COST[block_m] + FIXED_STEPS
-            if split > 1:
-                cta += split * block_m * SPLIT_ROW_STEPS
+            cta = cta_cost(steps, block_m, split)
             plans.append(Plan(waves(tiles * split, sms) * cta, True, block_m, split))
             if block_m <= RS_MAX_BLOCK_M_2CTAS:
                 cost = waves(tiles * split, 2 * sms) * cta * PAIR_COST
