@@ -13,6 +13,7 @@ import torch
 from humming_core.numerics.codec import decode
 from humming_core.packing.bits import pack_k
 from humming_core.spec import QuantSpec, ScaleSpec, WeightSpec, presets
+from humming_core.spec.scalar import scalar
 from humming_cuda.kernels.wna16.config import KernelFormat
 from humming_cuda.kernels.wna16.layout import FOLD_DOWN, Wna16Layout, folded_scale_range
 
@@ -52,9 +53,7 @@ def test_folded_products_are_the_weights_times_their_scales(name, exponent, mant
     """placed(code) x (s x 2^(float_shift - FOLD_DOWN)) x 2^FOLD_DOWN, each step in bf16 as the
     kernel does it, equals bf16(value(code) x s) for every code and scales across the range."""
     bits = 1 + exponent + mantissa
-    fmt = KernelFormat("bf16", "bf16", bits, "float", exponent, mantissa, "none", 32, "none",
-                       False, False)  # fmt: skip
-    lo, hi = folded_scale_range(fmt)
+    lo, hi = folded_scale_range(scalar(name))
     codes = torch.arange(1 << bits)
     values = decode(name, codes).float()
     float_shift = 127 - ((1 << (exponent - 1)) - 1)
@@ -88,7 +87,7 @@ def _mxfp4_layer(e8m0: list[int], zero_groups: tuple[int, ...] = ()):
 
 def test_the_layout_takes_scales_inside_the_folded_range_and_names_the_others():
     layout = Wna16Layout(KernelFormat.from_spec(presets.MXFP4))
-    lo, hi = folded_scale_range(layout.fmt)
+    lo, hi = folded_scale_range(scalar("e2m1"))
     assert (lo, hi) == (2.0**-109, 2.0**18)
     layout.pack(_mxfp4_layer([127 - 109, 127, 127 + 17]), "cpu")  # 2^-109, 1, 2^17
     for e in (127 - 110, 127 + 18):

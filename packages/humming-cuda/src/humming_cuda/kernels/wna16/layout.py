@@ -25,6 +25,7 @@ import torch
 from humming_core.numerics.codec import decode
 from humming_core.packing.bits import unpack_k, unpack_n
 from humming_core.packing.canonical import CanonicalWeight
+from humming_core.spec.scalar import ScalarType
 
 from .config import LAYOUT_TILE_K, LAYOUT_TILE_N, KernelFormat
 
@@ -182,7 +183,7 @@ class Wna16Layout:
         elif f.zero == "float":
             zeros = cw.zeros.float()
         if f.folds_float_bias:
-            _check_folded(cw, values, f)
+            _check_folded(cw, values, f.group)
         shift = _scale_shift(cw, values, zeros) if f.scale_shift else 0
         if shift:
             values = values * 2.0**shift
@@ -200,16 +201,14 @@ class Wna16Layout:
 FOLD_DOWN = 16
 
 
-def folded_scale_range(fmt: KernelFormat) -> tuple[float, float]:
-    """[lo, hi): the |scale| a bf16 float format's folded kernel takes exactly. Every scale stays
-    under hi, which keeps scale * 2^(float_shift - FOLD_DOWN) finite in bf16 (an infinite one
-    would turn even zero codes into NaN); a scale of a group with nonzero codes stays at or above
-    lo, which keeps its smallest weight times 2^-FOLD_DOWN a normal bf16, rounding as the weight
-    itself does (zero groups, which quantizers give the smallest scale, are free)."""
-    bias = (1 << (fmt.exponent - 1)) - 1
-    float_shift = 127 - bias
-    smallest = 2.0 ** (1 - bias - fmt.mantissa)  # the format's smallest subnormal
-    return 2.0 ** (-126 + FOLD_DOWN) / smallest, 2.0 ** (128 - float_shift + FOLD_DOWN)
+def folded_scale_range(codes: ScalarType) -> tuple[float, float]:
+    """[lo, hi): the |scale| the folded kernel takes exactly for float `codes` (bf16 activations).
+    Every scale stays under hi, which keeps scale * 2^(float_shift - FOLD_DOWN) finite in bf16 (an
+    infinite one would turn even zero codes into NaN); a scale of a group with nonzero codes stays
+    at or above lo, which keeps its smallest weight times 2^-FOLD_DOWN a normal bf16, rounding as
+    the weight itself does (zero groups, which quantizers give the smallest scale, are free)."""
+    float_shift = 127 - codes.bias  # Dequant::float_shift() for bf16
+    return 2.0 ** (-126 + FOLD_DOWN) / codes.min_subnormal, 2.0 ** (128 - float_shift + FOLD_DOWN)
 
 
 def _nonzero_groups(cw: CanonicalWeight, rows: torch.Tensor, group: int) -> torch.Tensor:
@@ -224,19 +223,20 @@ def _nonzero_groups(cw: CanonicalWeight, rows: torch.Tensor, group: int) -> torc
     return torch.cat(parts)
 
 
-def _check_folded(cw: CanonicalWeight, values: torch.Tensor, fmt: KernelFormat) -> None:
-    lo, hi = folded_scale_range(fmt)
+def _check_folded(cw: CanonicalWeight, values: torch.Tensor, group: int) -> None:
+    codes = cw.spec.weight.dtype
+    lo, hi = folded_scale_range(codes)
     mags = values.abs().to(torch.bfloat16).float()  # as the kernel reads them
     tiny = (mags > 0) & (mags < lo)
     bad = mags >= hi
     if bool(tiny.any()):
         rows = tiny.any(1).nonzero().view(-1)
-        bad[rows] |= tiny[rows] & _nonzero_groups(cw, rows, fmt.group)
+        bad[rows] |= tiny[rows] & _nonzero_groups(cw, rows, group)
     if bool(bad.any()):
         raise ValueError(
             f"{int(bad.sum())} weight scale(s) from {mags[bad].min().item():.3g} to "
-            f"{mags[bad].max().item():.3g}: with bf16 activations, e{fmt.exponent}m{fmt.mantissa} "
-            f"codes take scales below {hi:.3g}, and at least {lo:.3g} where a group holds nonzero "
+            f"{mags[bad].max().item():.3g}: with bf16 activations, {codes.name} codes "
+            f"take scales below {hi:.3g}, and at least {lo:.3g} where a group holds nonzero "
             "codes (the kernels fold the codes' exponent bias into the scales; outside that range "
             "the folded scale overflows bf16 or the smallest weights round as subnormals): "
             "rescale the layer"
