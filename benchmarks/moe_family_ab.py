@@ -1,9 +1,10 @@
 """Same-run A/B of the MoE layer on the two WnA16 MoE families (issue 8): moe_wna16 (mma.sync)
 against the device's routing, which gives moe_wna16_wgmma the M buckets with enough rows per
-expert (its heuristics' thresholds, overridable here to measure them).
+expert (its heuristics' threshold, overridable here to measure it; its block choice is
+benchmarks/moe_block_sweep.py's to measure).
 
     python3 benchmarks/moe_family_ab.py [--specs W4A16_G128,MXFP4] [--m 128,512,2048,8192]
-        [--min-rows 32] [--max-rows-block-64 63] [--out ab.json]
+        [--min-rows 32] [--out ab.json]
     python3 benchmarks/moe_family_ab.py --decode [--m 1,8,32,128] ...
 
 Per spec and M: the humming bench's MoE layer (Qwen3-30B-A3B experts, w13 with the SiLU GLU, w2
@@ -40,14 +41,14 @@ NEVER = 1 << 62  # more rows per expert than any layer routes: moe_wna16_wgmma l
 
 
 @contextmanager
-def thresholds(min_rows: int, max_rows_block_64: int):
-    """moe_wna16_wgmma's routing thresholds set for the layers built inside."""
-    saved = heuristics.MIN_ROWS_PER_EXPERT, heuristics.MAX_ROWS_FOR_BLOCK_64
-    heuristics.MIN_ROWS_PER_EXPERT, heuristics.MAX_ROWS_FOR_BLOCK_64 = min_rows, max_rows_block_64
+def threshold(min_rows: int):
+    """moe_wna16_wgmma's routing threshold set for the layers built inside."""
+    saved = heuristics.MIN_ROWS_PER_EXPERT
+    heuristics.MIN_ROWS_PER_EXPERT = min_rows
     try:
         yield
     finally:
-        heuristics.MIN_ROWS_PER_EXPERT, heuristics.MAX_ROWS_FOR_BLOCK_64 = saved
+        heuristics.MIN_ROWS_PER_EXPERT = saved
 
 
 @contextmanager
@@ -61,13 +62,13 @@ def without_decode():
         moe_wna16_heuristics.decode_config = saved
 
 
-def compare(name: str, m: int, routed: tuple[int, int], decode: bool = False) -> dict:
+def compare(name: str, m: int, min_rows: int, decode: bool = False) -> dict:
     copies, calls = copies_and_calls(m)
     x = activations(preset(name), m, torch.device("cuda"))
     routes = routings(m, calls, torch.device("cuda"), seed=m)
     row = {"spec": name, "M": m}
-    a_build = without_decode() if decode else thresholds(NEVER, NEVER)
-    for label, build in (("A", a_build), ("B", thresholds(*routed))):
+    a_build = without_decode() if decode else threshold(NEVER)
+    for label, build in (("A", a_build), ("B", threshold(min_rows))):
         with build:
             pairs = layer_pairs(preset(name), torch.device("cuda"), copies, (m,))
         bucket = bucket_of(m * TOPK)
@@ -93,13 +94,11 @@ def main() -> None:
     parser.add_argument("--specs", default="W4A16_G128,MXFP4")
     parser.add_argument("--m", default="128,512,2048,8192")
     parser.add_argument("--min-rows", type=int, default=heuristics.MIN_ROWS_PER_EXPERT)
-    parser.add_argument("--max-rows-block-64", type=int, default=heuristics.MAX_ROWS_FOR_BLOCK_64)
     parser.add_argument("--decode", action="store_true", help="A/B of moe_wna16's decode form")
     parser.add_argument("--out")
     args = parser.parse_args()
-    routed = (args.min_rows, args.max_rows_block_64)
     rows = [
-        compare(name, int(m), routed, args.decode)
+        compare(name, int(m), args.min_rows, args.decode)
         for name in args.specs.split(",")
         for m in args.m.split(",")
     ]

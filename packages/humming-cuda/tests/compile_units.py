@@ -40,6 +40,10 @@ class Units:
         """The heuristic's choice for `problem`."""
         self.add(spec, self.family.candidates(spec, problem, self.caps)[0])
 
+    def sources(self) -> list[tuple[object, object, KernelSource]]:
+        """(spec, config, rendered source) per unit, in the order first added."""
+        return list(self._units.values())
+
     def compile(self, workers: int) -> list[tuple[object, object, Artifact]]:
         """(spec, config, artifact) per unit; NVRTC runs in `workers` threads."""
         from humming_cuda.compiler import compile_source

@@ -84,6 +84,18 @@ def test_candidates_wrap_the_inner_kernel_the_codes_spec_would_run(rows, inner, 
     assert cfgs[0].inner == twin_first
 
 
+def test_row_scaled_inner_kernel_keeps_blocks_its_registers_allow():
+    """At 128 rows per expert the bf16 codes spec takes 160-row blocks; rendered with per-row
+    activation scales (a producer of 80 registers) the kernel is built for 128 at most."""
+    rows = 128 * 128
+    device = CudaDevice.for_arch("sm_90a")
+    assert device.candidates(codes_spec(MXINT4_I8), problem(rows))[0].block_m == 160
+    cfgs = FAMILY.candidates(MXINT4_I8, problem(rows), SM90)
+    assert cfgs and {c.inner.family for c in cfgs} == {"moe_wna16_wgmma"}
+    assert {c.block_m for c in cfgs} == {128}
+    FAMILY.render(MXINT4_I8, cfgs[0], SM90)  # renders (a 160-row one raises, test_moe_wna16_wgmma)
+
+
 @pytest.mark.parametrize(
     ("rows", "block", "stages", "ctas"),
     [

@@ -4,6 +4,7 @@ no opt-in since its verification) and the weight layout both share."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -21,11 +22,17 @@ from humming_cuda.kernels import FAMILIES, family_named
 from humming_cuda.kernels.moe_wna16 import FAMILY as MOE_WNA16
 from humming_cuda.kernels.moe_wna16_wgmma import FAMILY, MoeWna16WgmmaConfig
 from humming_cuda.kernels.moe_wna16_wgmma.bind import signature
-from humming_cuda.kernels.moe_wna16_wgmma.config import smem_bytes, weight_stage_bytes
+from humming_cuda.kernels.moe_wna16_wgmma.config import (
+    BLOCK_MS,
+    block_ms,
+    smem_bytes,
+    weight_stage_bytes,
+)
 from humming_cuda.kernels.moe_wna16_wgmma.heuristics import (
-    MAX_ROWS_FOR_BLOCK_64,
     MIN_ROWS_PER_EXPERT,
     STAGES,
+    block_m_for,
+    expected_blocks,
 )
 from humming_cuda.kernels.wgmma_tile import ALIGN_SLACK
 from humming_cuda.kernels.wna16.config import KernelFormat
@@ -62,8 +69,9 @@ def test_registered_before_moe_wna16_and_verified():
     [
         ({"stages": 2}, r"stages=2: .* \(3, 4, 5, 6, 8\)"),
         ({"stages": 7}, r"stages=7: .* \(3, 4, 5, 6, 8\)"),
-        ({"block_m": 32}, r"block_m=32: .* \(64, 128\) rows .* moe_wna16"),
-        ({"block_m": 256}, r"block_m=256: .* \(64, 128\)"),
+        ({"block_m": 32}, r"block_m=32: .* \(64, 96, 128, 160\) rows .* moe_wna16"),
+        ({"block_m": 256}, r"block_m=256: .* \(64, 96, 128, 160\)"),
+        ({"block_m": 176}, r"block_m=176: .* \(64, 96, 128, 160\)"),
         ({"block_m": 48, "e4m3": True}, r"block_m=48: .* e4m3 form takes \(16, 32, 64, 128\)"),
         ({"block_m": 32, "e4m3": True, "ctas_per_sm": 2}, r"ctas_per_sm=2 .* at most 16 rows"),
         ({"block_m": 64, "ctas_per_sm": 2}, r"ctas_per_sm=2 with e4m3=False"),
@@ -128,9 +136,14 @@ def _rows(per_expert: int) -> GemmProblem:
         (None, False, 64),
         (E * (MIN_ROWS_PER_EXPERT - 1), False, 64),
         (E * MIN_ROWS_PER_EXPERT - E + 1, True, 64),  # rounds up to MIN_ROWS_PER_EXPERT
-        (E * MAX_ROWS_FOR_BLOCK_64, True, 64),
-        (E * MAX_ROWS_FOR_BLOCK_64 + 1, True, 128),
-        (E * 1024, True, 128),
+        (E * 48, True, 64),
+        (E * 64, True, 96),  # M = 1024 of the bench's layer (top 8)
+        (E * 80, True, 96),
+        (E * 112, True, 128),
+        (E * 128, True, 160),  # M = 2048
+        (E * 256, True, 160),  # M = 4096
+        (E * 512, True, 128),  # M = 8192
+        (E * 1024, True, 160),
     ],
 )
 def test_prefers_and_block_follow_the_rows_per_expert(m, prefers, block_m):
@@ -138,7 +151,50 @@ def test_prefers_and_block_follow_the_rows_per_expert(m, prefers, block_m):
     assert FAMILY.supports(GLU, problem, SM90)
     assert FAMILY.prefers(GLU, problem, SM90) is prefers
     configs = FAMILY.candidates(GLU, problem, SM90)
-    assert [(c.stages, c.block_m) for c in configs] == [(s, block_m) for s in STAGES]
+    fmt = KernelFormat.from_spec(GLU)
+    fits = [
+        s
+        for s in STAGES
+        if smem_bytes(fmt, MoeWna16WgmmaConfig(arch="sm_90a", stages=s, block_m=block_m))
+        <= SM90.smem_per_block
+    ]
+    assert fits and [(c.stages, c.block_m) for c in configs] == [(s, block_m) for s in fits]
+
+
+def test_expected_blocks_match_the_binomial_expectation():
+    """expected_blocks (normal approximation) against E[ceil(rows / block)] summed exactly over
+    the binomial distribution of an expert's rows, within 2%."""
+    for m, experts in ((128 * 32, 128), (128 * 128, 128), (64 * 80, 64), (128 * 512, 128)):
+        problem = GemmProblem(n=1536, k=2048, m=m, num_experts=experts)
+        p = 1 / experts
+        pmf = [math.exp(log_binomial_pmf(m, c, p)) for c in range(m + 1)]
+        for block_m in BLOCK_MS:
+            exact = sum(q * -(-c // block_m) for c, q in enumerate(pmf))
+            assert expected_blocks(problem, block_m) == pytest.approx(exact, rel=0.02)
+
+
+def log_binomial_pmf(n: int, c: int, p: float) -> float:
+    return (
+        math.lgamma(n + 1) - math.lgamma(c + 1) - math.lgamma(n - c + 1)
+        + c * math.log(p) + (n - c) * math.log1p(-p)
+    )  # fmt: skip
+
+
+def test_wide_blocks_only_where_the_producer_leaves_the_registers():
+    """160-row blocks need 208 consumer registers: not with zero points or per-row activation
+    scales (their producer keeps 80), where the heuristics take 128 and render refuses 160."""
+    at_128 = GemmProblem(n=1536, k=2048, m=E * 128, num_experts=E)
+    zp = moe_spec(UINT8_ZP)
+    assert block_m_for(GLU, at_128) == 160
+    assert block_m_for(GLU, at_128, row_scaled=True) == 128
+    assert block_m_for(zp, at_128) == 128
+    assert block_ms(KernelFormat.from_spec(zp), False) == (64, 96, 128)
+    wide = MoeWna16WgmmaConfig(arch="sm_90a", stages=4, block_m=160)
+    FAMILY.render(GLU, wide, SM90)
+    with pytest.raises(ValueError, match=r"block_m=160: .* \(64, 96, 128\) row blocks .* uint8"):
+        FAMILY.render(zp, wide, SM90)
+    with pytest.raises(ValueError, match=r"block_m=160: .* row scale 'int8'"):
+        FAMILY.render(GLU, wide, SM90, row_scale="int8")
 
 
 def test_only_ring_depths_that_fit_are_candidates():
@@ -146,8 +202,8 @@ def test_only_ring_depths_that_fit_are_candidates():
     fmt = KernelFormat.from_spec(GLU)
     deep = MoeWna16WgmmaConfig(arch="sm_90a", stages=6, block_m=128)
     tight = SM90.model_copy(update={"smem_per_block": smem_bytes(fmt, deep) - 1})
-    assert [c.stages for c in FAMILY.candidates(GLU, _rows(256), SM90)] == list(STAGES)
-    assert [c.stages for c in FAMILY.candidates(GLU, _rows(256), tight)] == [
+    assert [c.stages for c in FAMILY.candidates(GLU, _rows(512), SM90)] == list(STAGES)
+    assert [c.stages for c in FAMILY.candidates(GLU, _rows(512), tight)] == [
         s for s in STAGES if s < 6
     ]
 

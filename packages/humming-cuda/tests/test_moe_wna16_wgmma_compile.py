@@ -4,7 +4,9 @@ kernel's paths: wgmma on 16-bit operands, x rows gathered with cp.async, the wei
 on mbarriers.
 
 Units: W4A16 g128 with a SiLU GLU, uint8 codes with zero points (no GLU, router weights) and
-MXFP4 (bf16), each at block_m 64 and 128 on the first ring depth.
+MXFP4 (bf16), each at the blocks the heuristics take for 32, 64, 128 and 512 rows per expert
+(64, 96, 160 and 128; zero-point codes 128 instead of 160) on their first ring depth and on 3
+stages.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def _units() -> Units:
     """Per spec and block: the heuristics' ring depth (the deepest that fits) and the shallowest."""
     units = Units(FAMILY, "sm_90a")
     for spec in SPECS:
-        for per_expert in (MIN_ROWS_PER_EXPERT, 4 * MIN_ROWS_PER_EXPERT):  # 64- and 128-row blocks
+        for per_expert in (MIN_ROWS_PER_EXPERT, 64, 128, 512):
             problem = GemmProblem(n=1536, k=2048, m=128 * per_expert, num_experts=128)
             units.add_first(spec, problem)
             block_m = FAMILY.candidates(spec, problem, units.caps)[0].block_m
@@ -56,7 +58,11 @@ def _units() -> Units:
 def test_units_compile_without_spills(monkeypatch, tmp_path):
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
     units = _units()
-    assert len(units) == 4 * len(SPECS)
+    blocks = {(spec.weight.dtype.name, cfg.block_m) for spec, cfg, _ in units.sources()}
+    assert blocks == {
+        *((code, b) for code in ("int4", "e2m1") for b in (64, 96, 128, 160)),
+        *(("uint8", b) for b in (64, 96, 128)),
+    }
     for spec, cfg, artifact in units.compile(workers=2):
         assert_fits_registers(artifact, cfg.threads, f"{spec.weight} {spec.epilogue} {cfg}")
     dumped_ptx(tmp_path, units, PTX_NEEDS)

@@ -1,6 +1,7 @@
 """MoE WnA16-wgmma conformance on the GPU (sm_90a) against humming_core.numerics.moe, with the
 bound of test_moe_wna16_conformance.py (moe_cases.py): routed rows from 32 to 256 per expert, so
-that the layers take this family at block_m 64 and 128; uniform and skewed routing, split and interleaved GLUs
+that the layers take this family at block_m 64, 96, 128 and 160 (and every code form at 96 and
+160, forced); uniform and skewed routing, split and interleaved GLUs
 (gpt-oss's clamped SwiGLU with its biases included), plain activations, router weights, experts
 dropped by an expert map (expert -1 blocks), N tails past the 256-column tile and K tails past
 the 64-deep step (K a multiple of 8 only); layers of more tiles than CTAs, so each persistent CTA
@@ -33,23 +34,23 @@ pytestmark = [
 ]
 FAMILY = "moe_wna16_wgmma"
 GELU_INTERLEAVED = (("glu", "gelu_tanh_mul"), ("glu_layout", "interleaved"))
-# (case, the block_m its M bucket takes: bucket_of(m * top_k) / experts rows per expert, 64 below
-# 64 of them, else 128)
+# (case, the block_m its M bucket takes for bucket_of(m * top_k) / experts rows per expert:
+# heuristics.block_m_for, 64 at 32-43 rows, 96 at 64, 160 at 128 and 256; 128 with zero points)
 CASES = [
     # 512 routed rows over 8 experts; 160 GLU outputs (a 128-column tail), K 264 (a 8-deep tail)
-    (Case(8, 2, 256, 320, 264, presets.W4A16_G128, SILU), 128),
+    (Case(8, 2, 256, 320, 264, presets.W4A16_G128, SILU), 96),
     (Case(16, 2, 256, 320, 264, presets.W4A16_G128, SILU, skew=True), 64),  # 32 rows per expert
     (Case(8, 4, 300, 384, 1000, presets.GPTQ_INT4, GELU_INTERLEAVED, skew=True), 128),
-    (Case(16, 4, 512, 200, 512, presets.W8A16, (("activation", "relu"),), drop=True), 128),
+    (Case(16, 4, 512, 200, 512, presets.W8A16, (("activation", "relu"),), drop=True), 160),
     (Case(48, 4, 512, 256, 520, presets.MXFP4, OAI, bias=True), 64),  # 43 rows per expert
-    (Case(64, 8, 1024, 512, 1024, presets.NVFP4, SILU, skew=True, drop=True), 128),
+    (Case(64, 8, 1024, 512, 1024, presets.NVFP4, SILU, skew=True, drop=True), 160),
     (Case(24, 2, 400, 264, 256, presets.GGUF_Q4_K, ()), 64),
     (Case(8, 2, 300, 136, 136, UINT8_ZP, (), skew=True, drop=True), 128),
     # more routed rows than the last M bucket (8192): 16384 rows, 256 per expert
-    (Case(64, 8, 2048, 256, 512, presets.W4A16_G128, (), skew=True), 128),
+    (Case(64, 8, 2048, 256, 512, presets.W4A16_G128, (), skew=True), 160),
     # K 136: 3 steps, fewer than the ring's stages, over more tiles than the GPU has CTAs: each
     # persistent CTA's producer runs whole tiles ahead of its consumers
-    (Case(32, 4, 2048, 512, 136, presets.W4A16_G128, SILU), 128),
+    (Case(32, 4, 2048, 512, 136, presets.W4A16_G128, SILU), 160),
 ]
 
 
@@ -79,6 +80,26 @@ def _layer(device, cw, rows, block_m):
 )
 @pytest.mark.parametrize("router_weights", [False, True])
 def test_moe_gemm_matches_reference(device, case, block_m, router_weights):
+    _check_gemm(device, case, block_m, router_weights)
+
+
+# Blocks the heuristics take only at some M (96, 160: wgmma n96 / the wide n160 tile), forced on
+# cases of each code form: GLU with N and K tails, a biased interleaved float-code GLU, skewed
+# routing with dropped experts (many blocks of one expert, expert -1 blocks).
+FORCED = [CASES[0][0], CASES[4][0], CASES[5][0]]
+
+
+@pytest.mark.parametrize("block_m", [96, 160])
+@pytest.mark.parametrize("case", FORCED, ids=lambda c: f"E{c.experts}k{c.top_k}M{c.m}N{c.n}K{c.k}")
+def test_forced_blocks_match_reference(device, monkeypatch, case, block_m):
+    from humming_cuda.kernels.moe_wna16_wgmma import heuristics
+
+    monkeypatch.setattr(heuristics, "MIN_ROWS_PER_EXPERT", 0)
+    monkeypatch.setattr(heuristics, "block_m_for", lambda spec, problem: block_m)
+    _check_gemm(device, case, block_m, router_weights=True)
+
+
+def _check_gemm(device, case, block_m, router_weights):
     from humming_core.numerics.quant import quantize_weight
 
     gen = torch.Generator(device="cuda").manual_seed(case.m * 31 + case.experts)

@@ -25,7 +25,8 @@ from ..moe_wna16_wgmma.config import (
     smem_bytes,
     smem_limit,
 )
-from ..moe_wna16_wgmma.heuristics import MAX_ROWS_FOR_BLOCK_64, rows_per_expert
+from ..moe_wna16_wgmma.heuristics import candidates as wgmma_candidates
+from ..moe_wna16_wgmma.heuristics import rows_per_expert
 from ..wna16.config import KernelFormat
 from .config import MoeWna16A8Config
 
@@ -33,14 +34,16 @@ from .config import MoeWna16A8Config
 E4M3_STAGES = (6, 5, 4, 3)
 # Rows an expert can expect (moe_wna16_wgmma.heuristics.rows_per_expert) from which the e4m3 form
 # runs; below, moe_wna16's decode kernel on bf16 codes. H200, the MoE bench's layer (128 experts,
-# top 8), benchmarks/moe_a8_block_sweep.py, e4m3 form with 16-row blocks (two CTAs per SM) over
+# top 8), benchmarks/moe_block_sweep.py, e4m3 form with 16-row blocks (two CTAs per SM) over
 # the decode kernel, same run (notes/session21.md): 2 rows (M = 32) 1.07x the time, 4 rows
 # (M = 64) 1.01x, 8 rows (M = 128) 0.76x.
 E4M3_MIN_ROWS_PER_EXPERT = 8
-# Up to 16 rows per expert 16-row blocks (wgmma n16); above, the bf16 form's 64 / 128: at 32 rows
-# per expert (M = 512) 32-row blocks took 1.36x and 16-row ones 1.59x the time of 64-row ones.
+# Up to 16 rows per expert 16-row blocks (wgmma n16); above, 64 rows up to 63 per expert, then 128
+# (the e4m3 tile has no 96 / 160): at 32 rows per expert (M = 512) 32-row blocks took 1.36x and
+# 16-row ones 1.59x the time of 64-row ones.
 E4M3_NARROW_BLOCK = 16
 E4M3_NARROW_CTAS = 2  # CTAs per SM of the narrow blocks' configs tried first
+E4M3_MAX_ROWS_FOR_BLOCK_64 = 63
 # Their ring depth: 4 fits half an SM too, but ptxas serializes its wgmmas (C7513).
 E4M3_TWO_CTA_STAGES = (3,)
 
@@ -129,7 +132,7 @@ def e4m3_block(problem: GemmProblem) -> int | None:
         return None
     if rows <= E4M3_NARROW_BLOCK:
         return E4M3_NARROW_BLOCK
-    return 64 if rows <= MAX_ROWS_FOR_BLOCK_64 else 128
+    return 64 if rows <= E4M3_MAX_ROWS_FOR_BLOCK_64 else 128
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[MoeWna16A8Config]:
@@ -146,7 +149,10 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         inner = _e4m3_configs(codes, block, caps)
     else:
         family = _inner(codes, codes_problem, caps)
-        inner = family.candidates(codes, codes_problem, caps)
+        if family is MOE_WNA16_WGMMA:  # its kernel is rendered with the per-row scales
+            inner = wgmma_candidates(codes, codes_problem, caps, row_scaled=True)
+        else:
+            inner = family.candidates(codes, codes_problem, caps)
     return [MoeWna16A8Config(arch=caps.arch, inner=c) for c in inner]
 
 

@@ -24,7 +24,11 @@ ROW_TABLE_BYTES = 2 * 12
 PARTS = 2  # the epilogue stages the fp32 output tile in halves of rows
 
 STAGES = (3, 4, 5, 6, 8)  # ring depths the kernel is built with; the heuristics pick among them
-BLOCK_MS = (64, 128)  # wgmma n64 / n128 token tiles; narrower blocks are moe_wna16's
+# wgmma n64 / n96 / n128 / n160 token tiles (narrower blocks are moe_wna16's). 160 rows need the
+# consumers' 208 registers: the producer of zero-point codes or per-row activation scales keeps 80
+# and leaves them 200, where ptxas serializes the n160 wgmmas (MoeWna16WgmmaKernel::WIDE_PRODUCER).
+BLOCK_MS = (64, 96, 128, 160)
+NARROW_PRODUCER_MAX_BLOCK_M = 128
 # The e4m3 form also takes narrow blocks (wgmma n16 / n32: few rows per expert, where its fp8
 # operands still beat the mma.sync decode kernels on bf16 codes).
 E4M3_BLOCK_MS = (16, 32, 64, 128)
@@ -97,6 +101,14 @@ class MoeWna16WgmmaConfig(KernelConfig):
     @property
     def threads(self) -> int:
         return self.dense.threads
+
+
+def block_ms(fmt: KernelFormat, row_scaled: bool) -> tuple[int, ...]:
+    """The bf16 form's blocks for `fmt`: without 160 where the producer keeps 80 registers (zero
+    points, per-row activation scales)."""
+    if fmt.zero == "none" and not row_scaled:
+        return BLOCK_MS
+    return tuple(b for b in BLOCK_MS if b <= NARROW_PRODUCER_MAX_BLOCK_M)
 
 
 def weight_stage_bytes(fmt: KernelFormat) -> int:

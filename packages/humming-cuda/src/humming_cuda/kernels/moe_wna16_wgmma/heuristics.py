@@ -6,6 +6,8 @@ matters is the rows an expert can expect: ceil(m / num_experts) under uniform ro
 
 from __future__ import annotations
 
+import math
+
 from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
 
@@ -14,7 +16,7 @@ from ..wgmma_tile import arch_reason
 from ..wna16.config import KernelFormat
 from ..wna16_wgmma.heuristics import WGMMA_FORM
 from ..wna16_wgmma.heuristics import _spec_reason as wgmma_spec_reason
-from .config import MoeWna16WgmmaConfig, smem_bytes
+from .config import MoeWna16WgmmaConfig, block_ms, smem_bytes
 
 FAMILY = "moe_wna16_wgmma"
 # H200, the MoE bench's layer (128 experts, top 8), B/A = this family's time over moe_wna16's in
@@ -23,7 +25,15 @@ FAMILY = "moe_wna16_wgmma"
 # 64 rows 0.83-0.92 with 128-row blocks (0.90-0.98 with 64-row ones, another run), 128 and 512
 # rows 0.89-0.97.
 MIN_ROWS_PER_EXPERT = 32
-MAX_ROWS_FOR_BLOCK_64 = 63
+# The block: least expected_blocks x BLOCK_COST, a block's time relative to a 128-row one's (a
+# ring step's dequantization is the same for every block, its MMA grows with it). Fitted to H100
+# same-run sweeps of the bench's layer (benchmarks/moe_block_sweep.py --form bf16,
+# notes/session34.md): each time ratio between two blocks at one M, over their expected_blocks,
+# gives their cost ratio. Measured, against the 64 / 128-row blocks routed before: M = 1024 (64
+# rows per expert) 96-row blocks 0.91x the time (64: 1.13, 160: 1.16); M = 2048 (128 rows)
+# 160-row blocks 0.80 (W4A16 g128) / 0.79 (MXFP4), 96: 1.14-1.15; M = 4096 160: 0.96; M = 8192
+# 160: 1.01-1.03; M = 512 96: 1.15. Implied costs: 64 0.76, 96 0.84-0.91, 160 1.16-1.19.
+BLOCK_COST = {64: 0.76, 96: 0.87, 128: 1.0, 160: 1.17}
 # Ring depths best first, each where it fits (config.STAGES: every depth the kernel takes). H200,
 # the bench's layer, persistent CTAs, B/A against 4 stages in one process (moe_header_ab.py
 # --b-stages, notes/session19.md): 6 stages 0.97 (W4A16 g128) and 0.98-0.99 (MXFP4) at M = 512,
@@ -51,13 +61,34 @@ def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
     return rows_per_expert(problem) >= MIN_ROWS_PER_EXPERT
 
 
+def expected_blocks(problem: GemmProblem, block_m: int) -> float:
+    """Alignment blocks of `block_m` rows an expert expects under uniform routing: the sum over
+    k >= 0 of P(its rows > k * block_m), its rows binomial (problem.m routed rows, 1 / E each) in
+    the normal approximation."""
+    e = max(problem.num_experts, 1)
+    mean = max(problem.m or 0, 0) / e
+    sd = max(math.sqrt(mean * (1 - 1 / e)), 1e-6)
+    total, k = 0.0, 0
+    while k * block_m <= mean + 8 * sd:
+        total += 0.5 * math.erfc((k * block_m + 0.5 - mean) / (sd * math.sqrt(2)))
+        k += 1
+    return total
+
+
+def block_m_for(spec: QuantSpec, problem: GemmProblem, row_scaled: bool = False) -> int:
+    """The alignment block (token rows per tile) for the rows an expert can expect."""
+    blocks = block_ms(KernelFormat.from_spec(spec), row_scaled)
+    return min(blocks, key=lambda b: expected_blocks(problem, b) * BLOCK_COST[b])
+
+
 def candidates(
-    spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps
+    spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps, row_scaled: bool = False
 ) -> list[MoeWna16WgmmaConfig]:
-    """Configs best first: the block for the rows per expert, each ring depth that fits."""
+    """Configs best first: the block for the rows per expert, each ring depth that fits.
+    `row_scaled`: for a kernel rendered with per-row activation scales (moe_wna16_a8)."""
     if not supports(spec, problem, caps):
         return []
-    block_m = 64 if rows_per_expert(problem) <= MAX_ROWS_FOR_BLOCK_64 else 128
+    block_m = block_m_for(spec, problem, row_scaled)
     fmt = KernelFormat.from_spec(spec)
     configs = [MoeWna16WgmmaConfig(arch=caps.arch, stages=s, block_m=block_m) for s in STAGES]
     return [c for c in configs if smem_bytes(fmt, c) <= caps.smem_per_block]

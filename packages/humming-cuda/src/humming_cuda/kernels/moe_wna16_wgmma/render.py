@@ -11,7 +11,7 @@ from ..family import check_config_arch
 from ..moe_wna16.config import epilogue_policy, row_scale_key, row_scaled
 from ..wna16.config import CXX_TYPES, KernelFormat
 from ..wna16_wgmma.render import template_arguments
-from .config import MoeWna16WgmmaConfig, smem_bytes
+from .config import MoeWna16WgmmaConfig, block_ms, smem_bytes
 
 
 def render(
@@ -21,6 +21,14 @@ def render(
     argument (group_shift), not in the source. `row_scale`: as moe_wna16.render's."""
     check_config_arch(config, caps)
     fmt = KernelFormat.from_spec(spec)
+    allowed = block_ms(fmt, row_scale is not None)
+    if not config.e4m3 and config.block_m not in allowed:
+        raise ValueError(
+            f"block_m={config.block_m}: moe_wna16_wgmma builds {allowed} row blocks for "
+            f"{spec.weight.dtype.name} codes with zero points {fmt.zero!r} and row scale "
+            f"{row_scale!r} (its producer keeps 80 registers, too few consumer registers are left "
+            "for wider tiles)"
+        )
     weight, tile = template_arguments(fmt, config.dense)
     act, out, bias = CXX_TYPES[fmt.act], CXX_TYPES[fmt.out], str(fmt.bias).lower()
     policy = row_scaled(epilogue_policy(spec), row_scale)
