@@ -13,7 +13,7 @@ block choice for both GEMMs:
   e4m3 form with blocks of that many rows (`16x1`: on one CTA per SM instead of the heuristics'
   split), `none` the kernel the codes spec would take without it (moe_wna16's decode form at few
   rows per expert).
-- `--form bf16` (WnA16 layers): moe_wna16_wgmma.heuristics.block_m_for, the register-A kernel's
+- `--form bf16` (WnA16 layers): moe_wna16_wgmma.heuristics.choose_block_m, the register-A kernel's
   block; `none` moe_wna16 (the mma.sync kernels) instead of it.
 Each build is timed as the bench times it (CUDA-graph replay over rotated weight copies and
 routings); each variant prints its time and its ratio to the faster baseline.
@@ -55,16 +55,16 @@ def forced_e4m3_block(block: str):
 def forced_bf16_block(block: str):
     """Layers built inside take `block` for the register-A MoE kernel: "auto" the heuristics'
     choice, "none" moe_wna16 instead, "B" blocks of B rows."""
-    saved = wgmma.block_m_for, wgmma.MIN_ROWS_PER_EXPERT
+    saved = wgmma.choose_block_m, wgmma.MIN_ROWS_PER_EXPERT
     if block == "none":
         wgmma.MIN_ROWS_PER_EXPERT = 1 << 30
     elif block != "auto":
         wgmma.MIN_ROWS_PER_EXPERT = 0
-        wgmma.block_m_for = lambda spec, problem: int(block)
+        wgmma.choose_block_m = lambda *args, **kw: int(block)
     try:
         yield
     finally:
-        wgmma.block_m_for, wgmma.MIN_ROWS_PER_EXPERT = saved
+        wgmma.choose_block_m, wgmma.MIN_ROWS_PER_EXPERT = saved
 
 
 FORMS = {"e4m3": forced_e4m3_block, "bf16": forced_bf16_block}

@@ -5,7 +5,7 @@
 
 CASE: indices into CASES, to run only those (with HUMMING_LINEINFO=1 a report names source lines).
 Covers moe_wna16's decode form (one or two 64-column warps per CTA, a K tail) and its dense K loop,
-and moe_wna16_wgmma's 128-row blocks (the producer warpgroup's gathered rows arriving on the full
+and moe_wna16_wgmma's 96- and 160-row blocks (the producer warpgroup's gathered rows arriving on the full
 barriers by cp.async, padding rows, K tails; persistent CTAs walking several tiles, the ring, row
 tables and staged output reused across them), and moe_wna16_a8 (8-bit activations: the quantizer,
 then the decode form or moe_wna16_wgmma's e4m3 form, its code tables in shared memory). The layer's kernels are built for the M bucket, so the wgmma cases' 38
@@ -30,9 +30,9 @@ CASES = [  # (preset, experts, top_k, M, N, K): rows per expert pick the kernel
     ("W4A16_G128", 64, 2, 8, 256, 264),  # moe_wna16 decode, one warp column, K tail
     ("W4A16_G128", 128, 8, 40, 1024, 512),  # decode, two warp columns
     ("MXFP4", 16, 4, 60, 256, 384),  # the dense K loop's 16-row blocks
-    ("W4A16_G128", 8, 2, 150, 320, 264),  # moe_wna16_wgmma, padding-heavy blocks, K tail
-    ("W8A16", 8, 4, 300, 256, 520),  # moe_wna16_wgmma, K tail
-    ("W4A16_G128", 8, 4, 2048, 1024, 136),  # moe_wna16_wgmma: CTAs walk tiles, K in 3 steps
+    ("W4A16_G128", 8, 2, 150, 320, 264),  # moe_wna16_wgmma, 96-row blocks mostly padding, K tail
+    ("W8A16", 8, 4, 300, 256, 520),  # moe_wna16_wgmma, 128-row blocks (8-bit codes), K tail
+    ("W4A16_G128", 8, 4, 2048, 1024, 136),  # 160-row blocks: CTAs walk tiles, K in 3 steps
     ("MXFP4_A8", 64, 2, 8, 256, 288),  # moe_wna16_a8: quantizer, decode form, K tail
     ("MXFP4_A8", 8, 4, 300, 256, 544),  # moe_wna16_a8: the e4m3 form, 128-row blocks, K tail
     ("MXFP4_A8", 32, 4, 250, 320, 512),  # the e4m3 form, 64-row blocks, an N tail

@@ -31,7 +31,7 @@ from humming_cuda.kernels.moe_wna16_wgmma.config import (
 from humming_cuda.kernels.moe_wna16_wgmma.heuristics import (
     MIN_ROWS_PER_EXPERT,
     STAGES,
-    block_m_for,
+    choose_block_m,
     expected_blocks,
 )
 from humming_cuda.kernels.wgmma_tile import ALIGN_SLACK
@@ -185,9 +185,11 @@ def test_wide_blocks_only_where_the_producer_leaves_the_registers():
     scales (their producer keeps 80), where the heuristics take 128 and render refuses 160."""
     at_128 = GemmProblem(n=1536, k=2048, m=E * 128, num_experts=E)
     zp = moe_spec(UINT8_ZP)
-    assert block_m_for(GLU, at_128) == 160
-    assert block_m_for(GLU, at_128, row_scaled=True) == 128
-    assert block_m_for(zp, at_128) == 128
+    assert choose_block_m(GLU, at_128, SM90) == 160
+    assert choose_block_m(GLU, at_128, SM90, row_scaled=True) == 128
+    assert choose_block_m(zp, at_128, SM90) == 128
+    # 8-bit codes: 160-row blocks fit 3 stages only, not a depth of STAGES
+    assert choose_block_m(moe_spec(presets.W8A16), at_128, SM90) == 128
     assert block_ms(KernelFormat.from_spec(zp), False) == (64, 96, 128)
     wide = MoeWna16WgmmaConfig(arch="sm_90a", stages=4, block_m=160)
     FAMILY.render(GLU, wide, SM90)

@@ -75,10 +75,19 @@ def expected_blocks(problem: GemmProblem, block_m: int) -> float:
     return total
 
 
-def block_m_for(spec: QuantSpec, problem: GemmProblem, row_scaled: bool = False) -> int:
-    """The alignment block (token rows per tile) for the rows an expert can expect."""
-    blocks = block_ms(KernelFormat.from_spec(spec), row_scaled)
+def choose_block_m(
+    spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps, row_scaled: bool = False
+) -> int:
+    """The alignment block (token rows per tile) for the rows an expert can expect, among those
+    with a ring depth of STAGES that fits (8-bit codes' 160-row blocks fit only 3 stages)."""
+    fmt = KernelFormat.from_spec(spec)
+    blocks = [b for b in block_ms(fmt, row_scaled) if _configs(fmt, b, caps)]
     return min(blocks, key=lambda b: expected_blocks(problem, b) * BLOCK_COST[b])
+
+
+def _configs(fmt: KernelFormat, block_m: int, caps: DeviceCaps) -> list[MoeWna16WgmmaConfig]:
+    configs = [MoeWna16WgmmaConfig(arch=caps.arch, stages=s, block_m=block_m) for s in STAGES]
+    return [c for c in configs if smem_bytes(fmt, c) <= caps.smem_per_block]
 
 
 def candidates(
@@ -88,7 +97,5 @@ def candidates(
     `row_scaled`: for a kernel rendered with per-row activation scales (moe_wna16_a8)."""
     if not supports(spec, problem, caps):
         return []
-    block_m = block_m_for(spec, problem, row_scaled)
-    fmt = KernelFormat.from_spec(spec)
-    configs = [MoeWna16WgmmaConfig(arch=caps.arch, stages=s, block_m=block_m) for s in STAGES]
-    return [c for c in configs if smem_bytes(fmt, c) <= caps.smem_per_block]
+    block_m = choose_block_m(spec, problem, caps, row_scaled)
+    return _configs(KernelFormat.from_spec(spec), block_m, caps)

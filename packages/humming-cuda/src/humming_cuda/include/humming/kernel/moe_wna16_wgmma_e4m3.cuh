@@ -216,6 +216,13 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
     mbar_arrive(sm.empty_bar((q0 + iters - 1) % STAGES));
   }
 
+  // The accumulators staged as they are: these steps never fold the bf16 steps' 2^-FOLD_DOWN
+  // into the scales (rescale applies them), so Base::stage must not take it back.
+  template <int PART = 0, int PARTS = 1>
+  HM_DEVICE static void stage(const float (&acc)[2][ACC], float* tile) {
+    Base::template stage<PART, PARTS, false>(acc, tile);
+  }
+
   // acc row (i, h) times its row's 2^(smax - 6).
   HM_DEVICE static void rescale(float (&acc)[2][ACC], const Rows& rw) {
 #pragma unroll

@@ -429,8 +429,10 @@ struct Wna16WgmmaRsKernel {
   // The accumulators into the transposed fp32 tile [BM][BN] at `tile` (out_index), then a
   // barrier of the consumer warpgroups: the tile is complete when this returns. PARTS > 1: only
   // rows [PART * BM / PARTS, (PART + 1) * BM / PARTS), at rows from 0 of a [BM / PARTS][BN] tile
-  // (the persistent MoE kernel stages its tile in halves, beside the ring).
-  template <int PART = 0, int PARTS = 1>
+  // (the persistent MoE kernel stages its tile in halves, beside the ring). UNFOLD: multiply by
+  // the 2^FOLD_DOWN that FOLD took off the scales (steps of other kernels built on this one, which
+  // apply the scales their own way, stage with false).
+  template <int PART = 0, int PARTS = 1, bool UNFOLD = FOLD>
   HM_DEVICE static void stage(const float (&acc)[2][ACC], float* tile) {
     constexpr int C0 = PART * ACC / 4 / PARTS, C1 = (PART + 1) * ACC / 4 / PARTS;
     constexpr float kFoldUp = float(1 << FOLD_DOWN);  // what FOLD took off the scales
@@ -447,7 +449,7 @@ struct Wna16WgmmaRsKernel {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const float v = acc[i][4 * c + 2 * h + e];
-            tile[out_index(8 * (c - C0) + 2 * t + e, nl)] = FOLD ? v * kFoldUp : v;
+            tile[out_index(8 * (c - C0) + 2 * t + e, nl)] = UNFOLD ? v * kFoldUp : v;
           }
         }
       }
