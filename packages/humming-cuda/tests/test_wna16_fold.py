@@ -95,10 +95,16 @@ def test_the_layout_takes_scales_inside_the_folded_range_and_names_the_others():
             layout.pack(_mxfp4_layer([127, e]), "cpu")
 
 
-def test_zero_groups_may_carry_the_smallest_scale_but_not_an_overflowing_one():
-    """Quantizers give an all-zero group the smallest e8m0 scale (2^-127): its weights are zero
-    whatever the rounding, so the layout takes it; a scale the fold overflows makes 0 x inf."""
+def test_zero_groups_take_any_scale_packed_as_one_where_it_leaves_the_range():
+    """Quantizers give an all-zero group the smallest e8m0 scale (2^-127); MX checkpoints may give
+    it any: its weights are zero whatever the scale, so the layout takes it, and packs one the
+    fold would overflow (0 x inf = NaN) or round below a normal as 1. In-range ones stay."""
     layout = Wna16Layout(KernelFormat.from_spec(presets.MXFP4))
-    layout.pack(_mxfp4_layer([127, 0, 127], zero_groups=(1,)), "cpu")
+    for e in (0, 127 + 18, 254):
+        packed = layout.pack(_mxfp4_layer([127, e, 127 - 3], zero_groups=(1,)), "cpu")
+        want = layout.pack(_mxfp4_layer([127, 127, 127 - 3], zero_groups=(1,)), "cpu")
+        assert torch.equal(packed["scales"], want["scales"])
+    kept = layout.pack(_mxfp4_layer([127, 127 - 5], zero_groups=(1,)), "cpu")["scales"]
+    assert set(kept.float().unique().tolist()) == {1.0, 2.0**-5}
     with pytest.raises(ValueError, match="rescale the layer"):
-        layout.pack(_mxfp4_layer([127, 127 + 18], zero_groups=(1,)), "cpu")
+        layout.pack(_mxfp4_layer([127, 127 + 18], zero_groups=(0,)), "cpu")

@@ -183,7 +183,7 @@ class Wna16Layout:
         elif f.zero == "float":
             zeros = cw.zeros.float()
         if f.folds_float_bias:
-            _check_folded(cw, values, f.group)
+            values = _folded(cw, values, f.group)
         shift = _scale_shift(cw, values, zeros) if f.scale_shift else 0
         if shift:
             values = values * 2.0**shift
@@ -203,10 +203,10 @@ FOLD_DOWN = 16
 
 def folded_scale_range(codes: ScalarType) -> tuple[float, float]:
     """[lo, hi): the |scale| the folded kernel takes exactly for float `codes` (bf16 activations).
-    Every scale stays under hi, which keeps scale * 2^(float_shift - FOLD_DOWN) finite in bf16 (an
-    infinite one would turn even zero codes into NaN); a scale of a group with nonzero codes stays
-    at or above lo, which keeps its smallest weight times 2^-FOLD_DOWN a normal bf16, rounding as
-    the weight itself does (zero groups, which quantizers give the smallest scale, are free)."""
+    A scale of a group with nonzero codes stays under hi, which keeps scale * 2^(float_shift -
+    FOLD_DOWN) finite in bf16, and at or above lo, which keeps its smallest weight times
+    2^-FOLD_DOWN a normal bf16, rounding as the weight itself does (zero groups take any scale:
+    _folded packs theirs as 1)."""
     float_shift = 127 - codes.bias  # Dequant::float_shift() for bf16
     return 2.0 ** (-126 + FOLD_DOWN) / codes.min_subnormal, 2.0 ** (128 - float_shift + FOLD_DOWN)
 
@@ -223,15 +223,21 @@ def _nonzero_groups(cw: CanonicalWeight, rows: torch.Tensor, group: int) -> torc
     return torch.cat(parts)
 
 
-def _check_folded(cw: CanonicalWeight, values: torch.Tensor, group: int) -> None:
+def _folded(cw: CanonicalWeight, values: torch.Tensor, group: int) -> torch.Tensor:
+    """`values` (N, G) for a folding kernel: a group of zero codes multiplies zeros whatever its
+    scale, so one outside folded_scale_range is packed as 1 (quantizers give such groups e8m0's
+    smallest scale, 2^-127; one overflowing the fold would make 0 x inf = NaN); a group holding
+    nonzero codes with such a scale is refused."""
     codes = cw.spec.weight.dtype
     lo, hi = folded_scale_range(codes)
     mags = values.abs().to(torch.bfloat16).float()  # as the kernel reads them
-    tiny = (mags > 0) & (mags < lo)
-    bad = mags >= hi
-    if bool(tiny.any()):
-        rows = tiny.any(1).nonzero().view(-1)
-        bad[rows] |= tiny[rows] & _nonzero_groups(cw, rows, group)
+    out = (mags >= hi) | ((mags > 0) & (mags < lo))
+    if not bool(out.any()):
+        return values
+    rows = out.any(1).nonzero().view(-1)
+    free = torch.zeros_like(out)
+    free[rows] = out[rows] & ~_nonzero_groups(cw, rows, group)
+    bad = out & ~free
     if bool(bad.any()):
         raise ValueError(
             f"{int(bad.sum())} weight scale(s) from {mags[bad].min().item():.3g} to "
@@ -241,6 +247,7 @@ def _check_folded(cw: CanonicalWeight, values: torch.Tensor, group: int) -> None
             "the folded scale overflows bf16 or the smallest weights round as subnormals): "
             "rescale the layer"
         )
+    return torch.where(free, torch.ones_like(values), values)
 
 
 def _columns(x: torch.Tensor, groups: int, n_pad: int) -> torch.Tensor:
