@@ -95,12 +95,14 @@ def test_the_layout_takes_scales_inside_the_folded_range_and_names_the_others():
             layout.pack(_mxfp4_layer([127, e]), "cpu")
 
 
-def test_zero_groups_take_any_scale_packed_as_one_where_it_leaves_the_range():
+def test_zero_groups_take_any_scale_packed_as_one_where_it_overflows_the_fold():
     """Quantizers give an all-zero group the smallest e8m0 scale (2^-127); MX checkpoints may give
     it any: its weights are zero whatever the scale, so the layout takes it, and packs one the
-    fold would overflow (0 x inf = NaN) or round below a normal as 1. In-range ones stay."""
+    fold would overflow (0 x inf = NaN) as 1. Others stay."""
     layout = Wna16Layout(KernelFormat.from_spec(presets.MXFP4))
-    for e in (0, 127 + 18, 254):
+    tiny = layout.pack(_mxfp4_layer([127, 0], zero_groups=(1,)), "cpu")["scales"]
+    assert set(tiny.float().unique().tolist()) == {1.0, 2.0**-127}
+    for e in (127 + 18, 254):
         packed = layout.pack(_mxfp4_layer([127, e, 127 - 3], zero_groups=(1,)), "cpu")
         want = layout.pack(_mxfp4_layer([127, 127, 127 - 3], zero_groups=(1,)), "cpu")
         assert torch.equal(packed["scales"], want["scales"])

@@ -206,7 +206,7 @@ def folded_scale_range(codes: ScalarType) -> tuple[float, float]:
     A scale of a group with nonzero codes stays under hi, which keeps scale * 2^(float_shift -
     FOLD_DOWN) finite in bf16, and at or above lo, which keeps its smallest weight times
     2^-FOLD_DOWN a normal bf16, rounding as the weight itself does (zero groups take any scale:
-    _folded packs theirs as 1)."""
+    _folded packs an overflowing one as 1)."""
     float_shift = 127 - codes.bias  # Dequant::float_shift() for bf16
     return 2.0 ** (-126 + FOLD_DOWN) / codes.min_subnormal, 2.0 ** (128 - float_shift + FOLD_DOWN)
 
@@ -225,9 +225,9 @@ def _nonzero_groups(cw: CanonicalWeight, rows: torch.Tensor, group: int) -> torc
 
 def _folded(cw: CanonicalWeight, values: torch.Tensor, group: int) -> torch.Tensor:
     """`values` (N, G) for a folding kernel: a group of zero codes multiplies zeros whatever its
-    scale, so one outside folded_scale_range is packed as 1 (quantizers give such groups e8m0's
-    smallest scale, 2^-127; one overflowing the fold would make 0 x inf = NaN); a group holding
-    nonzero codes with such a scale is refused."""
+    scale, so it may carry one outside folded_scale_range (quantizers give such groups e8m0's
+    smallest scale, 2^-127), and one the fold would overflow is packed as 1 (0 x inf = NaN); a
+    group holding nonzero codes with such a scale is refused."""
     codes = cw.spec.weight.dtype
     lo, hi = folded_scale_range(codes)
     mags = values.abs().to(torch.bfloat16).float()  # as the kernel reads them
@@ -238,6 +238,7 @@ def _folded(cw: CanonicalWeight, values: torch.Tensor, group: int) -> torch.Tens
     free = torch.zeros_like(out)
     free[rows] = out[rows] & ~_nonzero_groups(cw, rows, group)
     bad = out & ~free
+    free &= mags >= hi
     if bool(bad.any()):
         raise ValueError(
             f"{int(bad.sum())} weight scale(s) from {mags[bad].min().item():.3g} to "
