@@ -23,7 +23,7 @@ from contextlib import contextmanager
 import torch
 from points import save
 
-from humming_core.ops import bucket_of
+from humming_core.ops import moe_bucket_of
 from humming_core.spec import preset
 from humming_cuda.bench.moe import (
     TOPK,
@@ -71,7 +71,7 @@ def compare(name: str, m: int, min_rows: int, decode: bool = False) -> dict:
     for label, build in (("A", a_build), ("B", threshold(min_rows))):
         with build:
             pairs = layer_pairs(preset(name), torch.device("cuda"), copies, (m,))
-        bucket = bucket_of(m * TOPK)
+        bucket = moe_bucket_of(m * TOPK)
         row[f"{label}_families"] = [
             layer.configs[bucket].family
             + ("_decode" if getattr(layer.configs[bucket], "tokens", 0) else "")

@@ -23,7 +23,7 @@ import torch
 
 from humming_core.numerics.moe import moe_align, reference_moe_gemm
 from humming_core.numerics.quant import quantize_weight
-from humming_core.ops import PreparedMoe, bucket_of
+from humming_core.ops import PreparedMoe, moe_bucket_of
 from humming_core.spec import preset
 
 CASES = [  # (preset, experts, top_k, M, N, K): rows per expert pick the kernel
@@ -50,8 +50,8 @@ def run_case(name: str, experts: int, top_k: int, m: int, n: int, k: int) -> flo
     x = torch.randn(m, k, generator=gen).to(act).cuda()
     ids = torch.rand(m, experts, generator=gen).topk(top_k, dim=-1).indices.int().cuda()
     rows = m * top_k
-    layer = PreparedMoe(cw, buckets=(bucket_of(rows),))
-    config = layer.configs[bucket_of(rows)]
+    layer = PreparedMoe(cw, buckets=(moe_bucket_of(rows),))
+    config = layer.configs[moe_bucket_of(rows)]
     block = layer.block_size(rows)
     routing = moe_align(ids, block, experts)
     out = layer.run(x, *routing, top_k, block)

@@ -161,3 +161,22 @@ def test_fused_moe_rows_tells_w2_its_routing_is_ready_and_w13_not():
         x, weights, ids, PreparedMoe(w13, "reference"), PreparedMoe(w2, "reference")
     )
     torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_moe_layers_get_kernels_past_the_dense_buckets():
+    """Routed rows (M * top_k) outgrow the dense buckets: a MoE layer builds a config for every
+    MOE_BUCKETS entry and runs 16384 rows on the 16384 bucket's, anything larger on the last."""
+    from humming_core.ops import M_BUCKETS, MOE_BUCKETS, moe_bucket_of
+
+    assert MOE_BUCKETS[: len(M_BUCKETS)] == M_BUCKETS and MOE_BUCKETS[-1] == 65536
+    assert moe_bucket_of(8193) == 16384 and moe_bucket_of(65536) == 65536
+    assert moe_bucket_of(10**6) == 65536
+    w13, _ = _moe_pair(4, 64, 32)
+    layer = PreparedMoe(w13, "reference")
+    assert sorted(layer.configs) == list(MOE_BUCKETS)
+    seen = []
+    layer._calls = {b: (lambda b=b, **_: seen.append(b)) for b in layer._calls}
+    x = torch.zeros(2048, 64, dtype=torch.float16)
+    ids = torch.zeros(2048 * 8, dtype=torch.int32)
+    layer.run(x, ids, ids[:1], ids[:1], top_k=8, block_size=16, zero_unrouted=False)
+    assert seen == [16384]

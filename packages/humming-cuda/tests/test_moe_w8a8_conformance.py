@@ -53,10 +53,10 @@ def device():
 
 
 def _layer(device, cw, rows):
-    from humming_core.ops import PreparedMoe, bucket_of
+    from humming_core.ops import PreparedMoe, moe_bucket_of
 
-    layer = PreparedMoe(cw, device=device, buckets=(bucket_of(rows),))
-    config = layer.configs[bucket_of(rows)]
+    layer = PreparedMoe(cw, device=device, buckets=(moe_bucket_of(rows),))
+    config = layer.configs[moe_bucket_of(rows)]
     assert config.family == "moe_w8a8", config
     return layer, config.block_m
 

@@ -62,10 +62,10 @@ def device():
 def _layer(device, cw, rows, inner=None, block=None):
     """(layer, block size); `inner`: the inner kernel it must run on sm_90a ("e4m3": the e4m3 form
     of moe_wna16_wgmma), `block`: its block size there."""
-    from humming_core.ops import PreparedMoe, bucket_of
+    from humming_core.ops import PreparedMoe, moe_bucket_of
 
-    layer = PreparedMoe(cw, device=device, buckets=(bucket_of(rows),))
-    config = layer.configs[bucket_of(rows)]
+    layer = PreparedMoe(cw, device=device, buckets=(moe_bucket_of(rows),))
+    config = layer.configs[moe_bucket_of(rows)]
     assert config.family == "moe_wna16_a8", config
     if inner is not None and device.caps().arch == "sm_90a":
         e4m3 = getattr(config.inner, "e4m3", False)

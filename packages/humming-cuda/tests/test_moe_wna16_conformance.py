@@ -81,10 +81,10 @@ def device():
 
 
 def _layer(device, cw, rows):
-    from humming_core.ops import PreparedMoe, bucket_of
+    from humming_core.ops import PreparedMoe, moe_bucket_of
 
-    layer = PreparedMoe(cw, device=device, buckets=(bucket_of(rows),))
-    return layer, layer.configs[bucket_of(rows)].block_m
+    layer = PreparedMoe(cw, device=device, buckets=(moe_bucket_of(rows),))
+    return layer, layer.configs[moe_bucket_of(rows)].block_m
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"E{c.experts}k{c.top_k}M{c.m}N{c.n}K{c.k}")
@@ -140,7 +140,7 @@ def test_fused_moe_compiles_nothing_after_the_layers_are_built(device, monkeypat
     eager or captured in a CUDA graph."""
     from humming_core import jit
     from humming_core.numerics.quant import quantize_weight
-    from humming_core.ops import ROUTING_ID_DTYPES, PreparedMoe, bucket_of, fused_moe
+    from humming_core.ops import ROUTING_ID_DTYPES, PreparedMoe, fused_moe, moe_bucket_of
     from humming_cuda.kernels import moe_align as align_module
 
     monkeypatch.setenv("HUMMING_DISABLE_DISK_CACHE", "1")
@@ -155,7 +155,7 @@ def test_fused_moe_compiles_nothing_after_the_layers_are_built(device, monkeypat
     compiled: list[str] = []
     remove = jit.on_compile(lambda event: compiled.append(event.name))
     try:
-        buckets = (bucket_of(m * top_k),)
+        buckets = (moe_bucket_of(m * top_k),)
         l13 = PreparedMoe(quantize_weight(w13, spec13), device=device, buckets=buckets)
         l2 = PreparedMoe(quantize_weight(w2, spec2), device=device, buckets=buckets)
         arch = device.caps().arch

@@ -34,7 +34,7 @@ pytestmark = [
 ]
 FAMILY = "moe_wna16_wgmma"
 GELU_INTERLEAVED = (("glu", "gelu_tanh_mul"), ("glu_layout", "interleaved"))
-# (case, the block_m its M bucket takes for bucket_of(m * top_k) / experts rows per expert:
+# (case, the block_m its M bucket takes for moe_bucket_of(m * top_k) / experts rows per expert:
 # heuristics.choose_block_m, 64 at 32-43 rows, 96 at 64, 160 at 128 and 256; 128 with zero points
 # and for 8-bit codes, whose 160-row blocks fit no ring depth it takes)
 CASES = [
@@ -64,12 +64,12 @@ def device():
 
 def _layer(device, cw, rows, block_m):
     """A layer for `rows` routed rows, checked to run this family with `block_m`."""
-    from humming_core.ops import PreparedMoe, bucket_of
+    from humming_core.ops import PreparedMoe, moe_bucket_of
 
     if device.caps().arch != "sm_90a":
         pytest.skip(f"the {FAMILY} family runs on sm_90a only, this GPU is {device.caps().arch}")
-    layer = PreparedMoe(cw, device=device, buckets=(bucket_of(rows),))
-    config = layer.configs[bucket_of(rows)]
+    layer = PreparedMoe(cw, device=device, buckets=(moe_bucket_of(rows),))
+    config = layer.configs[moe_bucket_of(rows)]
     assert (config.family, config.block_m) == (FAMILY, block_m)
     return layer
 

@@ -3,9 +3,19 @@
 from .gemm import gemm, prepare
 from .grouped import grouped_gemm, grouped_rows
 from .layer import M_BUCKETS, PreparedGemm, PreparedLayer, bucket_of
-from .moe import ROUTING_ID_DTYPES, PreparedMoe, fused_moe, fused_moe_rows, moe_align, moe_gemm
+from .moe import (
+    MOE_BUCKETS,
+    ROUTING_ID_DTYPES,
+    PreparedMoe,
+    fused_moe,
+    fused_moe_rows,
+    moe_align,
+    moe_bucket_of,
+    moe_gemm,
+)
 
 __all__ = [
+    "MOE_BUCKETS",
     "M_BUCKETS",
     "ROUTING_ID_DTYPES",
     "PreparedGemm",
@@ -18,6 +28,7 @@ __all__ = [
     "grouped_gemm",
     "grouped_rows",
     "moe_align",
+    "moe_bucket_of",
     "moe_gemm",
     "prepare",
 ]

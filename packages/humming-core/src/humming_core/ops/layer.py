@@ -29,9 +29,10 @@ _IDS = itertools.count()
 _LOCK = threading.Lock()
 
 
-def bucket_of(m: int) -> int:
-    i = bisect_left(M_BUCKETS, m)
-    return M_BUCKETS[min(i, len(M_BUCKETS) - 1)]
+def bucket_of(m: int, buckets: tuple[int, ...] = M_BUCKETS) -> int:
+    """The first of the (ascending) `buckets` >= m, the last one past them."""
+    i = bisect_left(buckets, m)
+    return buckets[min(i, len(buckets) - 1)]
 
 
 def _build(device: Device, sources: list[KernelSource]) -> list[Any]:

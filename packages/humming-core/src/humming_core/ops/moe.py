@@ -17,6 +17,17 @@ from ..device import Device, Kernel, PreparesMoeAlign, SupportsMoeAlign, get_dev
 from ..packing import CanonicalWeight
 from .layer import M_BUCKETS, PreparedLayer, bucket_of
 
+# Routed-row counts (M * top_k) a MoE layer gets a kernel for: the dense buckets, then on to top 8
+# of 8192 tokens. A kernel chooses its block for the rows an expert can expect, which grow with M
+# far past the dense buckets' 8192 (E = 128, top 8: 64 rows per expert at M = 1024, 512 at 8192).
+MOE_BUCKETS: tuple[int, ...] = (*M_BUCKETS, 16384, 32768, 65536)
+
+
+def moe_bucket_of(rows: int) -> int:
+    """The MoE bucket of `rows` routed rows."""
+    return bucket_of(rows, MOE_BUCKETS)
+
+
 # topk_ids dtypes a layer's device builds its routing alignment for when the layer is built: vLLM
 # routes with int32 ids, torch.topk returns int64.
 ROUTING_ID_DTYPES = (torch.int32, torch.int64)
@@ -33,9 +44,10 @@ class PreparedMoe(PreparedLayer):
         self,
         cw: CanonicalWeight,
         device: Device | str | None = None,
-        buckets: tuple[int, ...] = M_BUCKETS,
+        buckets: tuple[int, ...] = MOE_BUCKETS,
     ) -> None:
         super().__init__(cw, device, buckets)
+        self._buckets = tuple(sorted(self.kernels))
         if isinstance(self.device, PreparesMoeAlign):
             self.device.prepare_moe_align(ROUTING_ID_DTYPES)
         self._bind_calls()
@@ -76,7 +88,7 @@ class PreparedMoe(PreparedLayer):
 
     def block_size(self, rows: int) -> int:
         """The routing block size the kernel for `rows` routed rows (M*top_k) was built for."""
-        return getattr(self.configs[bucket_of(rows)], "block_m", self.DEFAULT_BLOCK)
+        return getattr(self.configs[bucket_of(rows, self._buckets)], "block_m", self.DEFAULT_BLOCK)
 
     def run(
         self,
@@ -111,7 +123,7 @@ class PreparedMoe(PreparedLayer):
         if zero_unrouted:
             out.zero_()
         if rows:
-            call = self._calls[bucket_of(rows)]
+            call = self._calls[bucket_of(rows, self._buckets)]
             ready = {"routing_ready": True} if routing_ready and _overlaps(call) else {}
             call(
                 x=x.contiguous(),

@@ -115,9 +115,9 @@ def twins(layer, copies: int) -> list:
 
 def layer_pairs(spec: QuantSpec, dev: torch.device, copies: int, ms: tuple) -> list[tuple]:
     """`copies` (w13, w2) pairs sharing one build; kernels for exactly the M buckets of `ms`."""
-    from humming_core.ops import PreparedMoe, bucket_of
+    from humming_core.ops import PreparedMoe, moe_bucket_of
 
-    buckets = tuple(sorted({bucket_of(m * TOPK) for m in ms}))
+    buckets = tuple(sorted({moe_bucket_of(m * TOPK) for m in ms}))
     (s13, s2), shapes = layer_specs(spec), ((2 * WIDTH, HIDDEN), (HIDDEN, WIDTH))
     w13, w2 = (
         PreparedMoe(_random_experts(s, n, k, dev), buckets=buckets)
