@@ -77,7 +77,8 @@ struct MoeWna16WgmmaKernel {
   static constexpr int CONSUMER_REGS = Tile::CTAS == 2 ? 96 : WIDE_PRODUCER ? 200 : 208;
   // 160-row tiles' 160 accumulators and fragments fit 208 registers, not 200 (ptxas serializes
   // the wgmmas; config.block_ms mirrors this)
-  static_assert(!WIDE_PRODUCER || BM <= 128, "blocks wider than 128 rows need a 72-register producer");
+  static_assert(!WIDE_PRODUCER || BM <= 128,
+                "blocks wider than 128 rows need a 72-register producer");
   static_assert(PRODUCER_THREADS * PRODUCER_REGS + CONSUMER_THREADS * CONSUMER_REGS <=
                     (Tile::CTAS == 2 ? 384 * 80 : 65536),
                 "the registers the launch reserves per CTA");
