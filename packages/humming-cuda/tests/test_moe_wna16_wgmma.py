@@ -190,6 +190,10 @@ def test_wide_blocks_only_where_the_producer_leaves_the_registers():
     assert choose_block_m(zp, at_128, SM90) == 128
     # 8-bit codes: 160-row blocks fit 3 stages only, not a depth of STAGES
     assert choose_block_m(moe_spec(presets.W8A16), at_128, SM90) == 128
+    # a GPU whose shared memory holds no block's ring: no block, no candidates
+    small = SM90.model_copy(update={"smem_per_block": 64 * 1024})
+    assert choose_block_m(GLU, at_128, small) is None
+    assert FAMILY.candidates(GLU, at_128, small) == []
     assert block_ms(KernelFormat.from_spec(zp), False) == (64, 96, 128)
     wide = MoeWna16WgmmaConfig(arch="sm_90a", stages=4, block_m=160)
     FAMILY.render(GLU, wide, SM90)

@@ -77,12 +77,13 @@ def expected_blocks(problem: GemmProblem, block_m: int) -> float:
 
 def choose_block_m(
     spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps, row_scaled: bool = False
-) -> int:
+) -> int | None:
     """The alignment block (token rows per tile) for the rows an expert can expect, among those
-    with a ring depth of STAGES that fits (8-bit codes' 160-row blocks fit only 3 stages)."""
+    with a ring depth of STAGES that fits (8-bit codes' 160-row blocks fit only 3 stages); None
+    where none fits the GPU's shared memory."""
     fmt = KernelFormat.from_spec(spec)
     blocks = [b for b in block_ms(fmt, row_scaled) if _configs(fmt, b, caps)]
-    return min(blocks, key=lambda b: expected_blocks(problem, b) * BLOCK_COST[b])
+    return min(blocks, key=lambda b: expected_blocks(problem, b) * BLOCK_COST[b], default=None)
 
 
 def _configs(fmt: KernelFormat, block_m: int, caps: DeviceCaps) -> list[MoeWna16WgmmaConfig]:
@@ -98,4 +99,4 @@ def candidates(
     if not supports(spec, problem, caps):
         return []
     block_m = choose_block_m(spec, problem, caps, row_scaled)
-    return _configs(KernelFormat.from_spec(spec), block_m, caps)
+    return [] if block_m is None else _configs(KernelFormat.from_spec(spec), block_m, caps)
