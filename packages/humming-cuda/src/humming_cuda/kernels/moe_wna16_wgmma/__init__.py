@@ -1,6 +1,6 @@
 """The MoE WnA16-wgmma family: the indexed MoE WnA16 GEMM of moe_wna16 (same call, same packed
 weights, same epilogues) on sm_90a at large M, with wna16_wgmma's register-A kernel per routing
-alignment block of 64 or 128 rows; x's rows are gathered by the producer warpgroup
+alignment block of 64, 96, 128 or 160 rows; x's rows are gathered by the producer warpgroup
 (include/humming/kernel/moe_wna16_wgmma.cuh). Its e4m3 form (config `e4m3`, only moe_wna16_a8
 asks for it) runs MXFP4 x e4m3 on fp8 wgmma (include/humming/kernel/moe_wna16_wgmma_e4m3.cuh).
 

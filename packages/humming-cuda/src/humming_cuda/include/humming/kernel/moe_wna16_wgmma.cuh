@@ -6,7 +6,7 @@
 //
 // Why: the mma.sync MoE kernel (moe_wna16.cuh) is the dense mma.sync tile, which runs at a third
 // to half of the wgmma kernels' speed once M is large; at large M every expert sees enough rows
-// (block_m = 64 or 128 of them) for the wgmma tile.
+// (block_m = 64, 96, 128 or 160 of them) for the wgmma tile.
 //
 // What differs from the dense kernel:
 // - Persistent CTAs: one per SM, each walking the tiles (alignment block t / n_tiles, 256-column
