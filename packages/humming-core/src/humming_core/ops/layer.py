@@ -101,6 +101,7 @@ class PreparedLayer:
         )
         self.kernels: dict[int, Kernel] = {b: kernels[c] for b, c in configs.items()}
         self.configs = configs
+        self._buckets = tuple(sorted(configs))
         with _LOCK:
             self.id = next(_IDS)
             _LAYERS[self.id] = self
@@ -182,7 +183,6 @@ class PreparedGemm(PreparedLayer):
         for kernel in self.kernels.values():
             if id(kernel) not in calls:
                 calls[id(kernel)] = _bind_weights(kernel, self.packed)
-        self._buckets = tuple(sorted(self.kernels))
         # bisect_left gives len(buckets) past the last bucket, which serves everything larger
         bucket_calls = [calls[id(self.kernels[b])] for b in self._buckets]
         self._calls = (*bucket_calls, bucket_calls[-1])

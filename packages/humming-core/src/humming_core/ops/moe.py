@@ -47,7 +47,6 @@ class PreparedMoe(PreparedLayer):
         buckets: tuple[int, ...] = MOE_BUCKETS,
     ) -> None:
         super().__init__(cw, device, buckets)
-        self._buckets = tuple(sorted(self.kernels))
         if isinstance(self.device, PreparesMoeAlign):
             self.device.prepare_moe_align(ROUTING_ID_DTYPES)
         self._bind_calls()

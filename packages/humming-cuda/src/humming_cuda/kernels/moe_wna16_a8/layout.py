@@ -21,16 +21,14 @@ from humming_core.packing.canonical import CanonicalWeight
 
 from ..moe_wna16.layout import MoeWna16Layout, _rows, glu_order
 from ..wna16.config import LAYOUT_TILE_N
-from ..wna16.layout import _columns
+from ..wna16.layout import _columns, nonzero_groups
 
 E8M0_ONE = 127  # the e8m0 code (and bf16 exponent field) of 2^0
 
 
 def row_exponents(codes: torch.Tensor, scales: torch.Tensor, group: int) -> torch.Tensor:
     """One expert: e2m1 codes (N, K) and e8m0 scale codes (N, G) -> smax + 127 per row (N,)."""
-    n, k = codes.shape
-    pad = scales.shape[1] * group - k
-    nonzero = torch.nn.functional.pad((codes & 7) != 0, (0, pad)).view(n, -1, group).any(-1)
+    nonzero = nonzero_groups(codes, 4, group, scales.shape[1])
     exps = torch.where(nonzero, scales.to(torch.int32), -1).amax(-1)
     return torch.where(exps < 0, E8M0_ONE, exps).to(torch.int32)
 

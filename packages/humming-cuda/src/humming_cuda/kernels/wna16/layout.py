@@ -211,15 +211,21 @@ def folded_scale_range(codes: ScalarType) -> tuple[float, float]:
     return 2.0 ** (-126 + FOLD_DOWN) / codes.min_subnormal, 2.0 ** (128 - float_shift + FOLD_DOWN)
 
 
+def nonzero_groups(codes: torch.Tensor, bits: int, group: int, groups: int) -> torch.Tensor:
+    """(N, groups): whether each K group of the unpacked `bits`-bit float codes (N, K) holds a
+    nonzero magnitude (sign bit aside; K past the codes counts as zero)."""
+    n, k = codes.shape
+    nonzero = (codes & ((1 << (bits - 1)) - 1)) != 0
+    return torch.nn.functional.pad(nonzero, (0, groups * group - k)).view(n, groups, group).any(-1)
+
+
 def _nonzero_groups(cw: CanonicalWeight, rows: torch.Tensor, group: int) -> torch.Tensor:
-    """(len(rows), G): whether each group of those rows holds a nonzero code (sign bit aside)."""
+    """(len(rows), G): nonzero_groups of those rows of the layer."""
     bits, groups = cw.spec.weight.dtype.bits, -(-cw.k // group)
     parts = []
     for r0 in range(0, rows.numel(), _ROWS_PER_CHUNK):
         picked = cw.qweight[rows[r0 : r0 + _ROWS_PER_CHUNK]].contiguous()
-        mags = unpack_k(picked, bits, cw.k) & ((1 << (bits - 1)) - 1)
-        mags = torch.nn.functional.pad(mags, (0, groups * group - cw.k))
-        parts.append(mags.view(-1, groups, group).ne(0).any(2))
+        parts.append(nonzero_groups(unpack_k(picked, bits, cw.k), bits, group, groups))
     return torch.cat(parts)
 
 
@@ -235,10 +241,9 @@ def _folded(cw: CanonicalWeight, values: torch.Tensor, group: int) -> torch.Tens
     if not bool(out.any()):
         return values
     rows = out.any(1).nonzero().view(-1)
-    free = torch.zeros_like(out)
-    free[rows] = out[rows] & ~_nonzero_groups(cw, rows, group)
-    bad = out & ~free
-    free &= mags >= hi
+    zero = torch.zeros_like(out)  # groups of zero codes, found only in the rows out of range
+    zero[rows] = ~_nonzero_groups(cw, rows, group)
+    bad = out & ~zero
     if bool(bad.any()):
         raise ValueError(
             f"{int(bad.sum())} weight scale(s) from {mags[bad].min().item():.3g} to "
@@ -248,7 +253,7 @@ def _folded(cw: CanonicalWeight, values: torch.Tensor, group: int) -> torch.Tens
             "the folded scale overflows bf16 or the smallest weights round as subnormals): "
             "rescale the layer"
         )
-    return torch.where(free, torch.ones_like(values), values)
+    return torch.where(zero & (mags >= hi), torch.ones_like(values), values)
 
 
 def _columns(x: torch.Tensor, groups: int, n_pad: int) -> torch.Tensor:
