@@ -8,6 +8,9 @@ makes three calls: two warm-ups (the first also sets up tensor maps) and one to 
 profiler's launch-skip / launch-count pick the third. Prints the family and config each call
 runs, so the profile can be matched to its kernel. `--set field=value` (repeatable) runs the
 device's first candidate with those config fields changed instead (e.g. another kernel form).
+`--peer` makes the same three calls on the published humming-kernels layer of the point's format
+(the bench's peer baseline; its GEMM kernel's function name is `humming`, and building it makes
+one eager call first, so `--kernel-name humming --launch-skip 3` picks the third).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from points import Point, field_values, with_fields
+from points import DTYPES, Point, field_values, with_fields
 
 from humming_core.ops import PreparedGemm, bucket_of
 from humming_core.spec import preset
@@ -26,7 +29,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("points", nargs="+", help="SPEC:NxK:M, e.g. W4A16_G128:57344x8192:4096")
     parser.add_argument("--set", action="append", default=[], help="config field=value")
+    parser.add_argument("--peer", action="store_true", help="the published package's layer")
     args = parser.parse_args()
+    if args.peer:
+        for text in args.points:
+            run_peer(Point.parse(text))
+        return
     if args.set:
         update = field_values(args.set)
         for text in args.points:
@@ -60,6 +68,18 @@ def run_config(point: Point, update: dict) -> None:
         kernel(x=x, out=out, **packed)
     torch.cuda.synchronize()
     print(point.text, config)
+
+
+def run_peer(point: Point) -> None:
+    """Three calls of the published package's layer for `point` (bench/peer.py builds it)."""
+    from humming_cuda.bench.peer import dense
+
+    x = torch.randn(point.m, point.k, device="cuda").to(DTYPES[point.act])
+    fn = dense(point.text.split(":")[0], x, point.n, point.k, copies=1)
+    for _ in range(3):
+        fn(0)
+    torch.cuda.synchronize()
+    print(point.text, "peer")
 
 
 if __name__ == "__main__":

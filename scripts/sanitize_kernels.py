@@ -81,6 +81,13 @@ FORCED = [
     # stream-K on 96-row tiles: 9 tiles of 33 K steps over 132 CTAs, partial segments summed
     ("W4A16_G128", "fp16", 200, 520, 2056, "wna16_wgmma", {"rs_stream_k": True, "split_k": 1,
      "rs_ctas_per_sm": 1, "rs_block_m": 96, "stages": 4}),
+    # the 128-column tile (one consumer warpgroup) at two CTAs per SM: 64-row tiles, an M tail,
+    # an N tail past the tile's first layout column (N = 1000), K split 3 ways
+    ("W4A16_G128", "bf16", 100, 1000, 2056, "wna16_wgmma", {"split_k": 3, "rs_ctas_per_sm": 2,
+     "rs_block_n": 128, "rs_block_m": 64, "stages": 4}),
+    # stream-K over 128-column, 128-row tiles, two persistent CTAs per SM, MX scales
+    ("MXFP4", "bf16", 300, 520, 2056, "wna16_wgmma", {"rs_stream_k": True, "split_k": 1,
+     "rs_ctas_per_sm": 2, "rs_block_n": 128, "rs_block_m": 128, "stages": 3}),
 ]  # fmt: skip
 
 

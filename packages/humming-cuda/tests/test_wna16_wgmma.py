@@ -365,6 +365,53 @@ def test_two_ctas_per_sm_only_for_narrow_register_tiles_with_a_producer():
     ):
         with pytest.raises(ValueError, match="rs_ctas_per_sm=2"):
             WgmmaWna16Config(**{**narrow, "rs_ctas_per_sm": 2, **bad})
+    # wider token tiles take two CTAs per SM over 128 columns (one consumer warpgroup)
+    wider = WgmmaWna16Config(**{**narrow, "rs_block_m": 64, "rs_block_n": 128}, rs_ctas_per_sm=2)
+    assert wider.ctas_per_sm == 2
+
+
+def test_128_column_tile_has_one_consumer_warpgroup_and_mirrors_its_shared_memory():
+    """rs_block_n = 128 (WgmmaWna16RsTile's CONSUMERS = 1): 256 threads, a ring stage of half the
+    codes and group rows, two CTAs per SM at any token tile whose ring fits, and the 256-column
+    tile's sources unchanged (the template's defaults)."""
+    assert "BN = 128 * CONSUMERS" in RS_HEADER
+    assert "CONSUMER_REGS = CTAS == 1 || CONSUMERS == 1 ? 232 : 104" in RS_HEADER
+    base = {"arch": "sm_90a", "stages": 4, "weights_in_registers": True, "rs_block_n": 128}
+    for block_m in (32, 64, 96, 128):
+        cfg = WgmmaWna16Config(**base, rs_block_m=block_m, rs_ctas_per_sm=2)
+        assert (cfg.block_n, cfg.consumers, cfg.threads) == (128, 1, 256)
+        # x tile, 8-bit codes of 2 x 4 layout tiles, 4 group rows of 128 scales and zero points
+        stage = block_m * 64 * 2 + 8 * 32 * 8 * 4 + 2 * 4 * 128 * 2
+        assert cfg.smem_bytes == 1024 + max(4 * stage, block_m * 128 * 4) + 16 * 4
+        assert cfg.fits_smem(SM90)
+        code = FAMILY.render(presets.W4A16_G128, cfg, SM90).code
+        assert f"WgmmaWna16RsTile<4, 8, true, 4, {block_m}, 2, 1>" in code
+    wide = WgmmaWna16Config(**base, rs_block_m=176, rs_ctas_per_sm=2)
+    assert not wide.fits_smem(SM90)  # its 4-deep ring does not fit twice; 3 stages do
+    assert wide.with_fields(stages=3).fits_smem(SM90)
+    one = WgmmaWna16Config(**base, rs_block_m=128)
+    assert (
+        "WgmmaWna16RsTile<4, 8, true, 4, 128, 1, 1>"
+        in FAMILY.render(presets.W4A16_G128, one, SM90).code
+    )
+    two_consumers = WgmmaWna16Config(**{**base, "rs_block_n": 256}, rs_block_m=128)
+    assert (two_consumers.consumers, two_consumers.threads) == (2, 384)
+    assert (
+        "WgmmaWna16RsTile<4, 8, true, 4, 128>"
+        in FAMILY.render(presets.W4A16_G128, two_consumers, SM90).code
+    )
+    with pytest.raises(ValueError, match=r"rs_block_n=128 .* needs the producer"):
+        WgmmaWna16Config(**base, rs_producer=False)
+    with pytest.raises(ValueError, match="only the register-A form"):
+        WgmmaWna16Config(arch="sm_90a", rs_block_n=128)
+    # stream-K: the ring beside a staged part of 64 rows; at 128 rows two CTAs fit 3 stages
+    stream = WgmmaWna16Config(**{**base, "stages": 3}, rs_stream_k=True, rs_ctas_per_sm=2)
+    assert stream.smem_bytes == 1024 + 3 * (128 * 64 * 2 + 10240) + 64 * 128 * 4 + 16 * 3
+    assert stream.fits_smem(SM90) and not stream.with_fields(stages=4).fits_smem(SM90)
+    with pytest.raises(ValueError, match="rs_stream_k needs"):  # two CTAs of 256 columns
+        WgmmaWna16Config(
+            **{**base, "rs_block_n": 256}, rs_block_m=32, rs_stream_k=True, rs_ctas_per_sm=2
+        )
 
 
 def test_split_k_and_narrow_tiles_belong_to_the_register_form():

@@ -24,6 +24,8 @@ from wgmma_conformance import (
 from wna16_cases import Case, random_weight
 from wna16_wgmma_cases import (
     MID_M_SHAPES,
+    NARROW_N_SHAPES,
+    NARROW_N_STREAM_SHAPES,
     SHAPES,
     STREAM_SHAPES,
     TWO_CTAS_SHAPES,
@@ -152,6 +154,8 @@ MID_M = small_m_cases(first_seed=3100, shapes=MID_M_SHAPES)
 TWO_CTAS = small_m_cases(first_seed=3200, shapes=TWO_CTAS_SHAPES)
 WIDE_M = small_m_cases(first_seed=3300, shapes=WIDE_M_SHAPES)
 STREAM = small_m_cases(first_seed=3400, shapes=STREAM_SHAPES)
+NARROW_N = small_m_cases(first_seed=3500, shapes=NARROW_N_SHAPES)
+NARROW_N_STREAM = small_m_cases(first_seed=3600, shapes=NARROW_N_STREAM_SHAPES)
 # the stream-K form's fixed fields (the case's own: token tile, ring depth)
 STREAM_FIELDS = {"rs_stream_k": True, "split_k": 1, "rs_ctas_per_sm": 1}
 
@@ -198,6 +202,24 @@ def stream_kernels(device):
         return built
 
     return {(c.id, c.seed): build(c, *v) for c, v in STREAM}
+
+
+@pytest.fixture(scope="module")
+def narrow_n_kernels(device):
+    """NARROW_N's cases in the 128-column register form at the case's fields."""
+    fields = ("split_k", "rs_block_m", "rs_ctas_per_sm", "stages")
+    cases = [(c, (128, *v)) for c, v in NARROW_N]
+    return _split_kernels(device, cases, ("rs_block_n", *fields))
+
+
+@pytest.fixture(scope="module")
+def narrow_n_stream_kernels(device):
+    """NARROW_N_STREAM's cases in the stream-K form over 128-column tiles, two CTAs per SM."""
+    fields = ("rs_block_m", "stages")
+    cases = [(c, (True, 1, 2, 128, *v)) for c, v in NARROW_N_STREAM]
+    return _split_kernels(
+        device, cases, ("rs_stream_k", "split_k", "rs_ctas_per_sm", "rs_block_n", *fields)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -263,6 +285,34 @@ def test_two_ctas_per_sm_match_reference(case: Case, device, two_ctas_kernels):
     (setmaxnreg), so that two CTAs share an SM: every format, K tails, splits."""
     config, kernel = two_ctas_kernels[(case.id, case.seed)]
     assert config.rs_ctas_per_sm == 2 and config.rs_block_m <= 32
+    _check(case, device, config, kernel)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c, _ in NARROW_N],
+    ids=[f"{c.id}-split{s}-m{b}-ctas{t}" for c, (s, b, t, _) in NARROW_N],
+)
+def test_128_column_tiles_match_reference(case: Case, device, narrow_n_kernels):
+    """One consumer warpgroup over 128 weight columns (its warps' layout columns and pair halves
+    from Place), two CTAs per SM at token tiles of 32-176 rows: every format, M / N / K tails, N
+    tails past the tile's first layout column, splits."""
+    config, kernel = narrow_n_kernels[(case.id, case.seed)]
+    assert config.block_n == 128 and config.threads == 256
+    assert config.fits_smem(device.caps())
+    _check(case, device, config, kernel)
+
+
+@pytest.mark.parametrize(
+    "case", [c for c, _ in NARROW_N_STREAM], ids=[f"{c.id}-m{b}" for c, (b, _) in NARROW_N_STREAM]
+)
+def test_128_column_stream_k_matches_reference(case: Case, device, narrow_n_stream_kernels):
+    """Stream-K over 128-column tiles with two persistent CTAs per SM: the grid is every CTA the
+    device holds (twice the SMs), partial tiles summed across up to 128 CTAs."""
+    config, kernel = narrow_n_stream_kernels[(case.id, case.seed)]
+    assert config.rs_stream_k and config.block_n == 128 and config.rs_ctas_per_sm == 2
+    sms = device.caps().sm_count
+    assert sms is None or kernel.resident == 2 * sms
     _check(case, device, config, kernel)
 
 

@@ -158,6 +158,35 @@ TWO_CTAS_SHAPES = (
 )
 
 
+# The 128-column tile (rs_block_n = 128: one consumer warpgroup, WgmmaWna16RsTile's CONSUMERS = 1):
+# (M, N, K, split_k, rs_block_m, rs_ctas_per_sm, stages). Two CTAs per SM at every token tile
+# from 32 to 176 rows, one at 128 rows with a deeper ring; N tails inside a tile's second layout
+# column (N = 200) and past its first (N = 136, 1000: the tile's second column is not copied),
+# M tails, several M tiles, uneven splits.
+NARROW_N_SHAPES = (
+    (64, 200, 1040, 1, 64, 2, 4),
+    (128, 136, 4096, 4, 128, 2, 4),
+    (100, 1000, 2056, 3, 64, 2, 4),
+    (300, 520, 1040, 2, 128, 2, 4),
+    (200, 520, 2056, 2, 96, 2, 4),
+    (32, 264, 8192, 8, 32, 2, 4),
+    (352, 384, 2048, 1, 176, 2, 3),
+    (1030, 384, 4096, 1, 128, 1, 6),
+)
+
+
+# Stream-K over 128-column tiles, two CTAs per SM (264 persistent CTAs on the H200): (M, N, K,
+# rs_block_m, stages: two 128-row CTAs fit 3 beside their staged parts). One tile of 64 K steps over 64 CTAs; 2 x 5 tiles of 33 steps (K tails);
+# 3 tiles of 128 steps at M = 17 (partials from 128 CTAs); 33 x 8 tiles of 17 steps (whole and
+# partial tiles, N tails).
+NARROW_N_STREAM_SHAPES = (
+    (128, 128, 4096, 128, 3),
+    (300, 520, 2056, 128, 3),
+    (17, 264, 8192, 64, 4),
+    (4100, 1000, 1040, 128, 3),
+)
+
+
 def small_m_cases(first_seed: int = 3000, shapes=SMALL_M_SHAPES) -> list[tuple[Case, tuple]]:
     """(case, launch fields) of `shapes` (M, N, K, fields...) over the own formats and the float
     ones, rotating groups and dtypes as wgmma_cases does."""

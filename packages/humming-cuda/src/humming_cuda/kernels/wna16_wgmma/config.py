@@ -5,7 +5,8 @@ Two forms, both with 64-deep K steps (128 bytes of 16-bit activations: one 128B-
   warpgroups of 64 rows over a 128 (M) x 128 (N) tile, the dequantized weights written to smem;
 - `weights_in_registers` (wna16_wgmma_rs.cuh): the weights are wgmma's register A operand, two
   consumer warpgroups over 256 (N) x `rs_block_m` (M: 128, or 16 / 32 / 64 at small M, where the
-  tokens are wgmma's narrow N, or 160 / 176 at large M), codes and scales streamed through the
+  tokens are wgmma's narrow N, or 160 / 176 at large M), or one over 128 (`rs_block_n`), codes
+  and scales streamed through the
   ring with x by a producer warpgroup (`rs_producer`, the default) or by consumer thread 0, and
   K split `split_k` ways across CTAs (small grids), or (`rs_stream_k`, wna16_wgmma_stream.cuh)
   persistent CTAs sharing the (tile, K step) iterations evenly.
@@ -21,12 +22,19 @@ from pydantic import Field, model_validator
 from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, WgmmaTileConfig
 
 BLOCK_K = 64
-RS_BLOCK_N = 256  # weight columns of the register-A form's tile
-# The register-A form's ring stage for the widest format, less its x tile (block_m x 64 x 2
-# bytes): 8-bit codes of 4 x 4 layout tiles, 4 group rows of 256 scales and of zero points (2
-# bytes each). Its kernel uses less for narrower codes; reserving the most costs nothing at one
-# CTA per SM.
-RS_WEIGHT_STAGE_BYTES = 16 * 32 * 8 * 4 + 2 * 4 * RS_BLOCK_N * 2
+RS_BLOCK_N = 256  # weight columns of the register-A form's tile (two consumer warpgroups)
+# One consumer warpgroup's 128 columns (WgmmaWna16RsTile's CONSUMERS = 1), for two CTAs per SM
+RS_NARROW_BLOCK_N = 128
+
+
+def rs_weight_stage_bytes(block_n: int) -> int:
+    """The register-A form's ring stage for the widest format, less its x tile (block_m x 64 x 2
+    bytes): 8-bit codes of block_n / 64 x 4 layout tiles, 4 group rows of block_n scales and of
+    zero points (2 bytes each). Its kernel uses less for narrower codes; reserving the most costs
+    nothing at one CTA per SM (fits_smem checks two)."""
+    return block_n // 64 * 4 * 32 * 8 * 4 + 2 * 4 * block_n * 2
+
+
 RS_BLOCK_MS = (16, 32, 64, 128)  # wgmma N of the register form's token side
 # Wider token tiles (humming/mma/wgmma_wide.cuh) for large M: more tensor work per dequantized
 # fragment and per stage. Routed by the cost model (heuristics.RS_STEP_COST, measured 2026-12-05).
@@ -64,8 +72,12 @@ class WgmmaWna16Config(WgmmaTileConfig):
     rs_block_m: Literal[16, 32, 64, 96, 128, 160, 176] = 128
     split_k: int = Field(1, ge=1, le=16)
     # CTAs per SM the register form's registers are split for (WgmmaWna16RsTile::CTAS): 2 halves
-    # each consumer's registers (104) for twice the warps per scheduler; narrow tiles only.
+    # each consumer's registers (104) for twice the warps per scheduler; narrow tiles only, or any
+    # tile of 128 columns (rs_block_n), whose one consumer warpgroup keeps 232.
     rs_ctas_per_sm: Literal[1, 2] = 1
+    # Weight columns of the register form's tile: 256 (two consumer warpgroups) or 128 (one,
+    # WgmmaWna16RsTile's CONSUMERS = 1). Configurable, not routed: not yet measured.
+    rs_block_n: Literal[128, 256] = RS_BLOCK_N
     # Persistent stream-K (wna16_wgmma_stream.cuh): one CTA per SM, each taking an even share of
     # the (tile, K step) iterations; partial tiles are summed through a workspace by the last of
     # their CTAs. Configurable, not routed: 1.05-1.31x the time of the routed split-K plan at all
@@ -78,36 +90,49 @@ class WgmmaWna16Config(WgmmaTileConfig):
 
     @model_validator(mode="after")
     def _register_form_options(self) -> WgmmaWna16Config:
-        if not self.weights_in_registers and (self.rs_block_m != BLOCK_M or self.split_k != 1):
+        if not self.weights_in_registers and (
+            self.rs_block_m != BLOCK_M or self.split_k != 1 or self.rs_block_n != RS_BLOCK_N
+        ):
             raise ValueError(
-                f"rs_block_m={self.rs_block_m}, split_k={self.split_k}: only the register-A form "
-                "(weights_in_registers=True) has narrow tiles or split-K; the shared-memory form "
-                f"takes rs_block_m={BLOCK_M}, split_k=1"
+                f"rs_block_m={self.rs_block_m}, rs_block_n={self.rs_block_n}, "
+                f"split_k={self.split_k}: only the register-A form (weights_in_registers=True) "
+                "has narrow tiles or split-K; the shared-memory form takes "
+                f"rs_block_m={BLOCK_M}, rs_block_n={RS_BLOCK_N}, split_k=1"
+            )
+        narrow_n = self.rs_block_n == RS_NARROW_BLOCK_N
+        if narrow_n and not self.rs_producer:
+            raise ValueError(
+                f"rs_block_n={RS_NARROW_BLOCK_N} (one consumer warpgroup) needs the producer "
+                "warpgroup (rs_producer=True)"
             )
         if self.rs_ctas_per_sm == 2 and not (
             self.weights_in_registers
             and self.rs_producer
-            and self.rs_block_m <= RS_MAX_BLOCK_M_2CTAS
+            and (self.rs_block_m <= RS_MAX_BLOCK_M_2CTAS or narrow_n)
         ):
             raise ValueError(
                 "rs_ctas_per_sm=2 needs the register-A form with its producer warpgroup and "
-                f"rs_block_m <= {RS_MAX_BLOCK_M_2CTAS} (104 registers per consumer thread); got "
+                f"rs_block_m <= {RS_MAX_BLOCK_M_2CTAS} (104 registers per consumer thread) or "
+                f"rs_block_n={RS_NARROW_BLOCK_N} (one consumer warpgroup); got "
                 f"weights_in_registers={self.weights_in_registers}, "
-                f"rs_producer={self.rs_producer}, rs_block_m={self.rs_block_m}"
+                f"rs_producer={self.rs_producer}, rs_block_m={self.rs_block_m}, "
+                f"rs_block_n={self.rs_block_n}"
             )
         if self.rs_stream_k and not (
             self.weights_in_registers
             and self.rs_producer
-            and self.rs_ctas_per_sm == 1
+            and (self.rs_ctas_per_sm == 1 or narrow_n)
             and self.split_k == 1
             and self.rs_block_m in STREAM_BLOCK_MS
         ):
             raise ValueError(
-                "rs_stream_k needs the register-A form with its producer warpgroup, one CTA per SM, "
-                f"no split_k (stream-K splits K itself) and rs_block_m in {STREAM_BLOCK_MS}; got "
+                "rs_stream_k needs the register-A form with its producer warpgroup, one CTA per SM "
+                f"(or two with rs_block_n={RS_NARROW_BLOCK_N}), no split_k (stream-K splits K "
+                f"itself) and rs_block_m in {STREAM_BLOCK_MS}; got "
                 f"weights_in_registers={self.weights_in_registers}, "
                 f"rs_producer={self.rs_producer}, rs_ctas_per_sm={self.rs_ctas_per_sm}, "
-                f"split_k={self.split_k}, rs_block_m={self.rs_block_m}"
+                f"rs_block_n={self.rs_block_n}, split_k={self.split_k}, "
+                f"rs_block_m={self.rs_block_m}"
             )
         return self
 
@@ -124,7 +149,12 @@ class WgmmaWna16Config(WgmmaTileConfig):
 
     @property
     def block_n(self) -> int:
-        return RS_BLOCK_N if self.weights_in_registers else BLOCK_N
+        return self.rs_block_n if self.weights_in_registers else BLOCK_N
+
+    @property
+    def consumers(self) -> int:
+        """Consumer warpgroups: 128 weight columns each in the register-A form."""
+        return self.block_n // RS_NARROW_BLOCK_N if self.weights_in_registers else 2
 
     @property
     def ctas_per_sm(self) -> int:
@@ -135,7 +165,7 @@ class WgmmaWna16Config(WgmmaTileConfig):
         """The register-A form adds a producer warpgroup only with `rs_producer` (else consumer
         thread 0 issues the copies)."""
         if self.weights_in_registers:
-            return 128 * (3 if self.rs_producer else 2)
+            return 128 * (self.consumers + (1 if self.rs_producer else 0))
         return super().threads
 
     @property
@@ -149,11 +179,11 @@ class WgmmaWna16Config(WgmmaTileConfig):
         format (its ring also holds the epilogue's output tile, block_m x 256 fp32); for stream-K
         Wna16WgmmaStreamKernel::SMEM_BYTES (the ring, then a staged part of the tile beside it)."""
         if self.weights_in_registers:
-            stage = self.block_m * BLOCK_K * 2 + RS_WEIGHT_STAGE_BYTES
+            stage = self.block_m * BLOCK_K * 2 + rs_weight_stage_bytes(self.block_n)
             if self.rs_stream_k:
-                ring = self.stages * stage + self.part_rows * RS_BLOCK_N * 4
+                ring = self.stages * stage + self.part_rows * self.block_n * 4
             else:
-                ring = max(self.stages * stage, self.block_m * RS_BLOCK_N * 4)
+                ring = max(self.stages * stage, self.block_m * self.block_n * 4)
             return ALIGN_SLACK + ring + self.barrier_bytes
         b_bytes = BLOCK_N * BLOCK_K * 2
         return ALIGN_SLACK + self.stages * self.a_bytes + B_BUFFERS * b_bytes + self.barrier_bytes

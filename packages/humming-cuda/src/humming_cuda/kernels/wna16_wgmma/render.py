@@ -25,11 +25,15 @@ def template_arguments(fmt: KernelFormat, cfg: WgmmaWna16Config) -> tuple[str, s
     )
     if cfg.weights_in_registers:
         producer = str(bool(cfg.rs_producer)).lower()
-        # one CTA per SM is the template's default: those sources stay the verified ones
-        ctas = f", {cfg.rs_ctas_per_sm}" if cfg.rs_ctas_per_sm != 1 else ""
+        # one CTA per SM and two consumer warpgroups are the template's defaults: those sources
+        # stay the verified ones
+        tail = [cfg.rs_ctas_per_sm] if cfg.rs_ctas_per_sm != 1 else []
+        if cfg.consumers != 2:
+            tail = [cfg.rs_ctas_per_sm, cfg.consumers]
+        extra = "".join(f", {v}" for v in tail)
         return weight, (
             f"humming::WgmmaWna16RsTile<{cfg.stages}, {cfg.group_m}, {producer}, "
-            f"{cfg.rs_frag_buffers}, {cfg.rs_block_m}{ctas}>"
+            f"{cfg.rs_frag_buffers}, {cfg.rs_block_m}{extra}>"
         )
     return weight, f"humming::WgmmaWna16Tile<{cfg.stages}, {cfg.group_m}>"
 

@@ -9,7 +9,8 @@
 // plus one read per warpgroup) and the packed codes, about 60 KB per 256 x 128 x 64 step (twice
 // the work).
 //
-// CTA: 2 consumer warpgroups over 256 weight columns (N) x 128 activation rows (M), 64 K per step.
+// CTA: 2 consumer warpgroups over 256 weight columns (N) x 128 activation rows (M), 64 K per step
+// (or, Tile::CONSUMERS = 1, one over 128 columns: see Place).
 // Per step, x's 128 x 64 tile (TMA, 128B swizzle: the K-major B operand of wgmma m64n128k16), the
 // 4 x 4 layout tiles (64 N x 16 K) of packed codes and the step's group-scale / zero-point rows
 // (bulk copies) stream through a `STAGES`-deep mbarrier ring, a stage refilled once every warp has
@@ -18,8 +19,9 @@
 // would cap each thread at 168 registers, too few for the 128 accumulators plus the fragments in
 // flight (ptxas serializes the wgmmas, C7512). Without PRODUCER, consumer thread 0 issues them
 // (8 warps, 255 registers each). Warp w of warpgroup v owns layout-tile column w (weight columns
-// n0 + 64w ..) and, of each lane's 16 code pairs, the eight of columns 8j + lane/4 with j in
-// 4v .. 4v+3 (the wna16 layout, humming/memory/bitplanes.cuh). Per 16-deep K slice it dequantizes
+// n0 + 64w ..; with one consumer warpgroup, column w / 2 and v = w % 2: Kernel::Place) and, of
+// each lane's 16 code pairs, the eight of columns 8j + lane/4 with j in 4v .. 4v+3 (the wna16
+// layout, humming/memory/bitplanes.cuh). Per 16-deep K slice it dequantizes
 // them (humming/datatype/dequant.cuh, as the wna16 kernels do) straight into two A fragments and
 // issues two wgmma m64nBMk16 (BM = 128; 16 / 32 / 64 tokens at small M; 160 / 176 wide), whose
 // rows 16w + lane/4 (+8) are therefore weight columns n0 + 64w + 8(4v + 2i (+1)) + lane/4 of
@@ -55,24 +57,37 @@ namespace humming {
 // BM: activation rows per tile, wgmma's N (16, 32, 64 or 96: the narrow forms of
 // humming/mma/wgmma_narrow.cuh; 160 or 176: the wide ones of humming/mma/wgmma_wide.cuh; 128
 // otherwise).
-// CTAS: CTAs resident per SM the registers are split for. 2 (narrow tiles with a producer) gives
-// each scheduler four consumer warps instead of two to hide the dequantization's latencies: the
-// launch reserves 80 registers per thread (65536 / (2 x 384), in steps of 8), of which the
-// producer keeps 24 and each consumer gets 104.
+// CTAS: CTAs resident per SM the registers are split for. With 2 consumer warpgroups, 2 (narrow
+// tiles with a producer) gives each scheduler four consumer warps instead of two to hide the
+// dequantization's latencies: the launch reserves 80 registers per thread (65536 / (2 x 384), in
+// steps of 8), of which the producer keeps 24 and each consumer gets 104.
+// CONSUMERS: consumer warpgroups, each over 128 weight columns (BN = 128 x CONSUMERS). One, with
+// CTAS = 2, is two CTAs of 256 threads per SM whose consumers keep the one-CTA form's 232
+// registers (65536 / (2 x 256) = 128 reserved, the producer keeping 24): any token tile, and one
+// CTA's ring fill and epilogue overlap the other's main loop (the published humming-kernels' sm90
+// tile at M = 64-128 is this shape, 128 x BM over two CTAs per SM). The producer's 24 registers
+// hold its copy loop rolled up (produce); a 32 / 224 split instead costs the consumers' main loop
+// 5 instructions per wgmma (ptxas 13, W4A16 g128 at 128 rows: 36.9 against 32.0 per MMA,
+// benchmarks/kernel_resources.py --loop).
 template <int STAGES_, int GROUP_M_, bool PRODUCER_ = false, int FRAG_BUFS_ = 2, int BM_ = 128,
-          int CTAS_ = 1>
+          int CTAS_ = 1, int CONSUMERS_ = 2>
 struct WgmmaWna16RsTile {
-  static constexpr int BM = BM_, BN = 256, BK = 64, STAGES = STAGES_, GROUP_M = GROUP_M_;
+  static constexpr int CONSUMERS = CONSUMERS_;
+  static_assert(CONSUMERS == 1 || CONSUMERS == 2, "128 or 256 weight columns");
+  static constexpr int BM = BM_, BN = 128 * CONSUMERS, BK = 64, STAGES = STAGES_;
+  static constexpr int GROUP_M = GROUP_M_;
   static_assert(BM == 16 || BM == 32 || BM == 64 || BM == 96 || BM == 128 || BM == 160 ||
                     BM == 176,
                 "wgmma N of the token side");
-  static constexpr int CONSUMERS = 2;
   static constexpr bool PRODUCER = PRODUCER_;
   static constexpr int CTAS = CTAS_;
-  static_assert(CTAS == 1 || (CTAS == 2 && PRODUCER && BM <= 32),
-                "two CTAs per SM: narrow tiles (<= 32 rows of accumulators) with a producer");
+  static_assert(CTAS == 1 || (CTAS == 2 && PRODUCER && (BM <= 32 || CONSUMERS == 1)),
+                "two CTAs per SM: a producer, and narrow tiles (<= 32 rows of accumulators) or "
+                "one consumer warpgroup");
   static constexpr int PRODUCER_REGS = CTAS == 1 ? 40 : 24;
-  static constexpr int CONSUMER_REGS = CTAS == 1 ? 232 : 104;
+  static constexpr int CONSUMER_REGS = CTAS == 1 || CONSUMERS == 1 ? 232 : 104;
+  static_assert((PRODUCER_REGS + CONSUMERS * CONSUMER_REGS) * 128 <= 65536 / CTAS,
+                "the setmaxnreg split fits the registers the launch reserves");
   static constexpr int FRAG_BUFS = FRAG_BUFS_;
   static_assert(FRAG_BUFS == 2 || FRAG_BUFS == 4, "buffers cycle within a step's 4 slices");
   static constexpr int THREADS = 128 * (CONSUMERS + (PRODUCER ? 1 : 0));
@@ -201,6 +216,19 @@ struct Wna16WgmmaRsKernel {
     HM_DEVICE u32 empty_bar(int s) const { return empty + 8 * s; }
   };
 
+  // A consumer thread's share of the tile: the layout-tile column its warp reads (weight columns
+  // 64 col ..) and which half of each lane's 16 code pairs (pairs 8 half .. 8 half + 7). Two
+  // consumer warpgroups: warp w of warpgroup h takes column w, half h. One (BN = 128): warp w takes
+  // column w / 2, half w % 2. A warp's wgmma rows are its Place's weight columns (n0 + 64 col +
+  // 8 (4 half + 2i (+1)) + lane/4 for wgmma i, as the header has them), which stage() maps back.
+  struct Place {
+    int col, half;
+  };
+  HM_DEVICE static Place place() {
+    if constexpr (Tile::CONSUMERS == 2) return Place{(threadIdx.x / 32) % 4, threadIdx.x / 128};
+    return Place{threadIdx.x / 64, (threadIdx.x / 32) % 2};
+  }
+
   // First group-scale row of step `it` and how many rows its valid K tiles span.
   HM_DEVICE static int first_row(const Args& a, int it) {
     return (it * TILES_K * 16) >> a.group_shift;
@@ -228,14 +256,12 @@ struct Wna16WgmmaRsKernel {
                       all_rows * row_bytes * ((S_BYTES ? 1 : 0) + (Z_BYTES ? 1 : 0));
     mbar_arrive_expect_tx(sm.full_bar(s), bytes);
     if constexpr (WITH_X && LOAD_X) load_x(tx, sm, s, it, m0);
-    for (int tn = 0; tn < tiles_n; ++tn) {
-      const u32* src = a.qweight + (static_cast<long long>(nt0 + tn) * a.k_tiles + kt0) * 32 * BITS;
-      const u32 dst = sm.w(s) + tn * TILES_K * TILE_BYTES;
-      bulk_load(dst, src, tiles_k * TILE_BYTES, sm.full_bar(s));
-      if (tiles_k < TILES_K) {
-        bulk_load(dst + tiles_k * TILE_BYTES, rs_zero_page, (TILES_K - tiles_k) * TILE_BYTES,
-                  sm.full_bar(s));
-      }
+    if constexpr (Tile::CONSUMERS == 1) {
+      // two CTAs per SM leave the producer 24 registers: this loop unrolled spilled two words
+#pragma unroll 1
+      for (int tn = 0; tn < tiles_n; ++tn) copy_codes(a, sm, s, nt0 + tn, kt0, tiles_k, tn);
+    } else {
+      for (int tn = 0; tn < tiles_n; ++tn) copy_codes(a, sm, s, nt0 + tn, kt0, tiles_k, tn);
     }
     for (int r = 0; r < all_rows; ++r) {
       const long long at = static_cast<long long>(r0 + r) * a.n_pad + n0;
@@ -250,14 +276,27 @@ struct Wna16WgmmaRsKernel {
     }
   }
 
+  // Layout tiles kt0 .. kt0 + tiles_k - 1 of layout-tile column nt into stage `s`'s column tn, and
+  // zeros for those of the step past K.
+  HM_DEVICE static void copy_codes(const Args& a, const Smem& sm, int s, int nt, int kt0,
+                                   int tiles_k, int tn) {
+    const u32* src = a.qweight + (static_cast<long long>(nt) * a.k_tiles + kt0) * 32 * BITS;
+    const u32 dst = sm.w(s) + tn * TILES_K * TILE_BYTES;
+    bulk_load(dst, src, tiles_k * TILE_BYTES, sm.full_bar(s));
+    if (tiles_k < TILES_K) {
+      bulk_load(dst + tiles_k * TILE_BYTES, rs_zero_page, (TILES_K - tiles_k) * TILE_BYTES,
+                sm.full_bar(s));
+    }
+  }
+
   // Step `it`'s x tile into stage `s` (its bytes expected by produce).
   HM_DEVICE static void load_x(const TmaDescriptor* tx, const Smem& sm, int s, int it, int m0) {
     tma_load_2d(sm.x(s), tx, it * BK, m0, sm.full_bar(s));
   }
 
-  // Warpgroup v's group parameters from scale (and zero-point) row `row` of a stage: its 4
-  // columns 8j + lane/4, j = 4v .. 4v+3, of layout-tile column `warp`, stored in lane order at
-  // stage + group_off (consume's offsets); gp[i][h] is pair j = 4v + 2i + h's.
+  // A thread's group parameters from scale (and zero-point) row `row` of a stage: with its Place
+  // (col, half v), the 4 columns 8j + lane/4, j = 4v .. 4v+3, of layout-tile column col, stored in
+  // lane order at stage + group_off (consume's offsets); gp[i][h] is pair j = 4v + 2i + h's.
   HM_DEVICE static void group_params(const unsigned char* stage, int group_off, int row,
                                      GroupParams<ActT> (&gp)[2][2]) {
     uint2 s = make_uint2(0u, 0u), z = make_uint2(0u, 0u);
@@ -359,10 +398,11 @@ struct Wna16WgmmaRsKernel {
   HM_DEVICE static void consume(const TmaDescriptor* tx, const Args& a, const Smem& sm,
                                 const unsigned char* ring, int it0, int iters, int m0, int n0,
                                 float (&acc)[2][ACC], int q0 = 0) {
-    const int v = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const Place p = place();
+    const int v = p.half, lane = threadIdx.x % 32;
     // the lane's code words of slice 0 (slice kk: + kk * TILE_BYTES) and group values of row 0
-    const int words_off = Tile::X_BYTES + (warp * TILES_K * 32 + lane) * BITS * 4;
-    const int group_off = Tile::X_BYTES + W_BYTES + 2 * (64 * warp + 8 * (lane / 4) + 4 * v);
+    const int words_off = Tile::X_BYTES + (p.col * TILES_K * 32 + lane) * BITS * 4;
+    const int group_off = Tile::X_BYTES + W_BYTES + 2 * (64 * p.col + 8 * (lane / 4) + 4 * v);
     // groups of 64 or more: a step's 4 slices share one scale row (BK = 64 = 2^6)
     const bool one_row = !Fmt::IN_LOOP || a.group_shift >= 6;
     const int group_mask = (1 << a.group_shift) - 1;
@@ -437,13 +477,13 @@ struct Wna16WgmmaRsKernel {
     constexpr int C0 = PART * ACC / 4 / PARTS, C1 = (PART + 1) * ACC / 4 / PARTS;
     constexpr float kFoldUp = float(1 << FOLD_DOWN);  // what FOLD took off the scales
     static_assert(ACC / 4 % PARTS == 0, "whole 8-row accumulator groups per part");
-    const int v = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
-    const int g = lane / 4, t = lane % 4;
+    const Place p = place();
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int nl = 64 * warp + 8 * (4 * v + 2 * i + h) + g;
+        const int nl = 64 * p.col + 8 * (4 * p.half + 2 * i + h) + g;
 #pragma unroll
         for (int c = C0; c < C1; ++c) {
 #pragma unroll
@@ -472,7 +512,7 @@ struct Wna16WgmmaRsKernel {
   // columns n0 .. n0 + BN - 1 (those inside [M, N]).
   template <int ROWS>
   HM_DEVICE static void store_rows(const Args& a, const float* tile, int m0, int n0) {
-    // a chunk is 8 columns of a row; a warp stores one row's 32 chunks
+    // a chunk is 8 columns of a row; a warp stores one row's 32 chunks (BN = 256) or two rows' 16
     constexpr int CHUNKS = BN / 8;
     const int ct = threadIdx.x, chunk = ct % CHUNKS, n = n0 + 8 * chunk;
     using Epi = Epilogue<OutT, Fmt::EPI_SCALE, Fmt::GLOBAL, BIAS>;

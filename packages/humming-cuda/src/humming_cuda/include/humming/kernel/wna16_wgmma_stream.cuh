@@ -1,7 +1,8 @@
 // Persistent stream-K form of the register-A WnA16 kernel (kernel/wna16_wgmma_rs.cuh; config
-// rs_stream_k): gridDim.x CTAs (at most one per SM) share the problem's (output tile, K step)
-// iterations evenly, in the tiles' grouped order (humming/memory/tile_order.cuh) and K order
-// within a tile: CTA c takes iterations [c T / G, (c + 1) T / G) of T.
+// rs_stream_k): gridDim.x CTAs (the device's resident ones: one per SM, or two of the 128-column
+// tile) share the problem's (output tile, K step) iterations evenly, in the tiles' grouped order
+// (humming/memory/tile_order.cuh) and K order within a tile: CTA c takes iterations
+// [c T / G, (c + 1) T / G) of T.
 //
 // Why: one CTA per tile (and split) leaves the last wave part empty and pays each CTA's ring fill
 // and epilogue with idle tensor cores. H200, dense.json of session 26: 6144x4096 W4A16 g128 at
@@ -29,8 +30,9 @@ template <class Fmt, class Tile, typename ActT, typename OutT, bool BIAS>
 struct Wna16WgmmaStreamKernel {
   using Dense = Wna16WgmmaRsKernel<Fmt, Tile, ActT, OutT, BIAS>;
   using Args = typename Dense::Args;
-  static_assert(Tile::PRODUCER && Tile::CTAS == 1,
-                "stream-K: a producer warpgroup, one CTA per SM (the persistent grid)");
+  static_assert(Tile::PRODUCER && (Tile::CTAS == 1 || Tile::CONSUMERS == 1),
+                "stream-K: a producer warpgroup; one CTA per SM, or two of one consumer "
+                "warpgroup (the persistent grid: every CTA the device holds at once)");
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, STAGES = Tile::STAGES;
   static constexpr int ACC = Dense::ACC;
   static constexpr int THREADS = 128 * Tile::CONSUMERS;  // consumer threads
@@ -231,7 +233,7 @@ struct Wna16WgmmaStreamKernel {
 // `iters_per_split` unused: the range of each CTA follows from gridDim.x); `workspace` holds two
 // partial tiles per CTA, `counters` one per CTA (zero between launches).
 #define HUMMING_WNA16_WGMMA_STREAM_ENTRY(NAME, FMT, TILE, ACT, OUT, BIAS)                       \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                           \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, TILE::CTAS) NAME(                  \
       HM_WNA16_WGMMA_PARAMS(ACT, OUT), float* workspace, int* counters, int iters_per_split) {   \
     using Kern = humming::Wna16WgmmaStreamKernel<FMT, TILE, ACT, OUT, BIAS>;                    \
     Kern::run(tmap_x, HM_WNA16_WGMMA_ARGS(Kern), workspace, counters);                          \
