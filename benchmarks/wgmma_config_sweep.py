@@ -13,6 +13,8 @@ rs_stream_k=false,true` at a point routed to split 2) the chosen config is timed
 (`chosen_us`).
 `--family NAME` sweeps that family's first candidate instead of the device's choice (a family the
 heuristic does not prefer at this point) and also times the device's choice (`routed_us`).
+`--peer` also times the published humming-kernels layer of the point's format (`peer_us`, over
+rotated copies of its own), the issue 6 target, in the same run.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import itertools
 
 from points import Point, field_values, rotated_us, save, with_fields
 
-from humming_cuda.bench.baselines import cublas_fp16
+from humming_cuda.bench.baselines import Unavailable, cublas_fp16
+from humming_cuda.bench.peer import dense as peer_dense
 from humming_cuda.bench.timing import copies_for, graph_time_us
 from humming_cuda.device import CudaDevice
 from humming_cuda.kernels import family_named
@@ -38,7 +41,9 @@ def _pack(device: CudaDevice, spec, cfg, cw, copies: int) -> list[dict]:
     return [device.weight_layout(spec, cfg).pack(cw, "cuda") for _ in range(copies)]
 
 
-def sweep(device: CudaDevice, text: str, grid: dict[str, list], family: str | None) -> dict:
+def sweep(
+    device: CudaDevice, text: str, grid: dict[str, list], family: str | None, peer: bool = False
+) -> dict:
     point = Point.parse(text)
     spec = point.spec
     routed = chosen = device.candidates(spec, point.problem)[0]
@@ -55,6 +60,14 @@ def sweep(device: CudaDevice, text: str, grid: dict[str, list], family: str | No
     row["cublas_fp16_us"] = graph_time_us(
         cublas_fp16(x, point.n, fp16_copies), max(2 * fp16_copies, 8)
     )
+    if peer:
+        try:
+            fn = peer_dense(text.split(":")[0], x, point.n, point.k, copies)
+        except Unavailable as exc:
+            print(f"{text:32s} peer: {exc}", flush=True)
+        else:
+            row["peer_us"] = graph_time_us(fn, max(2 * copies, 8))
+            print(f"{text:32s} peer {row['peer_us']:9.1f} us", flush=True)
     if chosen is not routed:
         row["routed"] = routed.model_dump(mode="json")
         row["routed_us"] = _time(
@@ -86,11 +99,12 @@ def main() -> None:
     parser.add_argument("points", nargs="+", help="SPEC:NxK:M")
     parser.add_argument("--set", action="append", default=[], help="field=v1,v2,...")
     parser.add_argument("--family", help="sweep this family's first candidate")
+    parser.add_argument("--peer", action="store_true", help="time the published package too")
     parser.add_argument("--out")
     args = parser.parse_args()
     grid = field_values(args.set, many=True)
     device = CudaDevice()
-    save(args.out, [sweep(device, p, grid, args.family) for p in args.points])
+    save(args.out, [sweep(device, p, grid, args.family, args.peer) for p in args.points])
 
 
 if __name__ == "__main__":
