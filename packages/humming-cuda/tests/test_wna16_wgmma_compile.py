@@ -101,6 +101,19 @@ RS_PTX_NEEDS = (
 TWO_CTAS = {"rs_ctas_per_sm": 2, "stages": 4}  # a ring that fits two CTAs' shared memory
 
 
+def register_a_widths(tmp_path, units: Units) -> set[str]:
+    """The token widths (wgmma N) of the register-A wgmmas in every unit's PTX, which must also
+    hold the register form's copies and waits (RS_PTX_NEEDS): the A operand a register vector, the
+    B operand a descriptor."""
+    widths = set()
+    for text in dumped_ptx(tmp_path, units, RS_PTX_NEEDS):
+        act = "bf16" if ".bf16.bf16" in text else "f16"
+        form = re.search(rf"m64n(\d+)k16\.f32\.{act}\.{act} \{{[^}}]*\}}, \{{%r", text)
+        assert form
+        widths.add(form.group(1))
+    return widths
+
+
 def _register_a_units() -> Units:
     """The register-A form (weights_in_registers) of every integer and float format, both ring
     depths, with group scales, and per-channel scales with an fp32 output; the narrow small-M
@@ -150,14 +163,7 @@ def test_register_a_form_compiles_without_spills_or_serialized_wgmma(monkeypatch
         two_ctas += cfg.rs_ctas_per_sm == 2
     assert narrow >= len(INTEGER_FORMATS + FLOAT_FORMATS)
     assert two_ctas >= len(INTEGER_FORMATS + FLOAT_FORMATS)
-    widths = set()
-    for text in dumped_ptx(tmp_path, units, RS_PTX_NEEDS):
-        act = "bf16" if ".bf16.bf16" in text else "f16"
-        # the A operand is a register vector, the B operand a descriptor
-        form = re.search(rf"m64n(16|32|64|128)k16\.f32\.{act}\.{act} \{{[^}}]*\}}, \{{%r", text)
-        assert form
-        widths.add(form.group(1))
-    assert widths == {"16", "32", "64", "128"}
+    assert register_a_widths(tmp_path, units) == {"16", "32", "64", "128"}
 
 
 def _format_units(common: dict, channel: list[dict], grouped: list[dict] = ()) -> Units:
@@ -197,13 +203,7 @@ def test_wide_token_tiles_compile_without_spills_or_serialized_wgmma(monkeypatch
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
     units = _wide_units()
     _assert_clean(units)
-    widths = set()
-    for text in dumped_ptx(tmp_path, units, RS_PTX_NEEDS):
-        act = "bf16" if ".bf16.bf16" in text else "f16"
-        form = re.search(rf"m64n(\d+)k16\.f32\.{act}\.{act} \{{[^}}]*\}}, \{{%r", text)
-        assert form
-        widths.add(form.group(1))
-    assert widths == {str(b) for b in RS_WIDE_BLOCK_MS}
+    assert register_a_widths(tmp_path, units) == {str(b) for b in RS_WIDE_BLOCK_MS}
 
 
 @pytest.mark.compile
@@ -214,9 +214,7 @@ def test_mid_token_tile_compiles_without_spills_or_serialized_wgmma(monkeypatch,
     mid = {"arch": "sm_90a", "weights_in_registers": True, "pdl": True, "group_m": 1}
     units = _format_units({**mid, "rs_block_m": RS_MID_BLOCK_M}, [{"rs_block_m": RS_MID_BLOCK_M}])
     _assert_clean(units)
-    for text in dumped_ptx(tmp_path, units, RS_PTX_NEEDS):
-        act = "bf16" if ".bf16.bf16" in text else "f16"
-        assert re.search(rf"m64n96k16\.f32\.{act}\.{act} \{{[^}}]*\}}, \{{%r", text)
+    assert register_a_widths(tmp_path, units) == {"96"}
 
 
 def _narrow_n_units() -> Units:
@@ -244,13 +242,7 @@ def test_128_column_tile_compiles_without_spills_or_serialized_wgmma(monkeypatch
     units = _narrow_n_units()
     for _, cfg, _ in _assert_clean(units):
         assert cfg.threads == 256 and cfg.block_n == 128
-    widths = set()
-    for text in dumped_ptx(tmp_path, units, RS_PTX_NEEDS):
-        act = "bf16" if ".bf16.bf16" in text else "f16"
-        form = re.search(rf"m64n(\d+)k16\.f32\.{act}\.{act} \{{[^}}]*\}}, \{{%r", text)
-        assert form
-        widths.add(form.group(1))
-    assert widths == {"32", "64", "96", "128", "160", "176"}
+    assert register_a_widths(tmp_path, units) == {"32", "64", "96", "128", "160", "176"}
 
 
 def _stream_units() -> Units:
