@@ -414,6 +414,36 @@ def test_128_column_tile_has_one_consumer_warpgroup_and_mirrors_its_shared_memor
         )
 
 
+def test_consumer_places_cover_the_tile_columns_once():
+    """Kernel::Place as the header writes it, mirrored: over the consumer warps of one or two
+    warpgroups, the (layout column, pair half) places are all distinct and within the tile, and
+    stage()'s column of each (warp, lane, wgmma i, row half h) covers [0, BN) exactly once, so
+    every output column is written by one accumulator."""
+    assert "return Place{(threadIdx.x / 32) % 4, threadIdx.x / 128};" in RS_HEADER
+    assert "return Place{threadIdx.x / 64, (threadIdx.x / 32) % 2};" in RS_HEADER
+    assert "const int nl = 64 * p.col + 8 * (4 * p.half + 2 * i + h) + g;" in RS_HEADER
+
+    def place(tid: int, consumers: int) -> tuple[int, int]:
+        if consumers == 2:
+            return (tid // 32) % 4, tid // 128
+        return tid // 64, (tid // 32) % 2
+
+    for consumers in (1, 2):
+        block_n = 128 * consumers
+        places = {place(32 * w, consumers) for w in range(4 * consumers)}
+        assert len(places) == 4 * consumers
+        assert all(0 <= c < block_n // 64 and h in (0, 1) for c, h in places)
+        columns = [
+            64 * col + 8 * (4 * half + 2 * i + h) + lane // 4
+            for tid in range(0, 128 * consumers, 4)  # one thread per lane quad: its g = lane / 4
+            for col, half in [place(tid, consumers)]
+            for lane in [tid % 32]
+            for i in (0, 1)
+            for h in (0, 1)
+        ]
+        assert sorted(columns) == list(range(block_n))
+
+
 def test_split_k_and_narrow_tiles_belong_to_the_register_form():
     with pytest.raises(ValueError, match="register-A form"):
         WgmmaWna16Config(arch="sm_90a", stages=4, split_k=2)
