@@ -14,7 +14,8 @@ block choice for both GEMMs:
   split), `none` the kernel the codes spec would take without it (moe_wna16's decode form at few
   rows per expert).
 - `--form bf16` (WnA16 layers): moe_wna16_wgmma.heuristics.choose_block_m, the register-A kernel's
-  block; `none` moe_wna16 (the mma.sync kernels) instead of it.
+  block; `none` moe_wna16 (the mma.sync kernels) instead of it; `64n128` 64-row blocks in the
+  128-column tile at two CTAs per SM.
 Each build is timed as the bench times it (CUDA-graph replay over rotated weight copies and
 routings); each variant prints its time and its ratio to the faster baseline.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 from contextlib import contextmanager
+from functools import partial
 
 import torch
 from points import save
@@ -54,17 +56,21 @@ def forced_e4m3_block(block: str):
 @contextmanager
 def forced_bf16_block(block: str):
     """Layers built inside take `block` for the register-A MoE kernel: "auto" the heuristics'
-    choice, "none" moe_wna16 instead, "B" blocks of B rows."""
-    saved = wgmma.choose_block_m, wgmma.MIN_ROWS_PER_EXPERT
+    choice, "none" moe_wna16 instead, "B" blocks of B rows, "Bn128" blocks of B rows in the
+    128-column tile at two CTAs per SM (not routed yet)."""
+    saved = wgmma.choose_block_m, wgmma.MIN_ROWS_PER_EXPERT, wgmma._configs
     if block == "none":
         wgmma.MIN_ROWS_PER_EXPERT = 1 << 30
     elif block != "auto":
+        rows, _, columns = block.partition("n")
         wgmma.MIN_ROWS_PER_EXPERT = 0
-        wgmma.choose_block_m = lambda *args, **kw: int(block)
+        wgmma.choose_block_m = lambda *args, **kw: int(rows)
+        if columns:
+            wgmma._configs = partial(saved[2], block_n=int(columns), ctas_per_sm=2)
     try:
         yield
     finally:
-        wgmma.choose_block_m, wgmma.MIN_ROWS_PER_EXPERT = saved
+        wgmma.choose_block_m, wgmma.MIN_ROWS_PER_EXPERT, wgmma._configs = saved
 
 
 FORMS = {"e4m3": forced_e4m3_block, "bf16": forced_bf16_block}

@@ -3,7 +3,8 @@
     compute-sanitizer --tool racecheck python3 scripts/sanitize_moe.py [CASE ...]
     compute-sanitizer --tool memcheck --report-api-errors no python3 scripts/sanitize_moe.py
 
-CASE: indices into CASES, to run only those (with HUMMING_LINEINFO=1 a report names source lines).
+CASE: indices into CASES and then FORCED (tiles the heuristics do not route yet, forced through
+them), to run only those (with HUMMING_LINEINFO=1 a report names source lines).
 Covers moe_wna16's decode form (one or two 64-column warps per CTA, a K tail) and its dense K loop,
 and moe_wna16_wgmma's 96- and 160-row blocks (the producer warpgroup's gathered rows arriving on the full
 barriers by cp.async, padding rows, K tails; persistent CTAs walking several tiles, the ring, row
@@ -18,6 +19,8 @@ bounds) that a race corrupting whole fragments exceeds.
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
+from functools import partial
 
 import torch
 
@@ -39,10 +42,35 @@ CASES = [  # (preset, experts, top_k, M, N, K): rows per expert pick the kernel
     ("MXFP4_A8", 64, 4, 100, 256, 512),  # the e4m3 form, 16-row blocks on two CTAs per SM
     ("MXFP4_A8", 16, 4, 60, 320, 528),  # 16-row blocks, K and N tails
 ]
+# (case, block_m, config fields of every ring depth the heuristics would offer for it)
+FORCED = [
+    # moe_wna16_wgmma's 128-column tile, two persistent CTAs per SM: 64-row blocks of 100 rows per
+    # expert (padding rows), an N tail (320: the last tile one layout column), a K tail
+    (("W4A16_G128", 16, 4, 400, 320, 520), 64, {"block_n": 128, "ctas_per_sm": 2}),
+]
 GUARD = 2.0**-6
 
 
-def run_case(name: str, experts: int, top_k: int, m: int, n: int, k: int) -> float:
+@contextmanager
+def forced_tile(block_m: int | None, fields: dict):
+    """Layers built inside take moe_wna16_wgmma with `block_m`-row blocks and `fields` (no change
+    when block_m is None)."""
+    from humming_cuda.kernels.moe_wna16_wgmma import heuristics
+
+    saved = heuristics.MIN_ROWS_PER_EXPERT, heuristics.choose_block_m, heuristics._configs
+    if block_m is not None:
+        heuristics.MIN_ROWS_PER_EXPERT = 0
+        heuristics.choose_block_m = lambda *args, **kw: block_m
+        heuristics._configs = partial(saved[2], **fields)
+    try:
+        yield
+    finally:
+        heuristics.MIN_ROWS_PER_EXPERT, heuristics.choose_block_m, heuristics._configs = saved
+
+
+def run_case(
+    name: str, experts: int, top_k: int, m: int, n: int, k: int, block_m=None, fields=None
+) -> float:
     spec = preset(name).replace(layout="moe")
     gen = torch.Generator().manual_seed(m * n + k)
     cw = quantize_weight(torch.randn(experts, n, k, generator=gen) / k**0.5, spec).to("cuda")
@@ -50,7 +78,8 @@ def run_case(name: str, experts: int, top_k: int, m: int, n: int, k: int) -> flo
     x = torch.randn(m, k, generator=gen).to(act).cuda()
     ids = torch.rand(m, experts, generator=gen).topk(top_k, dim=-1).indices.int().cuda()
     rows = m * top_k
-    layer = PreparedMoe(cw, buckets=(moe_bucket_of(rows),))
+    with forced_tile(block_m, fields or {}):
+        layer = PreparedMoe(cw, buckets=(moe_bucket_of(rows),))
     config = layer.configs[moe_bucket_of(rows)]
     block = layer.block_size(rows)
     routing = moe_align(ids, block, experts)
@@ -60,6 +89,8 @@ def run_case(name: str, experts: int, top_k: int, m: int, n: int, k: int) -> flo
     err = float((out.float() - ref.float()).abs().max() / ref.float().abs().max().clamp_min(1e-6))
     tokens = getattr(config, "tokens", 0)
     form = f"{config.family}{' decode' if tokens else ''} block {block}"
+    if fields:
+        form += " " + " ".join(f"{key}={value}" for key, value in fields.items())
     print(
         f"{name:11s} E={experts:<3d} top{top_k} M={m:<4d} N={n:<5d} K={k:<4d} {form:28s} err {err:.2e}"
     )
@@ -67,7 +98,8 @@ def run_case(name: str, experts: int, top_k: int, m: int, n: int, k: int) -> flo
 
 
 def main(picked: list[str]) -> int:
-    cases = [CASES[int(i)] for i in picked] if picked else CASES
+    every = [(*c, None, None) for c in CASES] + [(*c, b, f) for c, b, f in FORCED]
+    cases = [every[int(i)] for i in picked] if picked else every
     return 1 if sum(run_case(*case) > GUARD for case in cases) else 0
 
 

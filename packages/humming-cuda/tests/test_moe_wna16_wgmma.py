@@ -26,6 +26,7 @@ from humming_cuda.kernels.moe_wna16_wgmma.config import (
     BLOCK_MS,
     block_ms,
     smem_bytes,
+    smem_limit,
     weight_stage_bytes,
 )
 from humming_cuda.kernels.moe_wna16_wgmma.heuristics import (
@@ -34,6 +35,7 @@ from humming_cuda.kernels.moe_wna16_wgmma.heuristics import (
     choose_block_m,
     expected_blocks,
 )
+from humming_cuda.kernels.moe_wna16_wgmma.heuristics import _configs as heuristics_configs
 from humming_cuda.kernels.wgmma_tile import ALIGN_SLACK
 from humming_cuda.kernels.wna16.config import KernelFormat
 from humming_cuda.kernels.wna16_wgmma.render import template_arguments
@@ -250,6 +252,35 @@ def test_render_instantiates_the_entry_with_the_dense_register_tile(spec, cfg, p
         '"the launch reserves other shared memory");\n'
     )
     assert source.arch == "sm_90a" and source.meta["family"] == "moe_wna16_wgmma"
+
+
+def test_128_column_tile_is_the_bf16_form_at_two_ctas_per_sm():
+    """block_n = 128 (one consumer warpgroup; not routed yet): two CTAs per SM of 256 threads,
+    64- or 96-row blocks, a ring of half the codes and group rows, a staged half tile of 128
+    columns, each within half an SM's shared memory; the dense tile renders CTAS 2, CONSUMERS 1."""
+    header = HEADER.read_text()
+    assert "__launch_bounds__(TILE::THREADS, TILE::CTAS)" in header
+    assert "PAIR_OF_ONE    ? (WIDE_PRODUCER ? 176 : 184)" in header
+    fmt = KernelFormat.from_spec(GLU)
+    assert weight_stage_bytes(fmt, 128) == 8 * 32 * 4 * 4 + 4 * 128 * 2
+    offered = heuristics_configs(fmt, 64, SM90, block_n=128, ctas_per_sm=2)
+    assert [c.stages for c in offered] == [6, 5, 4]
+    for block_m, stages in ((64, 6), (96, 5)):
+        cfg = MoeWna16WgmmaConfig(
+            arch="sm_90a", stages=stages, block_m=block_m, block_n=128, ctas_per_sm=2
+        )
+        assert (cfg.block_n, cfg.threads) == (128, 256)
+        stage = block_m * 64 * 2 + weight_stage_bytes(fmt, 128)
+        part = block_m // 2 * 128 * 4
+        want = ALIGN_SLACK + stages * stage + part + 16 * stages + 2 * 12 * block_m
+        assert smem_bytes(fmt, cfg) == want <= smem_limit(cfg, SM90.smem_per_block)
+        _, tile = template_arguments(fmt, cfg.dense)
+        assert tile == f"humming::WgmmaWna16RsTile<{stages}, 1, true, 4, {block_m}, 2, 1>"
+        assert f"using Tile = {tile};" in FAMILY.render(GLU, cfg, SM90).code
+    for bad in ({"block_m": 128}, {"ctas_per_sm": 1}, {"e4m3": True}):
+        fields = {"stages": 4, "block_m": 64, "block_n": 128, "ctas_per_sm": 2, **bad}
+        with pytest.raises(ValueError, match=r"block_n=128 .* the 128-column tile"):
+            MoeWna16WgmmaConfig(arch="sm_90a", **fields)
 
 
 def test_every_config_renders_its_own_kernel():

@@ -6,7 +6,7 @@ on mbarriers.
 Units: W4A16 g128 with a SiLU GLU, uint8 codes with zero points (no GLU, router weights) and
 MXFP4 (bf16), each at the blocks the heuristics take for 32, 64, 128 and 512 rows per expert
 (64, 96, 160 and 128; zero-point codes 128 instead of 160) on their first ring depth and on 3
-stages.
+stages; and the 128-column tile at 64 and 96 rows on two CTAs per SM.
 """
 
 from __future__ import annotations
@@ -23,7 +23,14 @@ from humming_core.spec import presets
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
 from humming_cuda.kernels.moe_wna16_wgmma import FAMILY, MoeWna16WgmmaConfig
+from humming_cuda.kernels.moe_wna16_wgmma.config import (
+    NARROW_N_BLOCK_MS,
+    smem_bytes,
+    smem_limit,
+)
+from humming_cuda.kernels.moe_wna16_wgmma.config import STAGES as CONFIG_STAGES
 from humming_cuda.kernels.moe_wna16_wgmma.heuristics import MIN_ROWS_PER_EXPERT
+from humming_cuda.kernels.wna16.config import KernelFormat
 
 HEADER = Path(humming_cuda.__file__).parent / "include/humming/kernel/moe_wna16_wgmma.cuh"
 pytestmark = pytest.mark.skipif(not HEADER.exists(), reason=f"{HEADER.name} is not written yet")
@@ -65,4 +72,39 @@ def test_units_compile_without_spills(monkeypatch, tmp_path):
     }
     for spec, cfg, artifact in units.compile(workers=2):
         assert_fits_registers(artifact, cfg.threads, f"{spec.weight} {spec.epilogue} {cfg}")
+    dumped_ptx(tmp_path, units, PTX_NEEDS)
+
+
+def _narrow_n_units() -> Units:
+    """The 128-column tile (not routed yet) at two CTAs per SM: each spec at 64- and 96-row blocks,
+    on the deepest ring that fits half an SM (zero-point codes' 96-row blocks: 3 stages)."""
+    units = Units(FAMILY, "sm_90a")
+    for spec in SPECS:
+        fmt = KernelFormat.from_spec(spec)
+        for block_m in NARROW_N_BLOCK_MS:
+            fits = [
+                cfg
+                for stages in sorted(CONFIG_STAGES, reverse=True)
+                for cfg in [
+                    MoeWna16WgmmaConfig(
+                        arch="sm_90a", stages=stages, block_m=block_m, block_n=128, ctas_per_sm=2
+                    )
+                ]
+                if smem_bytes(fmt, cfg) <= smem_limit(cfg, units.caps.smem_per_block)
+            ]
+            units.add(spec, fits[0])
+    return units
+
+
+@pytest.mark.compile
+@pytest.mark.timeout(900)
+def test_128_column_units_compile_without_spills(monkeypatch, tmp_path):
+    """The gathering producer keeps 72 (80) registers and one consumer warpgroup 184 (176) at two
+    CTAs per SM: no spills, no serialized wgmma, within 128 registers per thread at launch."""
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = _narrow_n_units()
+    assert len(units) == 2 * len(SPECS)
+    for spec, cfg, artifact in units.compile(workers=2):
+        assert cfg.threads == 256
+        assert_fits_registers(artifact, 2 * cfg.threads, f"{spec.weight} {spec.epilogue} {cfg}")
     dumped_ptx(tmp_path, units, PTX_NEEDS)

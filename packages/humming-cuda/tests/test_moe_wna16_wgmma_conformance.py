@@ -62,15 +62,16 @@ def device():
     return CudaDevice()
 
 
-def _layer(device, cw, rows, block_m):
-    """A layer for `rows` routed rows, checked to run this family with `block_m`."""
+def _layer(device, cw, rows, block_m, block_n=256):
+    """A layer for `rows` routed rows, checked to run this family with `block_m` x `block_n`
+    tiles."""
     from humming_core.ops import PreparedMoe, moe_bucket_of
 
     if device.caps().arch != "sm_90a":
         pytest.skip(f"the {FAMILY} family runs on sm_90a only, this GPU is {device.caps().arch}")
     layer = PreparedMoe(cw, device=device, buckets=(moe_bucket_of(rows),))
     config = layer.configs[moe_bucket_of(rows)]
-    assert (config.family, config.block_m) == (FAMILY, block_m)
+    assert (config.family, config.block_m, config.block_n) == (FAMILY, block_m, block_n)
     return layer
 
 
@@ -100,7 +101,23 @@ def test_forced_blocks_match_reference(device, monkeypatch, case, block_m):
     _check_gemm(device, case, block_m, router_weights=True)
 
 
-def _check_gemm(device, case, block_m, router_weights):
+@pytest.mark.parametrize("block_m", [64, 96])
+@pytest.mark.parametrize("case", FORCED, ids=lambda c: f"E{c.experts}k{c.top_k}M{c.m}N{c.n}K{c.k}")
+def test_128_column_tile_matches_reference(device, monkeypatch, case, block_m):
+    """The 128-column tile (one consumer warpgroup, two persistent CTAs per SM; not routed yet),
+    forced: its GLU epilogue reads two layout tiles per tile, twice the column tiles per block."""
+    from functools import partial
+
+    from humming_cuda.kernels.moe_wna16_wgmma import heuristics
+
+    monkeypatch.setattr(heuristics, "MIN_ROWS_PER_EXPERT", 0)
+    monkeypatch.setattr(heuristics, "choose_block_m", lambda *args, **kw: block_m)
+    narrow = partial(heuristics._configs, block_n=128, ctas_per_sm=2)
+    monkeypatch.setattr(heuristics, "_configs", narrow)
+    _check_gemm(device, case, block_m, router_weights=True, block_n=128)
+
+
+def _check_gemm(device, case, block_m, router_weights, block_n=256):
     from humming_core.numerics.quant import quantize_weight
 
     gen = torch.Generator(device="cuda").manual_seed(case.m * 31 + case.experts)
@@ -109,7 +126,7 @@ def _check_gemm(device, case, block_m, router_weights):
     b = torch.randn(case.experts, case.n, generator=gen, device="cuda") if case.bias else None
     cw = quantize_weight(w, case.spec, bias=b)
     x = torch.randn(case.m, case.k, generator=gen, device="cuda").to(act)
-    layer = _layer(device, cw, case.m * case.top_k, block_m)
+    layer = _layer(device, cw, case.m * case.top_k, block_m, block_n)
 
     def bound_of(ids, experts, tw):
         return routed_bound(x, cw, ids, experts, case.top_k, tw, wna16_expert_bound, 2.0**-24)

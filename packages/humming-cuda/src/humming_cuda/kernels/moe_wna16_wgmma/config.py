@@ -1,7 +1,7 @@
 """MoE WnA16-wgmma configuration: wna16_wgmma's register-A tile (two consumer warpgroups over 256
-weight columns x `block_m` token rows, a producer warpgroup) run by persistent CTAs over (routing
-alignment block, column tile) tiles, with the epilogue's staging buffer and row tables beside the
-ring (include/humming/kernel/moe_wna16_wgmma.cuh).
+weight columns x `block_m` token rows, a producer warpgroup; or one over 128 columns, two CTAs per
+SM: `block_n`) run by persistent CTAs over (routing alignment block, column tile) tiles, with the
+epilogue's staging buffer and row tables beside the ring (include/humming/kernel/moe_wna16_wgmma.cuh).
 
 No split-K (as in moe_wna16): a MoE layer has E times the weight tiles of a dense layer, so one
 launch's CTAs already cover the GPU.
@@ -16,7 +16,7 @@ from pydantic import field_validator, model_validator
 from ..base import KernelConfig
 from ..wgmma_tile import ALIGN_SLACK
 from ..wna16.config import KernelFormat
-from ..wna16_wgmma.config import BLOCK_K, RS_BLOCK_N, WgmmaWna16Config
+from ..wna16_wgmma.config import BLOCK_K, RS_BLOCK_N, RS_NARROW_BLOCK_N, WgmmaWna16Config
 
 # per block row, twice (tables of two tiles in flight): the routed id, the router weight and the
 # activation scale (int32, fp32, fp32)
@@ -34,6 +34,10 @@ NARROW_PRODUCER_MAX_BLOCK_M = 128
 E4M3_BLOCK_MS = (16, 32, 64, 128)
 E4M3_TWO_CTA_BLOCK_M = 16  # 32-row blocks spilled at two CTAs per SM
 E4M3_BLOCK_K = 128  # the e4m3 form's K step: four k32 wgmma (moe_wna16_wgmma_e4m3.cuh)
+# The bf16 form's 128-column tile (one consumer warpgroup) runs two CTAs per SM; its consumers
+# keep 184 registers beside the gathering producer's 72 (176 / 80 with zero points or row scales):
+# blocks of up to 96 rows (MoeWna16WgmmaKernel::CONSUMER_REGS).
+NARROW_N_BLOCK_MS = (64, 96)
 E4M3_TABLE_BYTES = 4096  # E2m1E4m3Tables::BYTES
 
 
@@ -47,10 +51,14 @@ class MoeWna16WgmmaConfig(KernelConfig):
     # The e4m3 form (moe_wna16_wgmma_e4m3.cuh): e4m3 activations x MXFP4 weights on fp8 wgmma, 128
     # K per step. Only moe_wna16_a8 asks for it (its quantizer writes the interleaved codes).
     e4m3: bool = False
-    # CTAs per SM the registers are split for (WgmmaE4m3RsTile::CTAS): 2 for the e4m3 form's
-    # narrow blocks (E4M3_TWO_CTA_BLOCK_M rows at most), whose shared memory must then fit half
-    # an SM (two_cta_smem).
+    # CTAs per SM the registers are split for (WgmmaE4m3RsTile::CTAS, WgmmaWna16RsTile::CTAS): 2
+    # for the e4m3 form's narrow blocks (E4M3_TWO_CTA_BLOCK_M rows at most) and the bf16 form's
+    # 128-column tile, whose shared memory must then fit half an SM (smem_limit).
     ctas_per_sm: Literal[1, 2] = 1
+    # Weight columns per tile: 256 (two consumer warpgroups), or 128 for the bf16 form at two
+    # CTAs per SM (one consumer warpgroup, NARROW_N_BLOCK_MS). Configurable, not routed: not yet
+    # measured.
+    block_n: Literal[128, 256] = RS_BLOCK_N
 
     @field_validator("stages")
     @classmethod
@@ -71,11 +79,22 @@ class MoeWna16WgmmaConfig(KernelConfig):
             raise ValueError(
                 f"block_m={self.block_m}: the moe_wna16_wgmma {form} takes {allowed} rows{rest}"
             )
-        if self.ctas_per_sm == 2 and not (self.e4m3 and self.block_m <= E4M3_TWO_CTA_BLOCK_M):
+        narrow_n = self.block_n == RS_NARROW_BLOCK_N
+        if narrow_n and (
+            self.e4m3 or self.ctas_per_sm != 2 or self.block_m not in NARROW_N_BLOCK_MS
+        ):
+            raise ValueError(
+                f"block_n={self.block_n} with e4m3={self.e4m3}, ctas_per_sm={self.ctas_per_sm}, "
+                f"block_m={self.block_m}: the 128-column tile is the bf16 form's at two CTAs per SM "
+                f"with blocks of {NARROW_N_BLOCK_MS} rows (its consumers fit 184 registers)"
+            )
+        if self.ctas_per_sm == 2 and not (
+            narrow_n or (self.e4m3 and self.block_m <= E4M3_TWO_CTA_BLOCK_M)
+        ):
             raise ValueError(
                 f"ctas_per_sm=2 with e4m3={self.e4m3}, block_m={self.block_m}: two CTAs per SM "
                 f"take the e4m3 form with blocks of at most {E4M3_TWO_CTA_BLOCK_M} rows (their "
-                "consumers fit 96 registers)"
+                f"consumers fit 96 registers), or the bf16 form with block_n={RS_NARROW_BLOCK_N}"
             )
         return self
 
@@ -83,7 +102,9 @@ class MoeWna16WgmmaConfig(KernelConfig):
     def dense(self) -> WgmmaWna16Config:
         """The dense register-A tile this kernel runs per alignment block: the producer warpgroup
         (it gathers x's rows), 4 fragment buffers, group_m 1 (the persistent CTAs walk the tiles
-        in their own order: there is no launch order to choose)."""
+        in their own order: there is no launch order to choose), the 128-column tile's two CTAs
+        per SM (the e4m3 form has its own tile, WgmmaE4m3RsTile)."""
+        narrow_n = self.block_n == RS_NARROW_BLOCK_N
         return WgmmaWna16Config(
             arch=self.arch,
             stages=self.stages,
@@ -92,11 +113,9 @@ class MoeWna16WgmmaConfig(KernelConfig):
             rs_producer=True,
             rs_frag_buffers=4,
             rs_block_m=self.block_m,
+            rs_block_n=self.block_n,
+            rs_ctas_per_sm=self.ctas_per_sm if narrow_n else 1,
         )
-
-    @property
-    def block_n(self) -> int:
-        return self.dense.block_n
 
     @property
     def threads(self) -> int:
@@ -111,13 +130,14 @@ def block_ms(fmt: KernelFormat, row_scaled: bool) -> tuple[int, ...]:
     return tuple(b for b in BLOCK_MS if b <= NARROW_PRODUCER_MAX_BLOCK_M)
 
 
-def weight_stage_bytes(fmt: KernelFormat) -> int:
-    """A ring stage less its x tile (Wna16WgmmaRsKernel's W_BYTES + S_BYTES + Z_BYTES): 4 x 4
-    layout tiles of `bits`-bit codes (32 * bits words each), then 4 group rows of 256 scales when
-    the scales are in the loop and of 256 zero points when there are any (2 bytes each)."""
-    rows = 4 * RS_BLOCK_N * 2
+def weight_stage_bytes(fmt: KernelFormat, block_n: int = RS_BLOCK_N) -> int:
+    """A ring stage less its x tile (Wna16WgmmaRsKernel's W_BYTES + S_BYTES + Z_BYTES):
+    block_n / 64 x 4 layout tiles of `bits`-bit codes (32 * bits words each), then 4 group rows
+    of block_n scales when the scales are in the loop and of block_n zero points when there are
+    any (2 bytes each)."""
+    rows = 4 * block_n * 2
     return (
-        16 * 32 * fmt.bits * 4
+        block_n // 64 * 4 * 32 * fmt.bits * 4
         + (rows if fmt.group > 0 else 0)
         + (rows if fmt.zero != "none" else 0)
     )
@@ -141,8 +161,8 @@ def smem_bytes(fmt: KernelFormat, cfg: MoeWna16WgmmaConfig) -> int:
     if cfg.e4m3:
         stage, tables = e4m3_stage_bytes(fmt, cfg.block_m), E4M3_TABLE_BYTES
     else:
-        stage, tables = cfg.block_m * BLOCK_K * 2 + weight_stage_bytes(fmt), 0
-    part = cfg.block_m // PARTS * RS_BLOCK_N * 4
+        stage, tables = cfg.block_m * BLOCK_K * 2 + weight_stage_bytes(fmt, cfg.block_n), 0
+    part = cfg.block_m // PARTS * cfg.block_n * 4
     return (
         ALIGN_SLACK
         + cfg.stages * stage

@@ -16,7 +16,7 @@ from ..wgmma_tile import arch_reason
 from ..wna16.config import KernelFormat
 from ..wna16_wgmma.heuristics import WGMMA_FORM
 from ..wna16_wgmma.heuristics import _spec_reason as wgmma_spec_reason
-from .config import MoeWna16WgmmaConfig, block_ms, smem_bytes
+from .config import MoeWna16WgmmaConfig, block_ms, smem_bytes, smem_limit
 
 FAMILY = "moe_wna16_wgmma"
 # H200, the MoE bench's layer (128 experts, top 8), B/A = this family's time over moe_wna16's in
@@ -86,9 +86,15 @@ def choose_block_m(
     return min(blocks, key=lambda b: expected_blocks(problem, b) * BLOCK_COST[b], default=None)
 
 
-def _configs(fmt: KernelFormat, block_m: int, caps: DeviceCaps) -> list[MoeWna16WgmmaConfig]:
-    configs = [MoeWna16WgmmaConfig(arch=caps.arch, stages=s, block_m=block_m) for s in STAGES]
-    return [c for c in configs if smem_bytes(fmt, c) <= caps.smem_per_block]
+def _configs(
+    fmt: KernelFormat, block_m: int, caps: DeviceCaps, **tile
+) -> list[MoeWna16WgmmaConfig]:
+    """The ring depths of STAGES (best first) whose `block_m`-row blocks fit shared memory; `tile`:
+    other config fields (the 128-column tile's block_n and ctas_per_sm, not routed yet)."""
+    configs = [
+        MoeWna16WgmmaConfig(arch=caps.arch, stages=s, block_m=block_m, **tile) for s in STAGES
+    ]
+    return [c for c in configs if smem_bytes(fmt, c) <= smem_limit(c, caps.smem_per_block)]
 
 
 def candidates(

@@ -69,18 +69,28 @@ struct MoeWna16WgmmaKernel {
   // worst) and with row-scaled MXFP4 (moe_wna16_a8: 1.09-1.18x slower at M = 512 / 8192 than at
   // 80, notes/session19.md); those take 80 (consumers 200), the rest 72 (consumers 208: W4A16
   // g128 3% faster at M = 8192 than at 80).
-  // Two CTAs per SM (Tile::CTAS, narrow blocks: one row per producer thread) split the 80
-  // registers per thread their launch reserves (65536 / (2 x 384), in steps of 8): 40 for the
-  // producer (32 spilled) and 96 per consumer thread.
+  // Two CTAs per SM (Tile::CTAS) of two consumer warpgroups (the e4m3 form's narrow blocks: one
+  // row per producer thread) split the 80 registers per thread their launch reserves
+  // (65536 / (2 x 384), in steps of 8): 40 for the producer (32 spilled) and 96 per consumer
+  // thread. Two of one consumer warpgroup (the 128-column tile) split 128: the producer keeps
+  // its 72 (80) and the consumers get 184 (176), enough for blocks of up to 96 rows.
   static constexpr bool WIDE_PRODUCER = Fmt::ZERO != 0 || Act::kRowScale;
-  static constexpr int PRODUCER_REGS = Tile::CTAS == 2 ? 40 : WIDE_PRODUCER ? 80 : 72;
-  static constexpr int CONSUMER_REGS = Tile::CTAS == 2 ? 96 : WIDE_PRODUCER ? 200 : 208;
+  static constexpr bool PAIR_OF_ONE = Tile::CTAS == 2 && Tile::CONSUMERS == 1;
+  static constexpr int PRODUCER_REGS =
+      Tile::CTAS == 2 && !PAIR_OF_ONE ? 40 : WIDE_PRODUCER ? 80 : 72;
+  static constexpr int CONSUMER_REGS = PAIR_OF_ONE    ? (WIDE_PRODUCER ? 176 : 184)
+                                       : Tile::CTAS == 2 ? 96
+                                       : WIDE_PRODUCER   ? 200
+                                                         : 208;
   // 160-row tiles' 160 accumulators and fragments fit 208 registers, not 200 (ptxas serializes
   // the wgmmas; config.block_ms mirrors this)
   static_assert(!WIDE_PRODUCER || BM <= 128,
                 "blocks wider than 128 rows need a 72-register producer");
+  static_assert(!PAIR_OF_ONE || BM <= 96, "184 consumer registers hold blocks of up to 96 rows");
+  // the registers the launch reserves per thread: 65536 / (CTAS x THREADS), in steps of 8
+  static constexpr int RESERVED = 65536 / (Tile::CTAS * Tile::THREADS) / 8 * 8;
   static_assert(PRODUCER_THREADS * PRODUCER_REGS + CONSUMER_THREADS * CONSUMER_REGS <=
-                    (Tile::CTAS == 2 ? 384 * 80 : 65536),
+                    Tile::THREADS * RESERVED,
                 "the registers the launch reserves per CTA");
   static constexpr int RING = STAGES * Dense::STAGE_BYTES;
   static constexpr int PARTS = 2;  // the epilogue stages the tile in halves of rows
@@ -387,7 +397,7 @@ struct MoeWna16WgmmaKernel {
 // humming_cuda.kernels.moe_wna16_wgmma.bind.signature: HUMMING_MOE_WNA16_ENTRY's, plus the group
 // size's log2 after `groups`).
 #define HUMMING_MOE_WNA16_WGMMA_ENTRY(NAME, FMT, TILE, ACT, OUT, BIAS, POLICY)                     \
-  extern "C" __global__ void __launch_bounds__(TILE::THREADS, 1) NAME(                             \
+  extern "C" __global__ void __launch_bounds__(TILE::THREADS, TILE::CTAS) NAME(                    \
       const ACT* x, const humming::u32* qweight, const ACT* scales, const ACT* zeros,              \
       const float* channel_scale, const float* global_scale, const float* bias,                    \
       const float* topk_weights, const int* sorted_ids, const int* expert_ids,                     \
