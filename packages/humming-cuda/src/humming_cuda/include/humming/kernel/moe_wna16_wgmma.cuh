@@ -254,9 +254,9 @@ struct MoeWna16WgmmaKernel {
   }
 
   // Staged rows r0 .. r0 + BM / PARTS - 1 of the tile (at rows 0 .. of `tile`) to their routed
-  // rows: 8 output columns per thread and pass; with a GLU a 256-column tile yields 128 output
-  // columns. A thread reads whole swizzled chunks (8 gate and 8 up values of a GLU: scalar reads
-  // of them conflicted 4 ways).
+  // rows: 8 output columns per thread and pass; with a GLU a tile of BN columns yields BN / 2
+  // output columns. A thread reads whole swizzled chunks (8 gate and 8 up values of a GLU: scalar
+  // reads of them conflicted 4 ways).
   HM_DEVICE static void store(const Args& a, const DenseArgs& d, const float* tile, const int* ids,
                               const float* factors, int r0, int n0) {
     constexpr int CHUNKS = (Act::kGlu ? BN / 2 : BN) / 8;  // 8-column chunks of an output row
@@ -273,7 +273,7 @@ struct MoeWna16WgmmaKernel {
       float f[8];
       int c0;
       if constexpr (Act::kGlu) {
-        const int t = q / 4, i0 = (q % 4) * 8;  // layout tile t of the 4, its columns i0 ..
+        const int t = q / 4, i0 = (q % 4) * 8;  // the tile's layout tile t, its columns i0 ..
         const int gl = 64 * t + i0;  // first gate column in the tile; its up columns are 32 on
         float g[8], u[8];
         chunk8(tile, r, gl, g);
