@@ -6,10 +6,10 @@ Two forms, both with 64-deep K steps (128 bytes of 16-bit activations: one 128B-
 - `weights_in_registers` (wna16_wgmma_rs.cuh): the weights are wgmma's register A operand, two
   consumer warpgroups over 256 (N) x `rs_block_m` (M: 128, or 16 / 32 / 64 at small M, where the
   tokens are wgmma's narrow N, or 160 / 176 at large M), or one over 128 (`rs_block_n`), codes
-  and scales streamed through the
-  ring with x by a producer warpgroup (`rs_producer`, the default) or by consumer thread 0, and
-  K split `split_k` ways across CTAs (small grids), or (`rs_stream_k`, wna16_wgmma_stream.cuh)
-  persistent CTAs sharing the (tile, K step) iterations evenly.
+  and scales streamed through the ring with x by a producer warpgroup (`rs_producer`, the
+  default) or by consumer thread 0, and K split `split_k` ways across CTAs (small grids), or
+  (`rs_stream_k`, wna16_wgmma_stream.cuh) persistent CTAs sharing the (tile, K step) iterations
+  evenly.
 The depth of the ring varies.
 """
 
@@ -176,7 +176,7 @@ class WgmmaWna16Config(WgmmaTileConfig):
     def smem_bytes(self) -> int:
         """Mirrors WgmmaWna16Tile::SMEM_BYTES: alignment slack, the x ring, the B buffers, the
         ring's mbarriers; for the register-A form Wna16WgmmaRsKernel::SMEM_BYTES of the widest
-        format (its ring also holds the epilogue's output tile, block_m x 256 fp32); for stream-K
+        format (its ring also holds the epilogue's output tile, block_m x block_n fp32); for stream-K
         Wna16WgmmaStreamKernel::SMEM_BYTES (the ring, then a staged part of the tile beside it)."""
         if self.weights_in_registers:
             stage = self.block_m * BLOCK_K * 2 + rs_weight_stage_bytes(self.block_n)
