@@ -35,19 +35,6 @@ struct SplitTileReducer {
   // whole batches per thread (or one float4 for some threads of a tile smaller than THREADS)
   static_assert(VECS % (THREADS * BATCH) == 0 || VECS < THREADS, "whole batches per thread");
 
-  // Split z's float4s base, base + THREADS, .. (BATCH of them): from the workspace, or, for this
-  // CTA's own split, from its tile in shared memory (the same values it wrote to its slot).
-  HM_DEVICE static void slot_batch(const float4* own, const float4* slots, int self, int z,
-                                   int base, float4 (&v)[BATCH]) {
-    if (z == self) {
-#pragma unroll
-      for (int b = 0; b < BATCH; ++b) v[b] = own[base + b * THREADS];
-    } else {
-#pragma unroll
-      for (int b = 0; b < BATCH; ++b) v[b] = __ldcg(slots + z * VECS + base + b * THREADS);
-    }
-  }
-
   // `tile` (16-byte aligned shared memory, complete: the caller synchronised) is this split's
   // partial tile `tile_id`; split gridDim.z slots per tile in `workspace`. Returns true in the CTA
   // that must finish the tile, whose `tile` then holds the full sum (synchronised again).
@@ -63,16 +50,19 @@ struct SplitTileReducer {
     if (t == 0) last = atomicAdd(counters + tile_id, 1) == splits - 1;
     if (!named_barrier_any<THREADS>(BAR, last)) return false;
     __threadfence();
-    // Each float4 is summed in split order 0, 1, ...: the same sum whichever CTA is last. This
-    // CTA's own slot is the tile it holds: read from shared memory, not back from L2 (one slot
-    // fewer of the read-back that the last CTA does alone).
-    const int self = blockIdx.z;
+    // Each float4 is summed in split order 0, 1, ...: the same sum whichever CTA is last.
     for (int base = t; base < VECS; base += THREADS * BATCH) {
       float4 sum[BATCH];
-      slot_batch(own, slots, self, 0, base, sum);
+#pragma unroll
+      for (int b = 0; b < BATCH; ++b) {
+        sum[b] = __ldcg(slots + base + b * THREADS);
+      }
       for (int z = 1; z < splits; ++z) {
         float4 v[BATCH];
-        slot_batch(own, slots, self, z, base, v);
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+          v[b] = __ldcg(slots + z * VECS + base + b * THREADS);
+        }
 #pragma unroll
         for (int b = 0; b < BATCH; ++b) {
           sum[b].x += v[b].x, sum[b].y += v[b].y, sum[b].z += v[b].z, sum[b].w += v[b].w;
