@@ -2,8 +2,8 @@
 
 From M = 17 on (9 for 8-bit codes) every M is this family's: a cost model in K steps (below)
 picks the register-A form's token tile (16 / 32 / 64 / 96 / 128 / 160 / 176 rows), its K split and,
-for tiles of up to 32 rows, one or two CTAs per SM, or the shared-memory form where its waves of
-128 x 128 tiles finish first. Smaller M goes to the mma.sync families (wna16_decode, wna16). An
+for tiles of up to 32 rows, one or two CTAs per SM, or at M = 64-256 the 128-column tile at two
+CTAs per SM, or the shared-memory form where its waves of 128 x 128 tiles finish first. Smaller M goes to the mma.sync families (wna16_decode, wna16). An
 unknown M is refused with a reason.
 """
 
@@ -31,6 +31,7 @@ from .config import (
     RS_BLOCK_N,
     RS_MAX_BLOCK_M_2CTAS,
     RS_MID_BLOCK_M,
+    RS_NARROW_BLOCK_N,
     RS_WIDE_BLOCK_MS,
     WgmmaWna16Config,
 )
@@ -95,6 +96,22 @@ FIXED_STEPS = 12
 SPLIT_ROW_STEPS = 0.012  # small since the read-back batches its loads (epilogue/split_tile.cuh)
 MIN_STEPS_PER_SPLIT = 8
 MAX_SPLIT = 16
+# The 128-column tile (rs_block_n = 128: one consumer warpgroup, two CTAs per SM at 64 or 128 token
+# rows), in the same units: a CTA's K step at its token rows while another CTA shares the SM
+# (N128_STEP_COST), its fixed part, and a CTA alone on its SM in a grid's last round taking
+# N128_ALONE of a paired CTA's time (1 / PAIR_COST). Least-squares fit (relative error, per-point
+# means removed) to one same-run H100 sweep of 15 points, W4A16 g128 and MXFP4, M = 64-1024 (splits
+# 1-8, benchmarks/notes/session35.md, session35/h100/*.json): rms log error 0.067. Taken only
+# where the model's best 128-column plan costs under N128_MARGIN of the best other plan (its error
+# at the sweep's points reaches 8%: below the margin every measured pick was a win, 2-13%;
+# 57344x8192 M=128, modelled 0.93, measured 1.01, is above it) and for M in [N128_MIN_M,
+# N128_MAX_M], the sweep's range.
+N128_STEP_COST = {64: 0.95, 128: 1.5}
+N128_FIXED_STEPS = 12
+N128_ALONE = 0.69
+N128_MARGIN = 0.925
+N128_MIN_M, N128_MAX_M = 64, 256
+N128_STAGES = (4,)  # the sweep's ring (two CTAs' shared memory fits it at both token tiles)
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -132,6 +149,7 @@ class Plan:
     block_m: int = BLOCK_M
     split_k: int = 1
     ctas_per_sm: int = 1
+    block_n: int = RS_BLOCK_N
 
 
 def cta_cost(
@@ -176,6 +194,26 @@ def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
     return plans
 
 
+def narrow_n_plans(problem: GemmProblem, sms: int) -> list[Plan]:
+    """The 128-column tile's (token tile, K split) choices at two CTAs per SM, priced as above:
+    whole rounds of 2 x sms CTAs, then a last round of paired CTAs, or of lone ones where it holds
+    at most one per SM."""
+    m = problem.m or 1
+    steps = -(-problem.k // BLOCK_K)
+    plans = []
+    for block_m, step in N128_STEP_COST.items():
+        tiles = -(-m // block_m) * -(-problem.n // RS_NARROW_BLOCK_N)
+        for split in range(1, MAX_SPLIT + 1):
+            if split > 1 and steps // split < MIN_STEPS_PER_SPLIT:
+                break
+            fixed, split_row = N128_FIXED_STEPS, SPLIT_ROW_STEPS / 2  # half the columns
+            cta = cta_cost(steps, block_m, split, {block_m: step}, fixed, split_row)
+            full, rest = divmod(tiles * split, 2 * sms)
+            rounds = full + (0 if rest == 0 else N128_ALONE if rest <= sms else 1)
+            plans.append(Plan(rounds * cta, True, block_m, split, 2, RS_NARROW_BLOCK_N))
+    return plans
+
+
 def shared_plan(problem: GemmProblem, sms: int) -> Plan:
     tiles = -(-(problem.m or 1) // BLOCK_M) * -(-problem.n // BLOCK_N)
     steps = -(-problem.k // BLOCK_K)
@@ -189,7 +227,12 @@ def best_plan(problem: GemmProblem, caps: DeviceCaps) -> Plan:
     plans = register_plans(problem, sms)
     if (problem.m or 0) >= BLOCK_M:
         plans.append(shared_plan(problem, sms))
-    return min(plans, key=lambda p: p.cost)
+    best = min(plans, key=lambda p: p.cost)
+    if N128_MIN_M <= (problem.m or 0) <= N128_MAX_M:
+        narrow = min(narrow_n_plans(problem, sms), key=lambda p: p.cost)
+        if narrow.cost < N128_MARGIN * best.cost:
+            return narrow
+    return best
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[WgmmaWna16Config]:
@@ -204,11 +247,17 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         return WgmmaWna16Config(
             weights_in_registers=True,
             rs_block_m=plan.block_m,
+            rs_block_n=plan.block_n,
             split_k=plan.split_k,
             rs_ctas_per_sm=plan.ctas_per_sm,
             pdl=True,
             **fields,
         )
 
-    stages = SMALL_M_STAGE_CHOICES if plan.block_m < BLOCK_M else STAGE_CHOICES
+    if plan.block_n == RS_NARROW_BLOCK_N:
+        stages = N128_STAGES
+    elif plan.block_m < BLOCK_M:
+        stages = SMALL_M_STAGE_CHOICES
+    else:
+        stages = STAGE_CHOICES
     return fitting_configs(supports, form, stages, spec, problem, caps, group_m)
