@@ -85,8 +85,13 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         and (group is None or group >= MIN_GROUP_TWO_BLOCKS)  # <= 8 group rows per stage
         and 2 * KernelFormat.from_spec(spec).smem_bytes(deep) <= caps.smem_per_block
     ):
-        # the split stays the one chosen for 4 steps per warp (as measured)
+        # the split stays the one chosen for 4 steps per warp (as measured), except where the
+        # tiles alone fill more than a wave of two CTAs per SM: whole K there (H100, same run,
+        # notes/session35.md, session35/h100/decode_split16.json: W4A16 g128 57344x8192 (896
+        # tiles) M=16 85.9 us against 95.8 at split 2, 112.3 at 4; M=12 90.4 against 94.5)
         ctas, config = 2, deep
+        if -(-problem.n // deep.block_n) > 2 * (caps.sm_count or wna16.DEFAULT_SMS):
+            split = 1
     else:
         ctas = ctas_per_sm(spec, problem, config, split, caps)
     return [config.with_fields(split_k=split, ctas_per_sm=ctas, pdl=caps.has("pdl"))]
