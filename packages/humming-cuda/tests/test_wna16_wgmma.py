@@ -264,7 +264,8 @@ def test_register_form_where_its_waves_finish_first(n, k, m, registers):
     cfg = FAMILY.candidates(spec, GemmProblem(n=n, k=k, m=m, act_dtype="fp16"), SM90)[0]
     assert cfg.weights_in_registers == registers
     if registers:
-        assert cfg.rs_producer and cfg.rs_frag_buffers == 4 and cfg.threads == 384
+        assert cfg.rs_producer and cfg.rs_frag_buffers == 4
+        assert cfg.threads == 128 * (cfg.consumers + 1)
 
 
 # wgmma_config_sweep on the H200 (2026-11-30, benchmarks/notes/session11_mid_m.md, after the
@@ -274,10 +275,12 @@ def test_register_form_where_its_waves_finish_first(n, k, m, registers):
 # splits 1, 2, 4, 8 at M = 16 and 32)
 MID_M_SWEEP = [
     ("W4A16_G128", 4096, 14336, 128, 128, 8),  # 42.2; wna16 65.1 (earlier run)
-    ("W4A16_G128", 8192, 28672, 128, 128, 4),  # 111.8; wna16 211.0 (earlier run)
-    ("W4A16_G128", 4096, 14336, 256, 128, 4),  # 62.7; wna16 110.7 (earlier run)
+    # 111.8; wna16 211.0 (earlier run); session 35 (H100): the 128-column tile at two CTAs per SM
+    # 99.0 against 102.3 us
+    ("W4A16_G128", 8192, 28672, 128, 128, 4, 2),
+    ("W4A16_G128", 4096, 14336, 256, 128, 4, 2),  # 62.7; session 35: 128 columns 55.6 vs 57.0
     ("W4A16_G128", 8192, 28672, 256, 128, 2),  # 206.6; shared-memory form 302.4 (earlier run)
-    ("W4A16_G128", 6144, 4096, 256, 128, 2),  # 40.4
+    ("W4A16_G128", 6144, 4096, 256, 128, 2, 2),  # 40.4; session 35: 128 columns 33.9 vs 35.6
     ("W8A16", 8192, 28672, 128, 128, 4),  # 108.2; wna16 221.7 (earlier run)
     ("W8A16", 4096, 14336, 256, 128, 4),  # 62.0; wna16 118.1 (earlier run)
     ("W4A16_G128", 4096, 14336, 96, 128, 8),  # 42.4; wna16 64.1 (earlier run)
@@ -304,6 +307,8 @@ def test_cost_model_picks_the_fastest_measured_tile_and_split(spec, n, k, m, blo
         assert CudaDevice.for_arch("sm_90a").candidates(presets.preset(spec), problem)[0] == cfg
     assert cfg.weights_in_registers and (cfg.rs_block_m, cfg.split_k) == (block_m, split)
     assert cfg.rs_ctas_per_sm == ctas
+    # two CTAs per SM: the narrow tiles of 256 columns, or from 64 rows the 128-column tile
+    assert cfg.block_n == (128 if ctas == 2 and block_m >= 64 else 256)
 
 
 @pytest.mark.parametrize(
@@ -442,6 +447,46 @@ def test_consumer_places_cover_the_tile_columns_once():
             for h in (0, 1)
         ]
         assert sorted(columns) == list(range(block_n))
+
+
+# Session 35's same-run H100 sweep (benchmarks/notes/session35.md, session35/h100/*.json): the
+# routed plan's time, the 128-column tile's (rows, split) the model takes and its time, in us;
+# None: the model keeps the routed plan (the tile measured 1.01x at 57344x8192 M=128).
+N128_SWEEP = [
+    ("W4A16_G128", 8192, 28672, 64, 79.6, (64, 4), 72.7),
+    ("W4A16_G128", 6144, 4096, 64, 17.7, (64, 4), 17.4),
+    ("W4A16_G128", 6144, 4096, 128, 27.4, (128, 4), 25.7),
+    ("W4A16_G128", 6144, 4096, 256, 35.6, (128, 2), 33.9),
+    ("W4A16_G128", 4096, 14336, 256, 57.0, (128, 4), 55.6),
+    ("W4A16_G128", 8192, 28672, 128, 102.3, (128, 4), 99.0),
+    ("W4A16_G128", 57344, 8192, 256, 413.1, (128, 2), 401.3),
+    ("MXFP4", 6144, 4096, 128, 29.7, (128, 4), 26.2),
+    ("W4A16_G128", 57344, 8192, 128, 197.3, None, 199.3),
+    ("W4A16_G128", 57344, 8192, 64, 161.8, None, 151.4),
+    ("W4A16_G128", 4096, 14336, 64, 30.0, None, 27.5),
+    ("W4A16_G128", 4096, 14336, 128, 42.0, None, 38.9),
+    ("W4A16_G128", 8192, 28672, 256, 180.8, None, 180.5),
+    ("MXFP4", 57344, 8192, 64, 208.5, None, 190.6),
+]
+
+
+@pytest.mark.parametrize("spec, n, k, m, routed_us, plan, tile_us", N128_SWEEP)
+def test_128_column_tile_where_the_model_clears_its_margin(spec, n, k, m, routed_us, plan, tile_us):
+    """The 128-column tile (two CTAs per SM, 4-bit codes, M = 64-256) where the cost model puts it
+    under N128_MARGIN of the other plans: at every sweep point it takes, the tile measured faster
+    than the plan routed before; elsewhere the routed plan stays. 8-bit codes (not measured) keep
+    256 columns."""
+    problem = GemmProblem(n=n, k=k, m=m, act_dtype="bf16" if spec == "MXFP4" else "fp16")
+    cfg = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
+    if plan is None:
+        assert cfg.block_n == 256 or not cfg.weights_in_registers
+        return
+    assert tile_us < routed_us
+    assert (cfg.block_n, cfg.rs_ctas_per_sm, cfg.stages) == (128, 2, 4)
+    assert (cfg.rs_block_m, cfg.split_k) == plan
+    assert cfg.fits_smem(SM90)
+    wide = FAMILY.candidates(presets.W8A16, GemmProblem(n=n, k=k, m=m, act_dtype="fp16"), SM90)
+    assert wide[0].block_n == 256 or not wide[0].weights_in_registers
 
 
 def test_split_k_and_narrow_tiles_belong_to_the_register_form():

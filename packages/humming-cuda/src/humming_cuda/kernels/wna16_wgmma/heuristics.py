@@ -99,18 +99,19 @@ MAX_SPLIT = 16
 # The 128-column tile (rs_block_n = 128: one consumer warpgroup, two CTAs per SM at 64 or 128 token
 # rows), in the same units: a CTA's K step at its token rows while another CTA shares the SM
 # (N128_STEP_COST), its fixed part, and a CTA alone on its SM in a grid's last round taking
-# N128_ALONE of a paired CTA's time (1 / PAIR_COST). Least-squares fit (relative error, per-point
-# means removed) to one same-run H100 sweep of 15 points, W4A16 g128 and MXFP4, M = 64-1024 (splits
-# 1-8, benchmarks/notes/session35.md, session35/h100/*.json): rms log error 0.067. Taken only
-# where the model's best 128-column plan costs under N128_MARGIN of the best other plan (its error
-# at the sweep's points reaches 8%: below the margin every measured pick was a win, 2-13%;
-# 57344x8192 M=128, modelled 0.93, measured 1.01, is above it) and for M in [N128_MIN_M,
-# N128_MAX_M], the sweep's range.
-N128_STEP_COST = {64: 0.95, 128: 1.5}
-N128_FIXED_STEPS = 12
-N128_ALONE = 0.69
-N128_MARGIN = 0.925
+# N128_ALONE of a paired CTA's time. Fitted to one same-run H100 sweep (benchmarks/notes/
+# session35.md, session35/h100/*.json: W4A16 g128 at 12 points and MXFP4 at 2, M = 64-256, splits
+# 1 / 2 / 4 of both token tiles against the routed plan) so that no pick there loses to the
+# routed plan: taken where the model's best 128-column plan costs under N128_MARGIN of the best
+# other plan, for 4-bit codes (the ones measured) and M in [N128_MIN_M, N128_MAX_M] (the sweep's
+# range), with the measured splits only. At the sweep's 14 points it then takes 8 (0.88-0.98x
+# the routed time) and keeps the rest (57344x8192 M=128 measured 1.01x in the tile).
+N128_STEP_COST = {64: 1.0, 128: 1.6}
+N128_FIXED_STEPS = 10
+N128_ALONE = 0.8
+N128_MARGIN = 0.975
 N128_MIN_M, N128_MAX_M = 64, 256
+N128_SPLITS = (1, 2, 4)
 N128_STAGES = (4,)  # the sweep's ring (two CTAs' shared memory fits it at both token tiles)
 
 
@@ -203,7 +204,7 @@ def narrow_n_plans(problem: GemmProblem, sms: int) -> list[Plan]:
     plans = []
     for block_m, step in N128_STEP_COST.items():
         tiles = -(-m // block_m) * -(-problem.n // RS_NARROW_BLOCK_N)
-        for split in range(1, MAX_SPLIT + 1):
+        for split in N128_SPLITS:
             if split > 1 and steps // split < MIN_STEPS_PER_SPLIT:
                 break
             fixed, split_row = N128_FIXED_STEPS, SPLIT_ROW_STEPS / 2  # half the columns
@@ -220,15 +221,16 @@ def shared_plan(problem: GemmProblem, sms: int) -> Plan:
     return Plan(waves(tiles, sms) * (steps * SMEM_STEP_COST + FIXED_STEPS), False)
 
 
-def best_plan(problem: GemmProblem, caps: DeviceCaps) -> Plan:
+def best_plan(problem: GemmProblem, caps: DeviceCaps, narrow_n: bool = False) -> Plan:
     """The cheapest plan (ties: the earlier one: narrower tiles, fewer splits); the shared-memory
-    form only from M = 128, a whole tile of its rows."""
+    form only from M = 128, a whole tile of its rows; with `narrow_n` (4-bit codes) the
+    128-column tile where it clears N128_MARGIN."""
     sms = caps.sm_count or DEFAULT_SMS
     plans = register_plans(problem, sms)
     if (problem.m or 0) >= BLOCK_M:
         plans.append(shared_plan(problem, sms))
     best = min(plans, key=lambda p: p.cost)
-    if N128_MIN_M <= (problem.m or 0) <= N128_MAX_M:
+    if narrow_n and N128_MIN_M <= (problem.m or 0) <= N128_MAX_M:
         narrow = min(narrow_n_plans(problem, sms), key=lambda p: p.cost)
         if narrow.cost < N128_MARGIN * best.cost:
             return narrow
@@ -237,7 +239,7 @@ def best_plan(problem: GemmProblem, caps: DeviceCaps) -> Plan:
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[WgmmaWna16Config]:
     """Configs for best_plan, best first (ring depths that fit the arch's shared memory)."""
-    plan = best_plan(problem, caps)
+    plan = best_plan(problem, caps, narrow_n=spec.weight.dtype.bits == 4)
     group_m = 8 if spec.weight_bytes(problem.n, problem.k) > (caps.l2_bytes or _DEFAULT_L2) else 1
     if not plan.registers:
         shared = partial(WgmmaWna16Config, pdl=True)
