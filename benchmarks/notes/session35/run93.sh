@@ -1,5 +1,8 @@
 #!/bin/bash
 # The 128-column tile over every split at the mid-M points (the cost model's fit data), same run.
+# Run with wna16_wgmma/heuristics.py as of 367f6f6^ in the working tree (git show
+# 367f6f6^:packages/humming-cuda/src/humming_cuda/kernels/wna16_wgmma/heuristics.py > that file),
+# so that each row's "chosen" is the 256-column plan the tile is compared with; restore it after.
 source scripts/gpu_setup.sh >/dev/null 2>&1 || { echo setup failed; exit 1; }
 export PYTHONPATH=$PWD/packages/humming-cuda/src:$PWD/packages/humming-core/src:$PWD/packages/humming-cuda/tests:$PWD/benchmarks:/tmp/site
 nvidia-smi --query-gpu=name --format=csv,noheader
