@@ -46,16 +46,24 @@ def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
     return group is None or group >= MIN_GROUP_TWO_BLOCKS
 
 
-def pick_split_k(problem: GemmProblem, cfg: Wna16DecodeConfig, caps: DeviceCaps) -> int:
+def pick_split_k(
+    problem: GemmProblem, cfg: Wna16DecodeConfig, caps: DeviceCaps, deep: bool = False
+) -> int:
     """Split K into the largest power of two that keeps the CTAs within one wave of two per SM,
     and in two when the tiles alone make more than that wave (shorter waves). H200, W4A16 g128, M=1
     (notes/wna16_decode_split_sweep_*.json, us at split 1/2/4): 28672x4096 (224 tiles) 25.5 / 28.5
     / 29.2, 57344x8192 (448) 91.7 / 85.7 / 91.5, 8192x28672 (64) - / 49.8 / 44.1 (8: 45.8),
-    6144x4096 M=8 (48) - / 11.2 / 10.7. Keeps >= 4 K iterations per split and at most 16 splits."""
+    6144x4096 M=8 (48) - / 11.2 / 10.7. Keeps >= 4 K iterations per split and at most 16 splits.
+    `deep`: for `cfg` run with DEEP_K_STEPS (the split measured for 4 steps per warp), which keeps
+    K whole where the tiles alone exceed the wave: H100, same run (notes/session35.md,
+    session35/h100/decode_split16.json), W4A16 g128 57344x8192 (896 tiles) M=16 85.9 us against
+    95.8 at split 2, 112.3 at 4; M=12 90.4 against 94.5."""
     tiles = -(-problem.n // cfg.block_n)
     iters = -(-problem.k // cfg.block_k)
     wave = 2 * (caps.sm_count or wna16.DEFAULT_SMS)
-    return clamp_split(2 if tiles > wave else pow2_fill(wave, tiles), iters)
+    if tiles > wave:
+        return clamp_split(1 if deep else 2, iters)
+    return clamp_split(pow2_fill(wave, tiles), iters)
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[Wna16DecodeConfig]:
@@ -77,21 +85,17 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         # along N (128 threads, 255 registers at two CTAs per SM).
         fields.update(tokens=16, warps_n=1)
     config = Wna16DecodeConfig(**fields)
-    split = pick_split_k(problem, config, caps)
     deep = config.with_fields(k_steps=DEEP_K_STEPS)
     group = spec.weight.scale.group_size
-    if (
+    use_deep = (
         config.tokens == 16
         and (group is None or group >= MIN_GROUP_TWO_BLOCKS)  # <= 8 group rows per stage
         and 2 * KernelFormat.from_spec(spec).smem_bytes(deep) <= caps.smem_per_block
-    ):
-        # the split stays the one chosen for 4 steps per warp (as measured), except where the
-        # tiles alone fill more than a wave of two CTAs per SM: whole K there (H100, same run,
-        # notes/session35.md, session35/h100/decode_split16.json: W4A16 g128 57344x8192 (896
-        # tiles) M=16 85.9 us against 95.8 at split 2, 112.3 at 4; M=12 90.4 against 94.5)
+    )
+    # the deep tile's split is the one chosen for 4 steps per warp (as measured)
+    split = pick_split_k(problem, config, caps, deep=use_deep)
+    if use_deep:
         ctas, config = 2, deep
-        if -(-problem.n // deep.block_n) > 2 * (caps.sm_count or wna16.DEFAULT_SMS):
-            split = 1
     else:
         ctas = ctas_per_sm(spec, problem, config, split, caps)
     return [config.with_fields(split_k=split, ctas_per_sm=ctas, pdl=caps.has("pdl"))]
