@@ -1,7 +1,8 @@
 """MoE WnA16-wgmma configuration: wna16_wgmma's register-A tile (two consumer warpgroups over 256
 weight columns x `block_m` token rows, a producer warpgroup; or one over 128 columns, two CTAs per
 SM: `block_n`) run by persistent CTAs over (routing alignment block, column tile) tiles, with the
-epilogue's staging buffer and row tables beside the ring (include/humming/kernel/moe_wna16_wgmma.cuh).
+epilogue's staging buffer and row tables beside the ring
+(include/humming/kernel/moe_wna16_wgmma.cuh).
 
 No split-K (as in moe_wna16): a MoE layer has E times the weight tiles of a dense layer, so one
 launch's CTAs already cover the GPU.
@@ -56,8 +57,8 @@ class MoeWna16WgmmaConfig(KernelConfig):
     # 128-column tile, whose shared memory must then fit half an SM (smem_limit).
     ctas_per_sm: Literal[1, 2] = 1
     # Weight columns per tile: 256 (two consumer warpgroups), or 128 for the bf16 form at two
-    # CTAs per SM (one consumer warpgroup, NARROW_N_BLOCK_MS). Configurable, not routed: not yet
-    # measured.
+    # CTAs per SM (one consumer warpgroup, NARROW_N_BLOCK_MS). Configurable, not routed: the bench
+    # layer measured 0.99-1.02x at M = 512 and far slower at 2048 (notes/session35.md, H100).
     block_n: Literal[128, 256] = RS_BLOCK_N
 
     @field_validator("stages")
@@ -85,8 +86,8 @@ class MoeWna16WgmmaConfig(KernelConfig):
         ):
             raise ValueError(
                 f"block_n={self.block_n} with e4m3={self.e4m3}, ctas_per_sm={self.ctas_per_sm}, "
-                f"block_m={self.block_m}: the 128-column tile is the bf16 form's at two CTAs per SM "
-                f"with blocks of {NARROW_N_BLOCK_MS} rows (its consumers fit 184 registers)"
+                f"block_m={self.block_m}: the 128-column tile is the bf16 form's at two CTAs per "
+                f"SM with blocks of {NARROW_N_BLOCK_MS} rows (its consumers fit 184 registers)"
             )
         if self.ctas_per_sm == 2 and not (
             narrow_n or (self.e4m3 and self.block_m <= E4M3_TWO_CTA_BLOCK_M)

@@ -46,7 +46,7 @@ RS_MID_BLOCK_M = 96
 # Token tiles of the stream-K form: its epilogue stages parts of at most 64 rows, and 176 rows
 # (11 parts of 16) spill under ptxas 13.
 STREAM_BLOCK_MS = (16, 32, 64, 96, 128, 160)
-RS_MAX_BLOCK_M_2CTAS = 32  # the widest token tile whose accumulators fit two CTAs per SM
+RS_MAX_BLOCK_M_2CTAS = 32  # the widest 256-column token tile whose accumulators fit two CTAs per SM
 # dequantized weight tiles: one read by wgmma, the next being written, and the previous one, which
 # the still-running wgmma of the step before may read
 B_BUFFERS = 3
@@ -76,7 +76,7 @@ class WgmmaWna16Config(WgmmaTileConfig):
     # tile of 128 columns (rs_block_n), whose one consumer warpgroup keeps 232.
     rs_ctas_per_sm: Literal[1, 2] = 1
     # Weight columns of the register form's tile: 256 (two consumer warpgroups) or 128 (one,
-    # WgmmaWna16RsTile's CONSUMERS = 1). Configurable, not routed: not yet measured.
+    # WgmmaWna16RsTile's CONSUMERS = 1), routed for 4-bit codes at M = 64-256 (heuristics.N128_*).
     rs_block_n: Literal[128, 256] = RS_BLOCK_N
     # Persistent stream-K (wna16_wgmma_stream.cuh): one CTA per SM, each taking an even share of
     # the (tile, K step) iterations; partial tiles are summed through a workspace by the last of
@@ -176,8 +176,9 @@ class WgmmaWna16Config(WgmmaTileConfig):
     def smem_bytes(self) -> int:
         """Mirrors WgmmaWna16Tile::SMEM_BYTES: alignment slack, the x ring, the B buffers, the
         ring's mbarriers; for the register-A form Wna16WgmmaRsKernel::SMEM_BYTES of the widest
-        format (its ring also holds the epilogue's output tile, block_m x block_n fp32); for stream-K
-        Wna16WgmmaStreamKernel::SMEM_BYTES (the ring, then a staged part of the tile beside it)."""
+        format (its ring also holds the epilogue's output tile, block_m x block_n fp32); for
+        stream-K Wna16WgmmaStreamKernel::SMEM_BYTES (the ring, then a staged part of the tile
+        beside it)."""
         if self.weights_in_registers:
             stage = self.block_m * BLOCK_K * 2 + rs_weight_stage_bytes(self.block_n)
             if self.rs_stream_k:

@@ -3,8 +3,8 @@
 From M = 17 on (9 for 8-bit codes) every M is this family's: a cost model in K steps (below)
 picks the register-A form's token tile (16 / 32 / 64 / 96 / 128 / 160 / 176 rows), its K split and,
 for tiles of up to 32 rows, one or two CTAs per SM, or at M = 64-256 the 128-column tile at two
-CTAs per SM, or the shared-memory form where its waves of 128 x 128 tiles finish first. Smaller M goes to the mma.sync families (wna16_decode, wna16). An
-unknown M is refused with a reason.
+CTAs per SM, or the shared-memory form where its waves of 128 x 128 tiles finish first. Smaller
+M goes to the mma.sync families (wna16_decode, wna16). An unknown M is refused with a reason.
 """
 
 from __future__ import annotations
@@ -201,14 +201,14 @@ def narrow_n_plans(problem: GemmProblem, sms: int) -> list[Plan]:
     at most one per SM."""
     m = problem.m or 1
     steps = -(-problem.k // BLOCK_K)
+    split_row = SPLIT_ROW_STEPS / 2  # half the columns read back per split row
     plans = []
-    for block_m, step in N128_STEP_COST.items():
+    for block_m in N128_STEP_COST:
         tiles = -(-m // block_m) * -(-problem.n // RS_NARROW_BLOCK_N)
         for split in N128_SPLITS:
             if split > 1 and steps // split < MIN_STEPS_PER_SPLIT:
                 break
-            fixed, split_row = N128_FIXED_STEPS, SPLIT_ROW_STEPS / 2  # half the columns
-            cta = cta_cost(steps, block_m, split, {block_m: step}, fixed, split_row)
+            cta = cta_cost(steps, block_m, split, N128_STEP_COST, N128_FIXED_STEPS, split_row)
             full, rest = divmod(tiles * split, 2 * sms)
             rounds = full + (0 if rest == 0 else N128_ALONE if rest <= sms else 1)
             plans.append(Plan(rounds * cta, True, block_m, split, 2, RS_NARROW_BLOCK_N))
