@@ -13,7 +13,7 @@ block choice for both GEMMs:
   e4m3 form with blocks of that many rows (`16x1`: on one CTA per SM instead of the heuristics'
   split), `none` the kernel the codes spec would take without it (moe_wna16's decode form at few
   rows per expert).
-- `--form bf16` (WnA16 layers): moe_wna16_wgmma.heuristics.choose_block_m, the register-A kernel's
+- `--form bf16` (WnA16 layers): moe_wna16_wgmma.heuristics.forced_tile, the register-A kernel's
   block; `none` moe_wna16 (the mma.sync kernels) instead of it; `64n128` 64-row blocks in the
   128-column tile at two CTAs per SM.
 Each build is timed as the bench times it (CUDA-graph replay over rotated weight copies and
@@ -23,8 +23,7 @@ routings); each variant prints its time and its ratio to the faster baseline.
 from __future__ import annotations
 
 import argparse
-from contextlib import contextmanager
-from functools import partial
+from contextlib import contextmanager, nullcontext
 
 import torch
 from points import save
@@ -53,24 +52,17 @@ def forced_e4m3_block(block: str):
         a8.e4m3_block, a8.E4M3_NARROW_CTAS = saved
 
 
-@contextmanager
 def forced_bf16_block(block: str):
     """Layers built inside take `block` for the register-A MoE kernel: "auto" the heuristics'
     choice, "none" moe_wna16 instead, "B" blocks of B rows, "Bn128" blocks of B rows in the
-    128-column tile at two CTAs per SM (not routed yet)."""
-    saved = wgmma.choose_block_m, wgmma.MIN_ROWS_PER_EXPERT, wgmma._configs
+    128-column tile at two CTAs per SM (not routed)."""
+    if block == "auto":
+        return nullcontext()
     if block == "none":
-        wgmma.MIN_ROWS_PER_EXPERT = 1 << 30
-    elif block != "auto":
-        rows, _, columns = block.partition("n")
-        wgmma.MIN_ROWS_PER_EXPERT = 0
-        wgmma.choose_block_m = lambda *args, **kw: int(rows)
-        if columns:
-            wgmma._configs = partial(saved[2], block_n=int(columns), ctas_per_sm=2)
-    try:
-        yield
-    finally:
-        wgmma.choose_block_m, wgmma.MIN_ROWS_PER_EXPERT, wgmma._configs = saved
+        return wgmma.forced_tile(None)
+    rows, _, columns = block.partition("n")
+    fields = {"block_n": int(columns), "ctas_per_sm": 2} if columns else {}
+    return wgmma.forced_tile(int(rows), **fields)
 
 
 FORMS = {"e4m3": forced_e4m3_block, "bf16": forced_bf16_block}

@@ -19,8 +19,7 @@ bounds) that a race corrupting whole fragments exceeds.
 from __future__ import annotations
 
 import sys
-from contextlib import contextmanager
-from functools import partial
+from contextlib import nullcontext
 
 import torch
 
@@ -28,6 +27,7 @@ from humming_core.numerics.moe import moe_align, reference_moe_gemm
 from humming_core.numerics.quant import quantize_weight
 from humming_core.ops import PreparedMoe, moe_bucket_of
 from humming_core.spec import preset
+from humming_cuda.kernels.moe_wna16_wgmma.heuristics import forced_tile
 
 CASES = [  # (preset, experts, top_k, M, N, K): rows per expert pick the kernel
     ("W4A16_G128", 64, 2, 8, 256, 264),  # moe_wna16 decode, one warp column, K tail
@@ -51,23 +51,6 @@ FORCED = [
 GUARD = 2.0**-6
 
 
-@contextmanager
-def forced_tile(block_m: int | None, fields: dict):
-    """Layers built inside take moe_wna16_wgmma with `block_m`-row blocks and `fields` (no change
-    when block_m is None)."""
-    from humming_cuda.kernels.moe_wna16_wgmma import heuristics
-
-    saved = heuristics.MIN_ROWS_PER_EXPERT, heuristics.choose_block_m, heuristics._configs
-    if block_m is not None:
-        heuristics.MIN_ROWS_PER_EXPERT = 0
-        heuristics.choose_block_m = lambda *args, **kw: block_m
-        heuristics._configs = partial(saved[2], **fields)
-    try:
-        yield
-    finally:
-        heuristics.MIN_ROWS_PER_EXPERT, heuristics.choose_block_m, heuristics._configs = saved
-
-
 def run_case(
     name: str, experts: int, top_k: int, m: int, n: int, k: int, block_m=None, fields=None
 ) -> float:
@@ -78,7 +61,8 @@ def run_case(
     x = torch.randn(m, k, generator=gen).to(act).cuda()
     ids = torch.rand(m, experts, generator=gen).topk(top_k, dim=-1).indices.int().cuda()
     rows = m * top_k
-    with forced_tile(block_m, fields or {}):
+    forcing = nullcontext() if block_m is None else forced_tile(block_m, **(fields or {}))
+    with forcing:
         layer = PreparedMoe(cw, buckets=(moe_bucket_of(rows),))
     config = layer.configs[moe_bucket_of(rows)]
     block = layer.block_size(rows)

@@ -34,6 +34,7 @@ from humming_cuda.kernels.moe_wna16_wgmma.heuristics import (
     STAGES,
     choose_block_m,
     expected_blocks,
+    forced_tile,
 )
 from humming_cuda.kernels.moe_wna16_wgmma.heuristics import _configs as heuristics_configs
 from humming_cuda.kernels.wgmma_tile import ALIGN_SLACK
@@ -161,6 +162,23 @@ def test_prefers_and_block_follow_the_rows_per_expert(m, prefers, block_m):
         <= SM90.smem_per_block
     ]
     assert fits and [(c.stages, c.block_m) for c in configs] == [(s, block_m) for s in fits]
+
+
+def test_forced_tile_overrides_the_choice_inside_only():
+    """forced_tile (the conformance tests', sanitizer's and block sweeps' override): any rows per
+    expert take the forced block and fields inside, moe_wna16 with block_m None, and the
+    heuristics' choice again after."""
+    before = FAMILY.candidates(GLU, SMALL, SM90)
+    assert not FAMILY.prefers(GLU, SMALL, SM90) and before
+    with forced_tile(96, block_n=128, ctas_per_sm=2):
+        assert FAMILY.prefers(GLU, SMALL, SM90)
+        forced = FAMILY.candidates(GLU, SMALL, SM90)
+        assert forced and {(c.block_m, c.block_n, c.ctas_per_sm) for c in forced} == {(96, 128, 2)}
+    with forced_tile(None):
+        assert not FAMILY.prefers(GLU, LARGE, SM90)
+        assert not FAMILY.candidates(GLU, LARGE, SM90)
+    assert FAMILY.candidates(GLU, SMALL, SM90) == before
+    assert FAMILY.prefers(GLU, LARGE, SM90)
 
 
 def test_expected_blocks_match_the_binomial_expectation():

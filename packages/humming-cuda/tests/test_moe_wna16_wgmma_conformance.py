@@ -93,28 +93,22 @@ FORCED = [CASES[0][0], CASES[4][0], CASES[5][0]]
 
 @pytest.mark.parametrize("block_m", [96, 160])
 @pytest.mark.parametrize("case", FORCED, ids=lambda c: f"E{c.experts}k{c.top_k}M{c.m}N{c.n}K{c.k}")
-def test_forced_blocks_match_reference(device, monkeypatch, case, block_m):
-    from humming_cuda.kernels.moe_wna16_wgmma import heuristics
+def test_forced_blocks_match_reference(device, case, block_m):
+    from humming_cuda.kernels.moe_wna16_wgmma.heuristics import forced_tile
 
-    monkeypatch.setattr(heuristics, "MIN_ROWS_PER_EXPERT", 0)
-    monkeypatch.setattr(heuristics, "choose_block_m", lambda *args, **kw: block_m)
-    _check_gemm(device, case, block_m, router_weights=True)
+    with forced_tile(block_m):
+        _check_gemm(device, case, block_m, router_weights=True)
 
 
 @pytest.mark.parametrize("block_m", [64, 96])
 @pytest.mark.parametrize("case", FORCED, ids=lambda c: f"E{c.experts}k{c.top_k}M{c.m}N{c.n}K{c.k}")
-def test_128_column_tile_matches_reference(device, monkeypatch, case, block_m):
+def test_128_column_tile_matches_reference(device, case, block_m):
     """The 128-column tile (one consumer warpgroup, two persistent CTAs per SM; not routed yet),
     forced: its GLU epilogue reads two layout tiles per tile, twice the column tiles per block."""
-    from functools import partial
+    from humming_cuda.kernels.moe_wna16_wgmma.heuristics import forced_tile
 
-    from humming_cuda.kernels.moe_wna16_wgmma import heuristics
-
-    monkeypatch.setattr(heuristics, "MIN_ROWS_PER_EXPERT", 0)
-    monkeypatch.setattr(heuristics, "choose_block_m", lambda *args, **kw: block_m)
-    narrow = partial(heuristics._configs, block_n=128, ctas_per_sm=2)
-    monkeypatch.setattr(heuristics, "_configs", narrow)
-    _check_gemm(device, case, block_m, router_weights=True, block_n=128)
+    with forced_tile(block_m, block_n=128, ctas_per_sm=2):
+        _check_gemm(device, case, block_m, router_weights=True, block_n=128)
 
 
 def _check_gemm(device, case, block_m, router_weights, block_n=256):

@@ -7,6 +7,10 @@ matters is the rows an expert can expect: ceil(m / num_experts) under uniform ro
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
 
 from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
@@ -40,6 +44,24 @@ BLOCK_COST = {64: 0.76, 96: 0.87, 128: 1.0, 160: 1.17}
 # 2048 and 8192; 5 stages 0.98-0.99; 8 stages (64-row blocks, M = 512) 0.96-0.98; 3 stages 1.03.
 STAGES = (6, 5, 4)
 
+# A tile forced by `forced_tile` (block_m, other config fields), or None: the heuristics' choice.
+_FORCED: ContextVar[tuple[int | None, dict[str, Any]] | None] = ContextVar(
+    "moe_wna16_wgmma_forced", default=None
+)
+
+
+@contextmanager
+def forced_tile(block_m: int | None, **fields: Any) -> Iterator[None]:
+    """MoE layers built inside run this kernel with `block_m`-row blocks at any rows per expert,
+    their configs taking `fields` too (e.g. block_n=128, ctas_per_sm=2); block_m None: never this
+    kernel (moe_wna16 instead). For the conformance tests, the sanitizer script and the block
+    sweeps, which measure tiles the heuristics do not route."""
+    token = _FORCED.set((block_m, fields))
+    try:
+        yield
+    finally:
+        _FORCED.reset(token)
+
 
 def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support:
     """The moe_wna16 epilogue and problem rules, the dense wgmma kernel's spec rules, sm_90a."""
@@ -58,6 +80,9 @@ def rows_per_expert(problem: GemmProblem) -> int:
 
 def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
     """Large M only: fewer rows per expert leave moe_wna16's narrower blocks less padding."""
+    forced = _FORCED.get()
+    if forced is not None:
+        return forced[0] is not None
     return rows_per_expert(problem) >= MIN_ROWS_PER_EXPERT
 
 
@@ -81,6 +106,9 @@ def choose_block_m(
     """The alignment block (token rows per tile) for the rows an expert can expect, among those
     with a ring depth of STAGES that fits (8-bit codes' 160-row blocks fit only 3 stages); None
     where none fits the GPU's shared memory."""
+    forced = _FORCED.get()
+    if forced is not None:
+        return forced[0]
     fmt = KernelFormat.from_spec(spec)
     blocks = [b for b in block_ms(fmt, row_scaled) if _configs(fmt, b, caps)]
     return min(blocks, key=lambda b: expected_blocks(problem, b) * BLOCK_COST[b], default=None)
@@ -90,7 +118,9 @@ def _configs(
     fmt: KernelFormat, block_m: int, caps: DeviceCaps, **tile
 ) -> list[MoeWna16WgmmaConfig]:
     """The ring depths of STAGES (best first) whose `block_m`-row blocks fit shared memory; `tile`:
-    other config fields (the 128-column tile's block_n and ctas_per_sm, not routed yet)."""
+    other config fields (forced_tile's)."""
+    forced = _FORCED.get()
+    tile = {**(forced[1] if forced is not None else {}), **tile}
     configs = [
         MoeWna16WgmmaConfig(arch=caps.arch, stages=s, block_m=block_m, **tile) for s in STAGES
     ]
