@@ -23,7 +23,7 @@ routings); each variant prints its time and its ratio to the faster baseline.
 from __future__ import annotations
 
 import argparse
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 
 import torch
 from points import save
@@ -35,21 +35,14 @@ from humming_cuda.kernels.moe_wna16_a8 import heuristics as a8
 from humming_cuda.kernels.moe_wna16_wgmma import heuristics as wgmma
 
 
-@contextmanager
 def forced_e4m3_block(block: str):
     """Layers built inside take `block` for the e4m3 form: "auto" the heuristics' choice, "none"
     no e4m3 form, "B" blocks of B rows, "Bx1" blocks of B rows on one CTA per SM."""
-    saved = a8.e4m3_block, a8.E4M3_NARROW_CTAS
-    if block != "auto":
-        rows, _, ctas = block.partition("x")
-        value = None if rows == "none" else int(rows)
-        a8.e4m3_block = lambda problem: value
-        if ctas:
-            a8.E4M3_NARROW_CTAS = int(ctas)
-    try:
-        yield
-    finally:
-        a8.e4m3_block, a8.E4M3_NARROW_CTAS = saved
+    if block == "auto":
+        return nullcontext()
+    rows, _, ctas = block.partition("x")
+    value = None if rows == "none" else int(rows)
+    return a8.forced_e4m3(value, int(ctas)) if ctas else a8.forced_e4m3(value)
 
 
 def forced_bf16_block(block: str):

@@ -17,7 +17,6 @@ import argparse
 
 import torch
 
-from humming_core.ops import bucket_of
 from humming_core.spec import preset
 from humming_cuda.bench.moe import TOPK, activations, humming_fn, layer_pairs, routings
 
@@ -34,7 +33,7 @@ def main() -> None:
         fn(i)
     torch.cuda.synchronize()
     for gemm, layer in zip(("w13", "w2"), pairs[0], strict=True):
-        print(args.point, gemm, layer.configs[bucket_of(m * TOPK)])
+        print(args.point, gemm, layer.config_for(m * TOPK))
 
 
 if __name__ == "__main__":

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import ClassVar
 
 import pytest
 import torch
 
+from humming_core.ops import MOE_BUCKETS, bucket_of
 from humming_core.spec import preset
 from humming_cuda.bench import baselines, cli, dense, moe
 from humming_cuda.device import CudaDevice
@@ -107,10 +107,13 @@ class _FakeConfig:
 
 
 class _FakeLayer:
-    n_out, out_dtype = 8, torch.bfloat16
-    configs: ClassVar[dict] = {b: _FakeConfig(b) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)}
+    """A layer whose config names its bucket (the MoE buckets: the dense ones, then on to 65536)."""
 
+    n_out, out_dtype = 8, torch.bfloat16
     released = False
+
+    def config_for(self, rows):
+        return _FakeConfig(bucket_of(rows, MOE_BUCKETS))
 
     def run(self, x, out):
         return out
@@ -193,21 +196,23 @@ def test_moe_grid_rows(monkeypatch):
         lambda x, routes, e, width, copies: grouped.append(x.shape[0]) or (lambda i: None),
     )
     specs = ("W4A16_G128", "FP8_BLOCK128", "MXFP4_A8")
-    result = moe.run(specs, ms=(1, 32), log=lambda line: None, device="cpu")
+    result = moe.run(specs, ms=(1, 32, 2048), log=lambda line: None, device="cpu")
     assert set(result["skipped"]) == {"FP8_BLOCK128"}
     assert result["skipped"]["FP8_BLOCK128"].startswith("no MoE kernel on cuda: ")
     rows = result["rows"]
     assert [(r["spec"], r["M"]) for r in rows] == [
-        (s, m) for s in ("W4A16_G128", "MXFP4_A8") for m in (1, 32)
+        (s, m) for s in ("W4A16_G128", "MXFP4_A8") for m in (1, 32, 2048)
     ]
     for r in rows:
         assert set(r) == DENSE_KEYS | {"E", "topk"}
-        bucket = {1: 8, 32: 256}[r["M"]]  # M * top-8 routed rows
+        bucket = {1: 8, 32: 256, 2048: 16384}[r["M"]]  # M * top-8 routed rows
         assert r["kernels"] == {k: {"family": "fake", "bucket": bucket} for k in ("w13", "w2")}
         assert (r["E"], r["topk"], r["N"], r["K"]) == (128, 8, 1536, 2048)
         assert set(r["us"]) == {"humming", "grouped_mm_bf16"}
         assert r["roof_us"] == round(moe.roof_us(preset(r["spec"]), r["M"]), 3)
-    assert grouped == [1, 32], "the bf16 baseline does not depend on the spec: measured once per M"
+    assert grouped == [1, 32, 2048], (
+        "the bf16 baseline does not depend on the spec: measured once per M"
+    )
     assert all(layer.released for layer in pairs[0])
 
 

@@ -21,6 +21,7 @@ from humming_cuda.kernels.moe_wna16_a8.heuristics import (
     E4M3_MIN_ROWS_PER_EXPERT,
     codes_spec,
     e4m3_reason,
+    forced_e4m3,
 )
 from humming_cuda.kernels.moe_wna16_a8.layout import E8M0_ONE, lane_order, row_exponents
 from humming_cuda.kernels.moe_wna16_wgmma.config import smem_bytes, smem_limit
@@ -141,6 +142,27 @@ def test_e4m3_form_refusals_name_the_reason(spec, words):
 def test_decode_form_below_the_e4m3_forms_rows():
     cfgs = FAMILY.candidates(MXFP4_A8, problem(DECODE_ROWS), SM90)
     assert cfgs and all(c.inner.family == "moe_wna16" for c in cfgs)
+
+
+def test_forced_e4m3_overrides_the_block_inside_only():
+    """forced_e4m3 (the conformance tests' and block sweeps' override): the forced block at any
+    rows per expert, its CTAs per SM for narrow blocks, no e4m3 form with None, and the
+    heuristics' choice again after; a CTA count the form has not is refused by name."""
+
+    def firsts(rows):
+        inner = [c.inner for c in FAMILY.candidates(MXFP4_A8, problem(rows), SM90)]
+        return [(getattr(c, "e4m3", False), c.block_m, getattr(c, "ctas_per_sm", 1)) for c in inner]
+
+    with forced_e4m3(16, narrow_ctas=1):
+        assert set(firsts(DECODE_ROWS)) == {(True, 16, 1)}
+    with forced_e4m3(64):
+        assert {b for _, b, _ in firsts(DECODE_ROWS)} == {64}
+    with forced_e4m3(None):
+        assert not any(e4m3 for e4m3, _, _ in firsts(65536))
+    assert not any(e4m3 for e4m3, _, _ in firsts(DECODE_ROWS))
+    assert firsts(65536)[0] == (True, 128, 1)
+    with pytest.raises(ValueError, match="narrow_ctas=3"), forced_e4m3(16, narrow_ctas=3):
+        pass
 
 
 def test_wgmma_inner_only_on_sm90a():

@@ -128,16 +128,16 @@ def test_e4m3_form_block_sizes(device, case, block, router_weights):
     )
 
 
-def test_bf16_codes_where_the_e4m3_form_does_not_run(device, monkeypatch):
+def test_bf16_codes_where_the_e4m3_form_does_not_run(device):
     """moe_wna16's dense K loop on the widened codes: what MXFP4 x e4m3 runs on GPUs without the
     e4m3 form (it runs on the H200 from 64 routed rows)."""
     from humming_cuda.kernels.moe_wna16_a8 import heuristics
 
-    monkeypatch.setattr(heuristics, "e4m3_block", lambda problem: None)
     case = Case(16, 4, 60, 256, 384, presets.MXFP4_A8, OAI, bias=True, drop=True)
-    check_a8_moe_gemm(
-        lambda cw, rows: _layer(device, cw, rows, "moe_wna16"), case, True, w8a8_expert_bound
-    )
+    with heuristics.forced_e4m3(None):
+        check_a8_moe_gemm(
+            lambda cw, rows: _layer(device, cw, rows, "moe_wna16"), case, True, w8a8_expert_bound
+        )
 
 
 def test_e4m3_form_rows_past_the_exact_window(device):

@@ -130,6 +130,11 @@ class PreparedLayer:
             )
         return candidates[0]
 
+    def config_for(self, rows: int) -> Any:
+        """The config of the kernel a call with `rows` rows runs (routed rows, M * top_k, for
+        an expert-stacked layer): its bucket's, the last bucket's past them."""
+        return self.configs[bucket_of(rows, self._buckets)]
+
     @property
     def num_kernels(self) -> int:
         return len({id(k) for k in self.kernels.values()})

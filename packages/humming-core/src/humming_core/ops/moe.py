@@ -87,7 +87,7 @@ class PreparedMoe(PreparedLayer):
 
     def block_size(self, rows: int) -> int:
         """The routing block size the kernel for `rows` routed rows (M*top_k) was built for."""
-        return getattr(self.configs[bucket_of(rows, self._buckets)], "block_m", self.DEFAULT_BLOCK)
+        return getattr(self.config_for(rows), "block_m", self.DEFAULT_BLOCK)
 
     def run(
         self,

@@ -60,10 +60,9 @@ class Row:
 
 
 def kernel_of(layer, rows: int) -> dict:
-    """The config (family and fields) of the kernel `layer` runs for `rows` rows, as JSON."""
-    from humming_core.ops import bucket_of
-
-    return layer.configs[bucket_of(rows)].model_dump(mode="json")
+    """The config (family and fields) of the kernel `layer` runs for `rows` rows (routed rows
+    for a MoE layer, whose buckets go past the dense ones), as JSON."""
+    return layer.config_for(rows).model_dump(mode="json")
 
 
 def act_bytes(spec: QuantSpec) -> int:

@@ -11,6 +11,9 @@ that dequantize in the loop, an error the W4A8 contract does not allow: they sta
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from humming_core.device import DeviceCaps, GemmProblem, Support
 from humming_core.spec import QuantSpec
@@ -46,6 +49,24 @@ E4M3_NARROW_CTAS = 2  # CTAs per SM of the narrow blocks' configs tried first
 E4M3_MAX_ROWS_FOR_BLOCK_64 = 63
 # Their ring depth: 4 fits half an SM too, but ptxas serializes its wgmmas (C7513).
 E4M3_TWO_CTA_STAGES = (3,)
+
+# The e4m3 form's block and narrow blocks' CTAs per SM forced by `forced_e4m3`, or None.
+_FORCED: ContextVar[tuple[int | None, int] | None] = ContextVar("moe_wna16_a8_forced", default=None)
+
+
+@contextmanager
+def forced_e4m3(block_m: int | None, narrow_ctas: int = E4M3_NARROW_CTAS) -> Iterator[None]:
+    """MXFP4 x e4m3 MoE layers built inside run the e4m3 form with `block_m`-row blocks at any
+    rows per expert (None: never the e4m3 form, the bf16 codes instead), blocks of up to
+    E4M3_TWO_CTA_BLOCK_M rows split first for `narrow_ctas` CTAs per SM (1 or 2). For the
+    conformance tests and the block sweeps, which measure blocks the heuristics do not route."""
+    if narrow_ctas not in (1, 2):
+        raise ValueError(f"narrow_ctas={narrow_ctas}: the e4m3 form runs 1 or 2 CTAs per SM")
+    token = _FORCED.set((block_m, narrow_ctas))
+    try:
+        yield
+    finally:
+        _FORCED.reset(token)
 
 
 def codes_spec(spec: QuantSpec) -> QuantSpec:
@@ -127,6 +148,9 @@ def supports(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> Support
 
 def e4m3_block(problem: GemmProblem) -> int | None:
     """The e4m3 form's block for `problem` (routed rows), None where the decode kernel runs."""
+    forced = _FORCED.get()
+    if forced is not None:
+        return forced[0]
     rows = rows_per_expert(problem)
     if rows < E4M3_MIN_ROWS_PER_EXPERT:
         return None
@@ -158,13 +182,15 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
 
 def _e4m3_configs(codes: QuantSpec, block_m: int, caps: DeviceCaps) -> list[MoeWna16WgmmaConfig]:
     """The e4m3 form with `block_m`-row blocks, at each ring depth that fits: with narrow blocks
-    first split for E4M3_NARROW_CTAS CTAs per SM, then for one."""
+    first split for E4M3_NARROW_CTAS (or forced_e4m3's) CTAs per SM, then for one."""
+    forced = _FORCED.get()
+    narrow_ctas = forced[1] if forced is not None else E4M3_NARROW_CTAS
     fmt = KernelFormat.from_spec(codes)
     configs = [
         MoeWna16WgmmaConfig(arch=caps.arch, stages=s, block_m=block_m, e4m3=True)
         for s in E4M3_STAGES
     ]
-    if block_m <= E4M3_TWO_CTA_BLOCK_M and E4M3_NARROW_CTAS == 2:
+    if block_m <= E4M3_TWO_CTA_BLOCK_M and narrow_ctas == 2:
         configs[:0] = [
             MoeWna16WgmmaConfig(arch=caps.arch, stages=s, block_m=block_m, e4m3=True, ctas_per_sm=2)
             for s in E4M3_TWO_CTA_STAGES

@@ -136,40 +136,49 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
     return r;
   }
 
-  // Four codes (nibbles of bits [0, 16)) -> four e4m3 bytes through one row's table (mag: the
-  // magnitudes 0..7, 8 bytes). The sign prmt yields 0x80 per byte, 0xFF for a negative code.
-  // sign_bytes: 0x80808080 as a pinned_constant (ptxas otherwise moved it into a register before
-  // every sign prmt: 8 instructions per k32 block, SASS of the 16-row kernel).
-  HM_DEVICE static u32 to_e4m3(u32 codes, uint2 mag, u32 sign_bytes) {
-    const u32 m = prmt(mag.x, mag.y, codes & 0x7777u);
-    const u32 s = prmt(sign_bytes, sign_bytes, codes);
-    return m | ((s << 1) & 0x80808080u);
+  // Four codes -> four e4m3 bytes through one row's table (mag: the magnitudes 0..7, 8 bytes).
+  // idx: the codes' magnitudes in the selector nibbles 0..3; neg: 0xFF in byte j where code j is
+  // negative (its top bit is the only one kept).
+  HM_DEVICE static u32 to_e4m3(u32 idx, u32 neg, uint2 mag) {
+    return prmt(mag.x, mag.y, idx) | (neg & 0x80808080u);
+  }
+
+  // One word of a layout tile (row g's codes at nibbles 0, 1, 4, 5, row g + 8's at 2, 3, 6, 7)
+  // -> the two rows' e4m3 operands, bytes j = 0..3 from nibbles (0, 1, 4, 5) and (2, 3, 6, 7).
+  // One prmt gathers a row's magnitudes into selector nibbles; the signs come from prmt's
+  // sign-replicate mode (selector bit 3) on w and w << 4: an odd nibble's sign is the top bit of
+  // its byte of w, an even one's that of w << 4. The mask and the shift serve both rows: 5
+  // instructions an operand, where a sign prmt on the gathered codes, its shift and the per-row
+  // mask took 6 (ptxas kept all of them, SASS of the 128-row kernel).
+  HM_DEVICE static void to_e4m3_rows(u32 w, uint2 mag_g, uint2 mag_g8, u32& a_g, u32& a_g8) {
+    const u32 up = w << 4, m = w & 0x77777777u;
+    a_g = to_e4m3(prmt(m, m, 0x2020u), prmt(w, up, 0xAE8Cu), mag_g);
+    a_g8 = to_e4m3(prmt(m, m, 0x3131u), prmt(w, up, 0xBF9Du), mag_g8);
   }
 
   // The register A fragments of k32 block c of a stage for both m64 blocks.
-  HM_DEVICE static void build(const unsigned char* stage, int words_off, int group_off, int c,
-                              int group_shift, const Rows& rw, int v, u32 sign_bytes,
-                              u32 (&frag)[2][4]) {
-    const uint2 s = *reinterpret_cast<const uint2*>(stage + group_off +
-                                                    ((32 * c) >> group_shift) * BN * 2);
-    const u32 ex[4] = {(s.x >> 7) & 0xFFu, (s.x >> 23) & 0xFFu, (s.y >> 7) & 0xFFu,
-                       (s.y >> 23) & 0xFFu};
+  // scale_off: the offset of the block's scales in a stage.
+  HM_DEVICE static void build(const unsigned char* stage, int words_off, int scale_off, int c,
+                              const Rows& rw, int v, u32 (&frag)[2][4]) {
+    const uint2 s = *reinterpret_cast<const uint2*>(stage + scale_off);
+    // 8 x the exponent field of each bf16 scale: masked in place, then shifted (ptxas folds the
+    // shift into the address add)
+    const u32 ex8[4] = {(s.x & 0x7F80u) >> 4, (s.x & 0x7F800000u) >> 20, (s.y & 0x7F80u) >> 4,
+                        (s.y & 0x7F800000u) >> 20};
     uint2 tab[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];"
                    : "=r"(tab[j].x), "=r"(tab[j].y)
-                   : "r"(rw.base[j] + 8u * ex[j]));
+                   : "r"(rw.base[j] + ex8[j]));
     }
     HalfLaneWords<4> lo, hi;  // the K tiles 2c (K 0-15 of the block) and 2c + 1 (16-31)
     lo.load(reinterpret_cast<const u32*>(stage + words_off + 2 * c * TILE_BYTES), v);
     hi.load(reinterpret_cast<const u32*>(stage + words_off + (2 * c + 1) * TILE_BYTES), v);
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      frag[i][0] = to_e4m3(prmt(lo.w[i], lo.w[i], 0x2020u), tab[2 * i], sign_bytes);
-      frag[i][1] = to_e4m3(prmt(lo.w[i], lo.w[i], 0x3131u), tab[2 * i + 1], sign_bytes);
-      frag[i][2] = to_e4m3(prmt(hi.w[i], hi.w[i], 0x2020u), tab[2 * i], sign_bytes);
-      frag[i][3] = to_e4m3(prmt(hi.w[i], hi.w[i], 0x3131u), tab[2 * i + 1], sign_bytes);
+      to_e4m3_rows(lo.w[i], tab[2 * i], tab[2 * i + 1], frag[i][0], frag[i][1]);
+      to_e4m3_rows(hi.w[i], tab[2 * i], tab[2 * i + 1], frag[i][2], frag[i][3]);
     }
   }
 
@@ -185,7 +194,14 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
     const int v = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int words_off = Tile::X_BYTES + (warp * TILES_K * 32 + lane) * Fmt::BITS * 4;
     const int group_off = Tile::X_BYTES + W_BYTES + 2 * (64 * warp + 8 * (lane / 4) + 4 * v);
-    const u32 sign_bytes = pinned_constant(0x80808080u, a.k_tiles);
+    // The scales' offset per k32 block, computed once: opaque to ptxas, which otherwise recomputed
+    // them from the group size in every block (3 instructions each, SASS of the 128-row kernel).
+    int scale_off[BLOCKS];
+#pragma unroll
+    for (int c = 0; c < BLOCKS; ++c) {
+      scale_off[c] = group_off + ((32 * c) >> a.group_shift) * BN * 2;
+      asm volatile("" : "+r"(scale_off[c]));
+    }
     u32 frag[FRAG_SETS][2][4] = {};
     int j = 0;
     do {  // iters >= 1: see Base::consume
@@ -197,7 +213,7 @@ struct E4m3RsSteps : Wna16WgmmaRsKernel<Fmt, Tile, nv_bfloat16, OutT, BIAS> {
 #pragma unroll
       for (int c = 0; c < BLOCKS; ++c) {
         const int b = c % FRAG_SETS;
-        build(stage, words_off, group_off, c, a.group_shift, rw, v, sign_bytes, frag[b]);
+        build(stage, words_off, scale_off[c], c, rw, v, frag[b]);
         wgmma_fence();
         mma(acc[0], frag[b][0], desc_advance(dx, 32 * c));
         mma(acc[1], frag[b][1], desc_advance(dx, 32 * c));
