@@ -100,7 +100,7 @@ def test_row_scaled_inner_kernel_keeps_blocks_its_registers_allow():
 @pytest.mark.parametrize(
     ("rows", "block", "stages", "ctas"),
     [
-        (DECODE_ROWS + 1, 16, 3, 2),  # 8 rows per expert
+        (DECODE_ROWS + 1, 16, 3, 2),  # E4M3_MIN_ROWS_PER_EXPERT rows per expert
         (2048, 16, 3, 2),
         (4096, 64, 6, 1),
         (8192, 128, 4, 1),

@@ -1,7 +1,7 @@
 """moe_wna16_a8 conformance on the GPU against humming_core.numerics.moe (reference_moe_gemm and
 reference_fused_moe): MXFP4 x e4m3 and MXINT4 x int8 MoE layers through each inner kernel
 (moe_wna16's decode form at <= 8 rows per expert, its dense K loop above, moe_wna16_wgmma from 32
-rows per expert on sm_90a; MXFP4 x e4m3 on sm_90a takes the e4m3 form from 8 rows per expert, in
+rows per expert on sm_90a; MXFP4 x e4m3 on sm_90a takes the e4m3 form from 4 rows per expert, in
 16-row blocks on two CTAs per SM, then 64- and 128-row blocks), uniform and
 skewed routing, SiLU and gpt-oss's clamped SwiGLU with biases, w2 router weights, experts dropped
 by an expert map, K and N tails, and MXFP4 rows whose scales span more than the e4m3 form's exact
@@ -130,7 +130,7 @@ def test_e4m3_form_block_sizes(device, case, block, router_weights):
 
 def test_bf16_codes_where_the_e4m3_form_does_not_run(device):
     """moe_wna16's dense K loop on the widened codes: what MXFP4 x e4m3 runs on GPUs without the
-    e4m3 form (it runs on the H200 from 64 routed rows)."""
+    e4m3 form (it runs on sm_90a from 4 rows per expert)."""
     from humming_cuda.kernels.moe_wna16_a8 import heuristics
 
     case = Case(16, 4, 60, 256, 384, presets.MXFP4_A8, OAI, bias=True, drop=True)

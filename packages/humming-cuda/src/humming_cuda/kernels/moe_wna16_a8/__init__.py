@@ -2,14 +2,15 @@
 weights with power-of-two scales (MXFP4, MXINT4 x e4m3 or int8) run as exact bf16 codes through
 moe_wna16 (its decode form at few rows per expert) or moe_wna16_wgmma, the token's scale applied
 to its rows before the epilogue (include/humming/kernel/moe_wna16.cuh, MoeRowScaled). MXFP4 x e4m3
-on sm_90a from 8 rows per expert (heuristics.e4m3_block) takes moe_wna16_wgmma's e4m3 form instead
+on sm_90a from 4 rows per expert (heuristics.e4m3_block) takes moe_wna16_wgmma's e4m3 form instead
 (fp8 wgmma on the e4m3 codes, written by the quantizer in the kernel's interleaved order; the group
 scales folded into the e4m3 weight operands against each row's largest scale, packed as `row_exp`
 by MoeWna16A8Layout:
 include/humming/kernel/moe_wna16_wgmma_e4m3.cuh). H200, session 20: 1.36-1.43x the bf16-code
 kernel at M = 512 / 2048 / 8192 of the MoE bench's layer, conformance and racecheck passed. Since
 session 21 it also runs from 8 rows per expert in 16-row blocks on two CTAs per SM (M = 128 of the
-bench's layer: 143.8 against 188.5 us on the decode kernel, same run). Why: the
+bench's layer: 143.8 against 188.5 us on the decode kernel, same run), since session 37 from 4
+(M = 64: 141.0 against 153.4 us, H100). Why: the
 mma.sync moe_w8a8 kernels run these layers at 0.13-0.41x the published humming-kernels' speed
 (benchmarks/notes/session13.md), while the WnA16 MoE kernels run MXFP4 with bf16 activations at
 0.59-1.17x.

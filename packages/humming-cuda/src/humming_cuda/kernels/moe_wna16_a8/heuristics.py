@@ -36,11 +36,12 @@ from .config import MoeWna16A8Config
 # Ring depths of the e4m3 form, best first, each where it fits (4 at most with 128-row blocks).
 E4M3_STAGES = (6, 5, 4, 3)
 # Rows an expert can expect (moe_wna16_wgmma.heuristics.rows_per_expert) from which the e4m3 form
-# runs; below, moe_wna16's decode kernel on bf16 codes. H200, the MoE bench's layer (128 experts,
-# top 8), benchmarks/moe_block_sweep.py, e4m3 form with 16-row blocks (two CTAs per SM) over
-# the decode kernel, same run (notes/session21.md): 2 rows (M = 32) 1.07x the time, 4 rows
-# (M = 64) 1.01x, 8 rows (M = 128) 0.76x.
-E4M3_MIN_ROWS_PER_EXPERT = 8
+# runs; below, moe_wna16's decode kernel on bf16 codes. The MoE bench's layer (128 experts, top 8),
+# benchmarks/moe_block_sweep.py, e4m3 form with 16-row blocks (two CTAs per SM) over the decode
+# kernel, same run: H200 with the first conversion (notes/session21.md) 2 rows (M = 32) 1.07x the
+# time, 4 rows (M = 64) 1.01x, 8 rows 0.76x; H100 with the prmt-sign conversion (session 37)
+# 2 rows 0.99x, 4 rows 0.92x.
+E4M3_MIN_ROWS_PER_EXPERT = 4
 # Up to 16 rows per expert 16-row blocks (wgmma n16); above, 64 rows up to 63 per expert, then 128
 # (the e4m3 tile has no 96 / 160): at 32 rows per expert (M = 512) 32-row blocks took 1.36x and
 # 16-row ones 1.59x the time of 64-row ones.

@@ -1,4 +1,4 @@
-// Indexed MoE GEMM for MXFP4 weights x e4m3 activations on sm_90a from 8 rows per expert, on fp8
+// Indexed MoE GEMM for MXFP4 weights x e4m3 activations on sm_90a from 4 rows per expert, on fp8
 // tensor cores (humming_cuda.kernels.moe_wna16_a8 with an e4m3 inner config): the persistent MoE
 // kernel of kernel/moe_wna16_wgmma.cuh, whose K steps are run by E4m3RsSteps below instead of the
 // bf16 register-A steps; 16-row blocks (wgmma n16, two CTAs per SM) up to 16 rows per expert,
