@@ -275,7 +275,9 @@ def test_register_form_where_its_waves_finish_first(n, k, m, registers):
 # CTA per SM unless a last field says 2 (session 15, notes/session15.md: rs_ctas_per_sm 1 / 2 x
 # splits 1, 2, 4, 8 at M = 16 and 32)
 MID_M_SWEEP = [
-    ("W4A16_G128", 4096, 14336, 128, 128, 8),  # 42.2; wna16 65.1 (earlier run)
+    # 42.2; wna16 65.1 (earlier run); session 37 (H100): the 128-column tile, split 8, 39.4 against
+    # 40.0 us
+    ("W4A16_G128", 4096, 14336, 128, 128, 8, 2),
     # 111.8; wna16 211.0 (earlier run); session 35 (H100): the 128-column tile at two CTAs per SM
     # 99.0 against 102.3 us
     ("W4A16_G128", 8192, 28672, 128, 128, 4, 2),
@@ -284,7 +286,9 @@ MID_M_SWEEP = [
     ("W4A16_G128", 6144, 4096, 256, 128, 2, 2),  # 40.4; session 35: 128 columns 33.9 vs 35.6
     ("W8A16", 8192, 28672, 128, 128, 4),  # 108.2; wna16 221.7 (earlier run)
     ("W8A16", 4096, 14336, 256, 128, 4),  # 62.0; wna16 118.1 (earlier run)
-    ("W4A16_G128", 4096, 14336, 96, 128, 8),  # 42.4; wna16 64.1 (earlier run)
+    # 42.4; wna16 64.1 (earlier run); since session 37 the 128-column tile, split 8: unmeasured at
+    # M=96, whose one 128-row tile is M=128's (0.98x there in that tile)
+    ("W4A16_G128", 4096, 14336, 96, 128, 8, 2),
     ("W4A16_G128", 4096, 14336, 512, 128, 2),  # 108.7
     ("W4A16_G128", 57344, 8192, 128, 128, 1),  # 231.4
     ("W4A16_G128", 8192, 28672, 32, 32, 8, 2),  # 56.4; one CTA per SM, split 4: 72.7
@@ -452,7 +456,8 @@ def test_consumer_places_cover_the_tile_columns_once():
 
 # Session 35's same-run H100 sweep (benchmarks/notes/session35.md, session35/h100/*.json): the
 # routed plan's time, the 128-column tile's (rows, split) the model takes and its time, in us;
-# None: the model keeps the routed plan (the tile measured 1.01x at 57344x8192 M=128).
+# None: the model keeps the routed plan (the tile measured 1.01x at 57344x8192 M=128). The three
+# split-8 rows: session 37's same-run H100 sweep over splits 1-8 (notes/session37.md).
 N128_SWEEP = [
     ("W4A16_G128", 8192, 28672, 64, 79.6, (64, 4), 72.7),
     ("W4A16_G128", 6144, 4096, 64, 17.7, (64, 4), 17.4),
@@ -464,8 +469,9 @@ N128_SWEEP = [
     ("MXFP4", 6144, 4096, 128, 29.7, (128, 4), 26.2),
     ("W4A16_G128", 57344, 8192, 128, 197.3, None, 199.3),
     ("W4A16_G128", 57344, 8192, 64, 161.8, None, 151.4),
-    ("W4A16_G128", 4096, 14336, 64, 30.0, None, 27.5),
-    ("W4A16_G128", 4096, 14336, 128, 42.0, None, 38.9),
+    ("W4A16_G128", 4096, 14336, 64, 29.8, (64, 8), 26.9),
+    ("W4A16_G128", 4096, 14336, 128, 40.0, (128, 8), 39.4),
+    ("MXFP4", 4096, 14336, 128, 43.4, (128, 8), 40.3),
     ("W4A16_G128", 8192, 28672, 256, 180.8, None, 180.5),
     ("MXFP4", 57344, 8192, 64, 208.5, None, 190.6),
 ]

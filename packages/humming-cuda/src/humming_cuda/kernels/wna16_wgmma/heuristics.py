@@ -105,13 +105,18 @@ MAX_SPLIT = 16
 # routed plan: taken where the model's best 128-column plan costs under N128_MARGIN of the best
 # other plan, for 4-bit codes (the ones measured) and M in [N128_MIN_M, N128_MAX_M] (the sweep's
 # range), with the measured splits only. At the sweep's 14 points it then takes 8 (0.88-0.98x
-# the routed time) and keeps the rest (57344x8192 M=128 measured 1.01x in the tile).
+# the routed time) and keeps the rest (57344x8192 M=128 measured 1.01x in the tile). Split 8:
+# a second same-run H100 sweep over splits 1-8 at the same points (session 37, notes/session37.md)
+# with the same constants: adding it takes three more points (4096x14336 M=64 0.90x the 256-column
+# plan, M=128 0.98x, MXFP4 M=128 0.93x) and loses at none; splits 3 / 5 / 6 change no pick, and
+# a refit of the constants to that sweep chose better splits within the tile but routed worse
+# against the 256-column plans (mean 0.988x instead of 0.962x, one point 1.05x).
 N128_STEP_COST = {64: 1.0, 128: 1.6}
 N128_FIXED_STEPS = 10
 N128_ALONE = 0.8
 N128_MARGIN = 0.975
 N128_MIN_M, N128_MAX_M = 64, 256
-N128_SPLITS = (1, 2, 4)
+N128_SPLITS = (1, 2, 4, 8)
 N128_STAGES = (4,)  # the sweep's ring (two CTAs' shared memory fits it at both token tiles)
 
 
