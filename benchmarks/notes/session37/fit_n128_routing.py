@@ -23,7 +23,6 @@ ROWS = [
     for f in Path("benchmarks/notes/session37/h100").glob("d*.json")
     for r in json.loads(f.read_text())["rows"]
 ]
-]
 NAMES = ("N128_STEP_COST", "N128_FIXED_STEPS", "N128_ALONE", "N128_SPLITS")
 
 
