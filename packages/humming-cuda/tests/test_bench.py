@@ -269,7 +269,9 @@ def test_moe_twins_run_on_their_own_weights():
 
 def test_moe_suite_runs_its_real_layers_on_the_reference_device(monkeypatch):
     """The MoE suite's own layers, routing and fused calls, shrunk and on CPU (reference device);
-    only the CUDA-graph timing is replaced (it calls every captured call once)."""
+    only the CUDA-graph timing is replaced (it calls every captured call once). The reference
+    device is named: on a GPU host the CUDA device would be active and refuse CPU tensors."""
+    monkeypatch.setenv("HUMMING_DEVICE", "reference")
     for name, value in (("E", 8), ("TOPK", 2), ("HIDDEN", 64), ("WIDTH", 32)):
         monkeypatch.setattr(moe, name, value)
     calls_seen = []
