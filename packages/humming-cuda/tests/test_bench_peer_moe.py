@@ -67,6 +67,9 @@ def fake_process_input(config, inputs, *, activation_type, activation_impl):
 
 @pytest.fixture
 def published(monkeypatch):
+    # the routing alignment runs on the active device: the reference one for these CPU tensors
+    # (on a GPU host CUDA would be active and refuse them)
+    monkeypatch.setenv("HUMMING_DEVICE", "reference")
     modules = {name: types.ModuleType(name) for name in PEER_MODULES}
     modules["humming.layer"].HummingLayer = FakeMoeLayer
     modules["humming.tune"].get_heuristics_config = fake_tuning
