@@ -23,7 +23,6 @@ from contextlib import contextmanager
 import torch
 from points import save
 
-from humming_core.ops import moe_bucket_of
 from humming_core.spec import preset
 from humming_cuda.bench.moe import (
     TOPK,
@@ -71,11 +70,9 @@ def compare(name: str, m: int, min_rows: int, decode: bool = False) -> dict:
     for label, build in (("A", a_build), ("B", threshold(min_rows))):
         with build:
             pairs = layer_pairs(preset(name), torch.device("cuda"), copies, (m,))
-        bucket = moe_bucket_of(m * TOPK)
+        configs = [layer.config_for(m * TOPK) for layer in pairs[0]]
         row[f"{label}_families"] = [
-            layer.configs[bucket].family
-            + ("_decode" if getattr(layer.configs[bucket], "tokens", 0) else "")
-            for layer in pairs[0]
+            c.family + ("_decode" if getattr(c, "tokens", 0) else "") for c in configs
         ]
         row[f"{label}_us"] = graph_time_us(humming_fn(pairs, x, routes), calls)
         del pairs

@@ -26,7 +26,6 @@ from pathlib import Path
 import torch
 from points import save
 
-from humming_core.ops import moe_bucket_of
 from humming_core.spec import preset
 from humming_cuda import compiler
 from humming_cuda import device as cuda_device
@@ -68,7 +67,7 @@ def compare(
         with built_with(root, depth):
             pairs = layer_pairs(preset(name), dev, copies, (m,))
         row[f"{label}_configs"] = [
-            layer.configs[moe_bucket_of(m * TOPK)].model_dump(mode="json") for layer in pairs[0]
+            layer.config_for(m * TOPK).model_dump(mode="json") for layer in pairs[0]
         ]
         fns[label] = humming_fn(pairs, x, routes)
     times: dict[str, list[float]] = {"A": [], "B": []}

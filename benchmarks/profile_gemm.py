@@ -20,7 +20,7 @@ import argparse
 import torch
 from points import DTYPES, Point, field_values, with_fields
 
-from humming_core.ops import PreparedGemm, bucket_of
+from humming_core.ops import PreparedGemm
 from humming_core.spec import preset
 from humming_cuda.bench.dense import _random_canonical
 
@@ -52,7 +52,7 @@ def main() -> None:
         for _ in range(3):
             gemm.run(x)
         torch.cuda.synchronize()
-        print(point, gemm.configs[bucket_of(int(m))])
+        print(point, gemm.config_for(int(m)))
 
 
 def run_config(point: Point, update: dict) -> None:

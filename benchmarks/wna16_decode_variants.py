@@ -23,7 +23,7 @@ import torch
 from cuda.bindings import driver
 
 from humming_core.device import GemmProblem
-from humming_core.ops import PreparedGemm, bucket_of
+from humming_core.ops import PreparedGemm
 from humming_core.spec import preset
 from humming_cuda import compiler
 from humming_cuda.bench.dense import _random_canonical, roof_us
@@ -163,7 +163,7 @@ def sweep(out_path: str | None, baseline_headers: str | None) -> None:
                 if f == _m_frags(m)
                 for s in _splits(n, k, m, kern.config, caps)[0]
             ]
-            heur = layer.configs[bucket_of(m)]
+            heur = layer.config_for(m)
             variants.append(("heuristic", _unsplit_kernel(spec, heur, caps), heur.split_k))
             if baseline_headers:
                 base = base_cfgs[m]

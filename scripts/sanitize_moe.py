@@ -64,7 +64,7 @@ def run_case(
     forcing = nullcontext() if block_m is None else forced_tile(block_m, **(fields or {}))
     with forcing:
         layer = PreparedMoe(cw, buckets=(moe_bucket_of(rows),))
-    config = layer.configs[moe_bucket_of(rows)]
+    config = layer.config_for(rows)
     block = layer.block_size(rows)
     routing = moe_align(ids, block, experts)
     out = layer.run(x, *routing, top_k, block)
