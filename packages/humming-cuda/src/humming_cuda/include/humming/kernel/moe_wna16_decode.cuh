@@ -43,7 +43,7 @@ struct MoeWna16DecodeKernel {
   static_assert(BM == 16 && TOKENS <= BM, "the decode tile holds 16 token rows");
 
   HM_DEVICE static void store(const Args& a, const DenseArgs& d, const float (&acc)[ACC],
-                              const int* ids, int n0, int wn, int lane) {
+                              const int* src_rows, const int* ids, int n0, int wn, int lane) {
     const Epilog epi{d.channel_scale, d.global_scale, d.bias};
     const float global = Epi::HAS_GLOBAL ? d.global_scale[0] : 1.f;
     const int g = lane / 4, t = lane % 4, tile0 = n0 + wn * 64;
@@ -51,10 +51,10 @@ struct MoeWna16DecodeKernel {
     for (int i = 0; i < ACC; ++i) {
       const int p = (i % 16) / 4, col = 16 * p + 8 * ((i % 4) / 2) + g;
       if (Act::kGlu && p >= 2) continue;  // up halves: read with their gate columns
-      const int id = ids[8 * (i / 16) + 2 * t + i % 2];
+      const int r = 8 * (i / 16) + 2 * t + i % 2, id = ids[r];
       if (id < 0) continue;
       const float w = a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
-      const float s = moe_row_scale<Act>(a, id);
+      const float s = moe_row_scale<Act>(a, src_rows[r]);
       typename Epi::Out* row = a.out + static_cast<long long>(id) * a.ldc;
       const int n = tile0 + col;
       if constexpr (Act::kGlu) {
@@ -122,7 +122,7 @@ struct MoeWna16DecodeKernel {
     __syncthreads();
     reduce_warps_k<ACC, Tile::WARPS_N, Tile::WARPS_K>(total, reinterpret_cast<float*>(smem), wn,
                                                         wk, lane);
-    if (wk == 0) store(a, d, total, ids, n0, wn, lane);
+    if (wk == 0) store(a, d, total, src_rows, ids, n0, wn, lane);
   }
 };
 
