@@ -79,10 +79,13 @@ struct MoeRowScaled : Inner {
   static constexpr bool kRowScale = true;
 };
 
-// The activation scale of routed id `id`'s token under policy Act (1 without row scales).
+// The activation scale of x row `x_row` (a routed id's token: id / top_k, moe_block_rows'
+// src_rows) under policy Act (1 without row scales). Callers pass the row table's entry rather
+// than dividing: a division by the runtime top_k per accumulator row cost the decode epilogue
+// some thirty instructions each.
 template <class Act, typename Args>
-HM_DEVICE float moe_row_scale(const Args& a, int id) {
-  if constexpr (Act::kRowScale) return a.a_scales[id / a.top_k];
+HM_DEVICE float moe_row_scale(const Args& a, int x_row) {
+  if constexpr (Act::kRowScale) return a.a_scales[x_row];
   return 1.f;
 }
 
@@ -204,7 +207,7 @@ struct MoeWna16Kernel {
   }
 
   HM_DEVICE static void store(const Args& a, const typename Dense::Args& d, const float (&acc)[ACC],
-                              const int* ids, int n0, int wn, int lane) {
+                              const int* src_rows, const int* ids, int n0, int wn, int lane) {
     const Epilog epi{d.channel_scale, d.global_scale, d.bias};
     const float global = Epi::HAS_GLOBAL ? d.global_scale[0] : 1.f;
     const int nw = n0 + wn * 64 + (lane % 4) * 2;
@@ -212,10 +215,10 @@ struct MoeWna16Kernel {
     for (int mf = 0; mf < MF; ++mf) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int id = ids[mf * 16 + h * 8 + lane / 4];
+        const int r = mf * 16 + h * 8 + lane / 4, id = ids[r];
         if (id < 0) continue;
         const float w = a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
-        const float s = moe_row_scale<Act>(a, id);
+        const float s = moe_row_scale<Act>(a, src_rows[r]);
         typename Epi::Out* row = a.out + static_cast<long long>(id) * a.ldc;
         if constexpr (Act::kGlu) {
 #pragma unroll
@@ -267,7 +270,7 @@ struct MoeWna16Kernel {
     __syncthreads();
     reduce_warps_k<ACC, Tile::WARPS_N, Tile::WARPS_K>(acc, reinterpret_cast<float*>(smem), wn, wk,
                                                       lane);
-    if (wk == 0) store(a, d, acc, ids, n0, wn, lane);
+    if (wk == 0) store(a, d, acc, src_rows, ids, n0, wn, lane);
   }
 };
 

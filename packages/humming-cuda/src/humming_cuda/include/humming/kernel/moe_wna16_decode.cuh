@@ -43,18 +43,30 @@ struct MoeWna16DecodeKernel {
   static_assert(BM == 16 && TOKENS <= BM, "the decode tile holds 16 token rows");
 
   HM_DEVICE static void store(const Args& a, const DenseArgs& d, const float (&acc)[ACC],
-                              const int* ids, int n0, int wn, int lane) {
+                              const int* src_rows, const int* ids, int n0, int wn, int lane) {
     const Epilog epi{d.channel_scale, d.global_scale, d.bias};
     const float global = Epi::HAS_GLOBAL ? d.global_scale[0] : 1.f;
     const int g = lane / 4, t = lane % 4, tile0 = n0 + wn * 64;
+    // The lane's token rows (8 (i / 16) + 2 t + i % 2: two per 8-token block) and their router
+    // weights and activation scales, read once before any store (the stores could alias them
+    // for the compiler, which then reloaded both per accumulator).
+    constexpr int ROWS = 2 * (ACC / 16);
+    int row_ids[ROWS];
+    float row_w[ROWS], row_s[ROWS];
+#pragma unroll
+    for (int j = 0; j < ROWS; ++j) {
+      const int r = 8 * (j / 2) + 2 * t + j % 2, id = ids[r];
+      row_ids[j] = id;
+      row_w[j] = id < 0 || a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
+      row_s[j] = id < 0 ? 1.f : moe_row_scale<Act>(a, src_rows[r]);
+    }
 #pragma unroll
     for (int i = 0; i < ACC; ++i) {
       const int p = (i % 16) / 4, col = 16 * p + 8 * ((i % 4) / 2) + g;
       if (Act::kGlu && p >= 2) continue;  // up halves: read with their gate columns
-      const int id = ids[8 * (i / 16) + 2 * t + i % 2];
+      const int j = 2 * (i / 16) + i % 2, id = row_ids[j];
       if (id < 0) continue;
-      const float w = a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
-      const float s = moe_row_scale<Act>(a, id);
+      const float w = row_w[j], s = row_s[j];
       typename Epi::Out* row = a.out + static_cast<long long>(id) * a.ldc;
       const int n = tile0 + col;
       if constexpr (Act::kGlu) {
@@ -122,7 +134,7 @@ struct MoeWna16DecodeKernel {
     __syncthreads();
     reduce_warps_k<ACC, Tile::WARPS_N, Tile::WARPS_K>(total, reinterpret_cast<float*>(smem), wn,
                                                         wk, lane);
-    if (wk == 0) store(a, d, total, ids, n0, wn, lane);
+    if (wk == 0) store(a, d, total, src_rows, ids, n0, wn, lane);
   }
 };
 

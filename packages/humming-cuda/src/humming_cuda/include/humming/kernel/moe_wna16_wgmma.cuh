@@ -334,7 +334,7 @@ struct MoeWna16WgmmaKernel {
       next_t = t + gridDim.x;
       next_id = r < BM && next_t < walk.tiles ? walk.id(a, next_t, r) : -1;
       const float w = id < 0 || a.topk_weights == nullptr ? 1.f : a.topk_weights[id];
-      const float s = id < 0 ? 1.f : moe_row_scale<Act>(a, id);
+      const float s = id < 0 ? 1.f : moe_row_scale<Act>(a, id / a.top_k);  // once per tile
       // the table of tile t - 2 (same parity) was last read before tile t - 1's staging barrier
       int* ids = reinterpret_cast<int*>(tables + parity * TABLE_BYTES);
       float* factors = reinterpret_cast<float*>(ids + BM);
