@@ -86,17 +86,18 @@ def test_render_instantiates_one_entry_with_the_spec_arguments():
     source = FAMILY.render(presets.W4A16_G128, cfg, SM90)
     assert source.arch == "sm_90a"
     assert '#include "humming/kernel/wna16_wgmma.cuh"' in source.code
-    # int4: offset-binary codes, in-loop fp16 scales with their power-of-two shift in the epilogue
-    assert "humming::WgmmaWna16Format<4, 0, 8, true, 0, true>" in source.code
+    # int4: offset-binary codes, in-loop fp16 scales with their power-of-two shift in the epilogue,
+    # integer codes' float defaults, then log2 of the group (128)
+    assert "humming::WgmmaWna16Format<4, 0, 8, true, 0, true, false, 0, 0, 7>" in source.code
     assert f"humming::WgmmaWna16Tile<{cfg.stages}, {cfg.group_m}>" in source.code
     assert re.search(
         rf"HUMMING_WNA16_WGMMA_ENTRY\({source.name}, Fmt, Tile, half, half, false\)", source.code
     )
     gptq = FAMILY.render(presets.GPTQ_INT4, cfg, SM90)
-    assert "humming::WgmmaWna16Format<4, 1, 0, true, 0, true>" in gptq.code
+    assert "humming::WgmmaWna16Format<4, 1, 0, true, 0, true, false, 0, 0, 7>" in gptq.code
     assert gptq.name != source.name
     w8 = FAMILY.render(presets.W8A16, cfg, SM90)  # per-channel scales in the fp32 epilogue
-    assert "humming::WgmmaWna16Format<8, 0, 128, false, 1, false>" in w8.code
+    assert "humming::WgmmaWna16Format<8, 0, 128, false, 1, false>" in w8.code  # no group shift
 
 
 def _pair_codes(words: list[int], bits: int, pair: int) -> tuple[int, int]:
@@ -210,7 +211,8 @@ def test_float_weights_take_this_family_at_large_m(monkeypatch):
         assert FAMILY.unverified_reason(spec) == ""
         assert device.candidates(spec, LARGE)[0].family == "wna16_wgmma"
     cfg = device.candidates(presets.MXFP4, LARGE)[0]
-    assert ", true, 2, 1>" in FAMILY.render(presets.MXFP4, cfg, SM90).code  # e2m1: float, 2, 1
+    # e2m1: float, 2, 1; groups of 32: shift 5
+    assert ", true, 2, 1, 5>" in FAMILY.render(presets.MXFP4, cfg, SM90).code
 
 
 def test_signature_refuses_what_tma_cannot_load_before_the_device_check():

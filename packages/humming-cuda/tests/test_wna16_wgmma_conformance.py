@@ -56,7 +56,13 @@ def device():
 
 # The shared-memory form, which the cost model keeps for grids it fills in one wave (the
 # register forms have their own tests below), at the ring depths of its candidates.
-SHARED = {"weights_in_registers": False, "rs_block_m": 128, "split_k": 1}
+SHARED = {
+    "weights_in_registers": False,
+    "rs_block_m": 128,
+    "rs_block_n": 256,
+    "rs_ctas_per_sm": 1,
+    "split_k": 1,
+}
 
 
 @pytest.fixture(scope="module")
@@ -123,10 +129,17 @@ def test_deeper_ring_matches_reference(case: Case, device, kernels):
 
 
 # the register-A form as the heuristic builds it (a producer warpgroup, 4 fragment buffers), and
-# as thread 0 feeds it with 2 fragment buffers in turn
+# as thread 0 feeds it with 2 fragment buffers in turn (on the 256-column tile at one CTA per SM:
+# the 128-column one and two CTAs per SM need the producer warpgroup)
 RS_FORMS = {
     "rs": {"weights_in_registers": True},
-    "rs-thread0-2buf": {"weights_in_registers": True, "rs_producer": False, "rs_frag_buffers": 2},
+    "rs-thread0-2buf": {
+        "weights_in_registers": True,
+        "rs_producer": False,
+        "rs_frag_buffers": 2,
+        "rs_ctas_per_sm": 1,
+        "rs_block_n": 256,
+    },
 }
 
 

@@ -9,6 +9,7 @@ from humming_core.spec import QuantSpec
 
 from ..family import check_config_arch
 from ..wna16.config import CXX_TYPES, EPI_SCALE_CODES, ZERO_CODES, KernelFormat
+from .bind import group_shift
 from .config import WgmmaWna16Config
 
 
@@ -18,6 +19,9 @@ def template_arguments(fmt: KernelFormat, cfg: WgmmaWna16Config) -> tuple[str, s
     # float codes append (true, exponent, mantissa); integer ones keep the defaults, so their
     # sources (and kernels) are the ones verified before float codes were added
     floats = f", true, {fmt.exponent}, {fmt.mantissa}" if fmt.kind == "float" else ""
+    # the group in the source: the register-A loop knows which slices start a scale row
+    if fmt.group > 0:
+        floats = f"{floats or ', false, 0, 0'}, {group_shift(fmt)}"
     weight = (
         f"humming::WgmmaWna16Format<{fmt.bits}, {ZERO_CODES[fmt.zero]}, {offset}, "
         f"{str(fmt.group > 0).lower()}, {EPI_SCALE_CODES[fmt.epi_scale]}, "
@@ -39,7 +43,8 @@ def template_arguments(fmt: KernelFormat, cfg: WgmmaWna16Config) -> tuple[str, s
 
 
 def render(spec: QuantSpec, config: WgmmaWna16Config, caps: DeviceCaps) -> KernelSource:
-    """One module with the GEMM entry; the group size is a launch argument, not in the source."""
+    """One module with the GEMM entry; the group size is in the source (Fmt::GROUP_SHIFT) as well
+    as a launch argument (the shared-memory form reads that)."""
     check_config_arch(config, caps)
     fmt = KernelFormat.from_spec(spec)
     weight, tile = template_arguments(fmt, config)

@@ -40,11 +40,16 @@ namespace humming {
 // scales applied during dequantization; EPI_SCALE / GLOBAL: the fp32 epilogue's scales; FLOAT:
 // the codes are floats with EXP exponent and MAN mantissa bits (sign, exponent, mantissa, as the
 // wna16 kernels dequantize them); integer codes leave the last three at their defaults.
+// GROUP_SHIFT: log2 of the in-loop scale group when the kernel is rendered for one (0: the
+// launch's group_shift). The register-A main loop then knows at compile time which 16-deep slices
+// start a scale row (H100 ncu, W4A16 g128 57344x8192 M = 64: the run-time check and its branch
+// were ~24 of the loop's ~250 instructions per step, and the scales' half broadcasts 20 more).
 template <int BITS_, int ZERO_, int OFFSET_, bool IN_LOOP_, int EPI_SCALE_, bool GLOBAL_,
-          bool FLOAT_ = false, int EXP_ = 0, int MAN_ = 0>
+          bool FLOAT_ = false, int EXP_ = 0, int MAN_ = 0, int GROUP_SHIFT_ = 0>
 struct WgmmaWna16Format {
   static constexpr int BITS = BITS_, ZERO = ZERO_, OFFSET = OFFSET_, EPI_SCALE = EPI_SCALE_;
   static constexpr bool IN_LOOP = IN_LOOP_, GLOBAL = GLOBAL_;
+  static constexpr int GROUP_SHIFT = GROUP_SHIFT_;
   static constexpr int KIND = FLOAT_ ? kWeightFloat : (OFFSET_ ? kWeightInt : kWeightUint);
   static constexpr int EXP = EXP_, MAN = MAN_;
 };

@@ -229,9 +229,14 @@ struct Wna16WgmmaRsKernel {
     return Place{threadIdx.x / 64, (threadIdx.x / 32) % 2};
   }
 
+  // log2 of the in-loop group: the rendered one (Fmt::GROUP_SHIFT), else the launch's.
+  HM_DEVICE static int group_shift(const Args& a) {
+    return Fmt::GROUP_SHIFT > 0 ? Fmt::GROUP_SHIFT : a.group_shift;
+  }
+
   // First group-scale row of step `it` and how many rows its valid K tiles span.
   HM_DEVICE static int first_row(const Args& a, int it) {
-    return (it * TILES_K * 16) >> a.group_shift;
+    return (it * TILES_K * 16) >> group_shift(a);
   }
 
   // One thread: load K step `it` into stage `s` (free: never used, or released by every consumer
@@ -249,8 +254,8 @@ struct Wna16WgmmaRsKernel {
     int r0 = 0, rows = 0, all_rows = 0;
     if constexpr (Fmt::IN_LOOP) {
       r0 = first_row(a, it);
-      rows = ((((kt0 + tiles_k) * 16) - 1) >> a.group_shift) - r0 + 1;
-      all_rows = ((((kt0 + TILES_K) * 16) - 1) >> a.group_shift) - r0 + 1;
+      rows = ((((kt0 + tiles_k) * 16) - 1) >> group_shift(a)) - r0 + 1;
+      all_rows = ((((kt0 + TILES_K) * 16) - 1) >> group_shift(a)) - r0 + 1;
     }
     const u32 bytes = (WITH_X ? Tile::X_BYTES : 0) + tiles_n * TILES_K * TILE_BYTES +
                       all_rows * row_bytes * ((S_BYTES ? 1 : 0) + (Z_BYTES ? 1 : 0));
@@ -404,8 +409,8 @@ struct Wna16WgmmaRsKernel {
     const int words_off = Tile::X_BYTES + (p.col * TILES_K * 32 + lane) * BITS * 4;
     const int group_off = Tile::X_BYTES + W_BYTES + 2 * (64 * p.col + 8 * (lane / 4) + 4 * v);
     // groups of 64 or more: a step's 4 slices share one scale row (BK = 64 = 2^6)
-    const bool one_row = !Fmt::IN_LOOP || a.group_shift >= 6;
-    const int group_mask = (1 << a.group_shift) - 1;
+    const bool one_row = !Fmt::IN_LOOP || group_shift(a) >= 6;
+    const int group_mask = (1 << group_shift(a)) - 1;
     constexpr int BUFS = Tile::FRAG_BUFS;
     const u32 magic2 = pinned_constant(Dq::kMagic2, a.k_tiles);
     u32 frag[BUFS][2][4] = {};
@@ -414,7 +419,9 @@ struct Wna16WgmmaRsKernel {
     // accumulators with the wgmma results by moves, and then serialize every wgmma (C7515)
     int j = 0;
     do {
-      const int q = q0 + j, s = q % STAGES, it = it0 + j, kt0 = it * TILES_K;
+      // unsigned: the stage and phase are a mask and a shift (signed: four instructions more)
+      const unsigned q = q0 + j;
+      const int s = q % STAGES, it = it0 + j, kt0 = it * TILES_K;
       const unsigned char* stage = ring + s * STAGE_BYTES;
       const u64 dx = sw128_kmajor_desc(sm.x(s));
       mbar_wait(sm.full_bar(s), (q / STAGES) & 1);
@@ -427,7 +434,7 @@ struct Wna16WgmmaRsKernel {
         const int b = kk % BUFS, kt = kt0 + kk;
         // groups of 16 or 32: a new scale row where a group starts (every slice, every other)
         if (!one_row && ((kt * 16) & group_mask) == 0) {
-          group_params(stage, group_off, ((kt * 16) >> a.group_shift) - first_row(a, it), gp);
+          group_params(stage, group_off, ((kt * 16) >> group_shift(a)) - first_row(a, it), gp);
         }
         dequant(reinterpret_cast<const u32*>(stage + words_off + kk * TILE_BYTES), v, gp, frag[b],
                 magic2);
