@@ -22,7 +22,7 @@ from humming_cuda.device import CudaDevice
 from humming_cuda.kernels.wna16 import FAMILY as WNA16
 from humming_cuda.kernels.wna16.config import KernelFormat
 from humming_cuda.kernels.wna16.layout import plane_widths
-from humming_cuda.kernels.wna16_wgmma import FAMILY, WgmmaWna16Config
+from humming_cuda.kernels.wna16_wgmma import FAMILY, WgmmaWna16Config, heuristics
 from humming_cuda.kernels.wna16_wgmma.bind import signature
 from humming_cuda.kernels.wna16_wgmma.config import RS_WIDE_BLOCK_MS
 from humming_cuda.kernels.wna16_wgmma.tma import act_map_params
@@ -334,7 +334,9 @@ def test_small_m_takes_the_narrowest_register_tile_in_its_range(m, taken4, taken
     assert FAMILY.prefers(presets.E4M3_G128, problem, SM90) == taken8
     configs = FAMILY.candidates(presets.W4A16_G128, problem, SM90)
     cfg = configs[0]
-    assert cfg.weights_in_registers and cfg.block_m == block_m and cfg.block_n == 256
+    assert cfg.weights_in_registers and cfg.block_m == block_m
+    # at M = 64 this layer takes the 128-column tile's stream-K form (STREAM_SWEEP)
+    assert (cfg.block_n, cfg.rs_stream_k) == ((128, True) if m == 64 else (256, False))
     if block_m < 128:
         # one CTA per SM: the deepest ring; two (these 224-tile grids): the deepest both fit
         assert cfg.stages == (8 if cfg.rs_ctas_per_sm == 1 else 4)
@@ -459,7 +461,8 @@ def test_consumer_places_cover_the_tile_columns_once():
 # Session 35's same-run H100 sweep (benchmarks/notes/session35.md, session35/h100/*.json): the
 # routed plan's time, the 128-column tile's (rows, split) the model takes and its time, in us;
 # None: the model keeps the routed plan (the tile measured 1.01x at 57344x8192 M=128). The three
-# split-8 rows: session 37's same-run H100 sweep over splits 1-8 (notes/session37.md).
+# split-8 rows: session 37's same-run H100 sweep over splits 1-8 (notes/session37.md). The
+# 57344x8192 M=64 rows moved to STREAM_SWEEP (the stream-K form takes them).
 N128_SWEEP = [
     ("W4A16_G128", 8192, 28672, 64, 79.6, (64, 4), 72.7),
     ("W4A16_G128", 6144, 4096, 64, 17.7, (64, 4), 17.4),
@@ -470,13 +473,45 @@ N128_SWEEP = [
     ("W4A16_G128", 57344, 8192, 256, 413.1, (128, 2), 401.3),
     ("MXFP4", 6144, 4096, 128, 29.7, (128, 4), 26.2),
     ("W4A16_G128", 57344, 8192, 128, 197.3, None, 199.3),
-    ("W4A16_G128", 57344, 8192, 64, 161.8, None, 151.4),
     ("W4A16_G128", 4096, 14336, 64, 29.8, (64, 8), 26.9),
     ("W4A16_G128", 4096, 14336, 128, 40.0, (128, 8), 39.4),
     ("MXFP4", 4096, 14336, 128, 43.4, (128, 8), 40.3),
     ("W4A16_G128", 8192, 28672, 256, 180.8, None, 180.5),
-    ("MXFP4", 57344, 8192, 64, 208.5, None, 190.6),
 ]
+
+
+# Session 38's same-run H100 sweep (notes/session38.md, session38/h100/sk64.json): the plan routed
+# before stream-K was offered and the 128-column stream-K form on 64-row tiles (4 stages), in us.
+STREAM_SWEEP = [
+    ("W4A16_G128", 57344, 8192, 64, 164.5, 141.7),
+    ("MXFP4", 57344, 8192, 64, 187.1, 159.4),
+    ("W4A16_G128", 8192, 28672, 64, 75.9, 76.1),
+    ("W4A16_G128", 6144, 4096, 64, 17.6, 17.5),
+    ("W4A16_G128", 4096, 14336, 64, 26.7, 28.8),
+    ("W4A16_G128", 6144, 4096, 128, 25.6, 23.2),
+    ("W4A16_G128", 57344, 8192, 128, 204.0, 271.8),
+    ("W4A16_G128", 8192, 28672, 256, 184.3, 265.2),
+]
+
+
+@pytest.mark.parametrize("spec, n, k, m, routed_us, stream_us", STREAM_SWEEP)
+def test_stream_k_128_column_tile_where_the_model_clears_its_margin(
+    spec, n, k, m, routed_us, stream_us
+):
+    """The stream-K form of the 128-column tile at M <= STREAM_MAX_M where its modeled cost is
+    under N128_MARGIN of the other plans: taken at the two points where it measured 0.85-0.86x
+    the routed plan, nowhere it measured slower, and never for two or more token tiles (6144x4096
+    M=128 measured faster, but the larger layers' 1.33-1.44x keep M > 64 out)."""
+    problem = GemmProblem(n=n, k=k, m=m, act_dtype="bf16" if spec == "MXFP4" else "fp16")
+    cfg = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
+    if stream_us < 0.9 * routed_us and m <= heuristics.STREAM_MAX_M:
+        assert cfg.rs_stream_k
+        assert (cfg.block_n, cfg.rs_block_m, cfg.rs_ctas_per_sm, cfg.split_k) == (128, 64, 2, 1)
+        assert cfg.stages == 4 and cfg.fits_smem(SM90)
+    else:
+        assert not cfg.rs_stream_k
+    wide = FAMILY.candidates(presets.W8A16, GemmProblem(n=n, k=k, m=m, act_dtype="fp16"), SM90)
+    assert not wide[0].rs_stream_k  # 8-bit codes: not measured
 
 
 @pytest.mark.parametrize("spec, n, k, m, routed_us, plan, tile_us", N128_SWEEP)

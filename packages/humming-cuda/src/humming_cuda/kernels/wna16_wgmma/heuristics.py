@@ -118,6 +118,20 @@ N128_MARGIN = 0.975
 N128_MIN_M, N128_MAX_M = 64, 256
 N128_SPLITS = (1, 2, 4, 8)
 N128_STAGES = (4,)  # the sweep's ring (two CTAs' shared memory fits it at both token tiles)
+# The 128-column tile's stream-K form (rs_stream_k: 2 x sms persistent CTAs sharing the (tile, K
+# step) iterations evenly) on one 64-row token tile: a CTA runs its ceil(iterations / (2 sms))
+# steps at N128_STEP_COST[64] plus STREAM_FIXED_STEPS (ring fill, partial tiles written and read
+# back, the epilogue). Same-run H100 sweep after the producer's walk stopped dividing per step
+# (benchmarks/notes/session38.md, session38/h100/sk64.json, 4 stages): 0.605 us per step and
+# 10.3 us fixed from 57344x8192 (141.7 us) and 8192x28672 (76.1 us) at M = 64, i.e. 17 steps;
+# 6144x4096 17.5 us (model 17.3), 4096x14336 28.8 (26.7). Only at M <= STREAM_MAX_M: with two or
+# more token tiles the tiles sharing a weight panel run far apart in the walk, and the panel is
+# read from DRAM again (measured 1.33-1.44x the routed plan at M = 128 / 256 on the two layers
+# larger than L2). Taken under N128_MARGIN of the best other plan: at the sweep's M = 64 points
+# that is 57344x8192 (model 0.84x, measured 141.7 vs 164.5 us; MXFP4 159.4 vs 187.1).
+STREAM_FIXED_STEPS = 17
+STREAM_MAX_M = 64
+STREAM_STAGES = (4,)  # two 64-row CTAs of 107.6 KB each (the sweep's ring)
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -156,6 +170,7 @@ class Plan:
     split_k: int = 1
     ctas_per_sm: int = 1
     block_n: int = RS_BLOCK_N
+    stream_k: bool = False
 
 
 def cta_cost(
@@ -220,6 +235,14 @@ def narrow_n_plans(problem: GemmProblem, sms: int) -> list[Plan]:
     return plans
 
 
+def stream_plan(problem: GemmProblem, sms: int) -> Plan:
+    """The 128-column tile's stream-K form on 64-row token tiles, priced as above."""
+    steps = -(-problem.k // BLOCK_K)
+    tiles = -(-(problem.m or 1) // 64) * -(-problem.n // RS_NARROW_BLOCK_N)
+    cta = -(-(tiles * steps) // (2 * sms)) * N128_STEP_COST[64] + STREAM_FIXED_STEPS
+    return Plan(cta, True, 64, 1, 2, RS_NARROW_BLOCK_N, stream_k=True)
+
+
 def shared_plan(problem: GemmProblem, sms: int) -> Plan:
     tiles = -(-(problem.m or 1) // BLOCK_M) * -(-problem.n // BLOCK_N)
     steps = -(-problem.k // BLOCK_K)
@@ -229,16 +252,19 @@ def shared_plan(problem: GemmProblem, sms: int) -> Plan:
 def best_plan(problem: GemmProblem, caps: DeviceCaps, narrow_n: bool = False) -> Plan:
     """The cheapest plan (ties: the earlier one: narrower tiles, fewer splits); the shared-memory
     form only from M = 128, a whole tile of its rows; with `narrow_n` (4-bit codes) the
-    128-column tile where it clears N128_MARGIN."""
+    128-column tile (split-K, or stream-K up to STREAM_MAX_M rows) where it clears N128_MARGIN."""
     sms = caps.sm_count or DEFAULT_SMS
     plans = register_plans(problem, sms)
     if (problem.m or 0) >= BLOCK_M:
         plans.append(shared_plan(problem, sms))
     best = min(plans, key=lambda p: p.cost)
     if narrow_n and N128_MIN_M <= (problem.m or 0) <= N128_MAX_M:
-        narrow = min(narrow_n_plans(problem, sms), key=lambda p: p.cost)
-        if narrow.cost < N128_MARGIN * best.cost:
-            return narrow
+        narrow = narrow_n_plans(problem, sms)
+        if (problem.m or 0) <= STREAM_MAX_M:
+            narrow.append(stream_plan(problem, sms))
+        pick = min(narrow, key=lambda p: p.cost)
+        if pick.cost < N128_MARGIN * best.cost:
+            return pick
     return best
 
 
@@ -257,11 +283,14 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
             rs_block_n=plan.block_n,
             split_k=plan.split_k,
             rs_ctas_per_sm=plan.ctas_per_sm,
+            rs_stream_k=plan.stream_k,
             pdl=True,
             **fields,
         )
 
-    if plan.block_n == RS_NARROW_BLOCK_N:
+    if plan.stream_k:
+        stages = STREAM_STAGES
+    elif plan.block_n == RS_NARROW_BLOCK_N:
         stages = N128_STAGES
     elif plan.block_m < BLOCK_M:
         stages = SMALL_M_STAGE_CHOICES
