@@ -1,7 +1,7 @@
 """Where a humming kernel's warps stall, per SASS instruction (issue 6/7 tuning on the GPU host).
 
     python3 benchmarks/ncu_stalls.py W4A16_G128:6144x4096:4096 [--set stages=6] [--top 25] \\
-        [--out $OUT/stalls] [--full] [--kernel humming_w8a8]
+        [--out $OUT/stalls] [--full] [--kernel humming_w8a8] [--peer]
     python3 benchmarks/ncu_stalls.py moe:W4A16_G128:8192 [--gemm w2] ...
 
 Profiles the third call of benchmarks/profile_gemm.py for the point (its `--set` config changes
@@ -24,10 +24,16 @@ HERE = Path(__file__).parent
 SAMPLES = "Warp Stall Sampling (All Samples)"
 
 
-def target(point: str, sets: list[str], gemm: str, kernel: str = "humming") -> list[str]:
+def target(
+    point: str, sets: list[str], gemm: str, kernel: str = "humming", peer: bool = False
+) -> list[str]:
     """ncu's kernel filter and the profiled program for `point` (see the module docstring);
     `kernel`: the dense point's kernel-name regex (a quantized-activation layer launches its
-    quantizer before the GEMM, so `humming_w8a8` picks the GEMM)."""
+    quantizer before the GEMM, so `humming_w8a8` picks the GEMM); `peer`: the published package's
+    GEMM (function `humming`; profile_gemm.py --peer makes one eager call before its three)."""
+    if peer:
+        program = [sys.executable, str(HERE / "profile_gemm.py"), point, "--peer"]
+        return ["--kernel-name", "humming", "--launch-skip", "3", *program]
     if point.startswith("moe:"):
         skip = (
             4 if gemm == "w13" else 5
@@ -49,6 +55,7 @@ def profile(
     gemm: str = "w13",
     full: bool = False,
     kernel: str = "humming",
+    peer: bool = False,
 ) -> None:
     """ncu over the third call of `point`: writes out.ncu-rep and out.csv."""
     sections = ["--set", "full"] if full else [
@@ -61,7 +68,7 @@ def profile(
         "-f",
         "-o",
         str(out),
-        *target(point, sets, gemm, kernel),
+        *target(point, sets, gemm, kernel, peer),
     ]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     page = subprocess.run(
@@ -118,11 +125,12 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="every ncu section, not only stalls")
     parser.add_argument("--set", action="append", default=[], help="config field=value")
     parser.add_argument("--kernel", default="humming", help="a dense point's kernel-name regex")
+    parser.add_argument("--peer", action="store_true", help="the published package's kernel")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--out", default="stalls", help="report path without suffix")
     args = parser.parse_args()
     out = Path(args.out)
-    profile(args.point, args.set, out, args.gemm, args.full, args.kernel)
+    profile(args.point, args.set, out, args.gemm, args.full, args.kernel, args.peer)
     page = out.with_suffix(".csv").read_text()
     print("  ".join(f"{k} {100 * v:.1f}%" for v, k in reason_shares(page)[:8]))
     for share, address, sass, reason in top_stalls(page, args.top):
