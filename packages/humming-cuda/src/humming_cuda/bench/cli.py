@@ -50,6 +50,13 @@ def register(sub) -> None:
         help="JSON output path (default benchmarks/results/h200/<suite>.json)",
     )
     p.add_argument("--png", default=None, help="roofline plot path (default: next to the JSON)")
+    p.add_argument(
+        "--merge-into",
+        default=None,
+        metavar="FILE",
+        help="re-run rows of a results file: this run's rows replace FILE's rows of the same "
+        "points, the others are added (same GPU model only); written to --out, else FILE",
+    )
     p.set_defaults(func=run)
 
 
@@ -80,18 +87,26 @@ def run(args) -> int:
     import torch
 
     from .dense import plot
+    from .merge import check_device, merge_rows
 
     if not torch.cuda.is_available():
         raise RuntimeError("humming bench needs an NVIDIA GPU: torch.cuda.is_available() is False")
     module, kwargs = suite_call(args)
-    out = Path(args.out or f"benchmarks/results/h200/{args.suite}.json")
+    base = None
+    if args.merge_into:  # refused before the run, not after it, when the GPU differs
+        base = json.loads(Path(args.merge_into).read_text())
+        check_device(base, {"device": torch.cuda.get_device_name()})
+    default = args.merge_into or f"benchmarks/results/h200/{args.suite}.json"
+    out = Path(args.out or default)
     out.parent.mkdir(parents=True, exist_ok=True)
 
-    def save(result: dict) -> None:  # after every row: a run cut short still leaves its rows
+    def save(result: dict) -> dict:  # after every row: a run cut short still leaves its rows
+        if base is not None:  # and, merging, the file's other rows
+            result = merge_rows(base, result)
         out.write_text(json.dumps(result, indent=1))
+        return result
 
-    result = module.run(**kwargs, on_row=save)
-    save(result)
+    result = save(module.run(**kwargs, on_row=save))
     plot(result, args.png or str(out.with_suffix(".png")), title=TITLES[args.suite])
     print(f"wrote {out}")
     return 0
