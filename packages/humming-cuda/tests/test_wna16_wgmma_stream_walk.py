@@ -95,3 +95,49 @@ def test_every_iteration_once_and_partials_never_collide(tiles, steps, ctas):
         assert cs == list(range(c0, c0 + count))  # consecutive CTAs, as the reader assumes
         if count > 1:  # the last arrival reads exactly the slots the segments wrote
             assert [slot(w, c, t0) for c in cs] == [s for s, t in written.items() if t == t0]
+
+
+def grouped_tile(tile_id: int, tiles_n: int, tiles_m: int, group: int) -> tuple[int, int]:
+    """humming/memory/tile_order.cuh's grouped_tile: (m, n) of tile `tile_id`. Python raises on
+    the division by zero rows that C++ would leave undefined."""
+    first_m = (tile_id // (group * tiles_n)) * group
+    rows = min(tiles_m - first_m, group)
+    in_group = tile_id - first_m * tiles_n
+    return first_m + in_group % rows, in_group // rows
+
+
+def test_the_walk_transcription_matches_the_header():
+    for text in (
+        "HM_DEVICE Walk(const Work& w, int x) : k(x % w.steps), id(x / w.steps), t(w.tile(x)) {}",
+        "if (++id < w.tiles_n * w.tiles_m) t = grouped_tile<Tile::GROUP_M>(id, w.tiles_n, w.tiles_m);",
+        "return grouped_tile<Tile::GROUP_M>(x / steps, tiles_n, tiles_m);",
+    ):
+        assert text in HEADER, text
+
+
+@pytest.mark.parametrize(("tiles_n", "tiles_m", "group"), [(1, 1, 1), (7, 8, 8), (448, 1, 8),
+                                                           (48, 3, 8), (5, 16, 8), (3, 9, 4)])  # fmt: skip
+@pytest.mark.parametrize("steps", [1, 5, 64])
+@pytest.mark.parametrize("ctas", [1, 3, 64, 264])
+def test_the_producer_walk_visits_the_iterations_tiles_and_steps(
+    tiles_n, tiles_m, group, steps, ctas
+):
+    """Walk advanced one step at a time from each CTA's first iteration gives every iteration's
+    (tile coordinates, K step) as recomputing them from its index does, and stepping past the
+    grid's last tile (a range that ends with it) divides by no empty group."""
+    total = tiles_n * tiles_m * steps
+    if ctas > total:
+        return
+    w = Work(tiles_n * tiles_m, steps, ctas)
+    for c in range(ctas):
+        begin, end = w.first(c), w.first(c + 1)
+        k, tile_id = begin % steps, begin // steps
+        t = grouped_tile(tile_id, tiles_n, tiles_m, group)
+        for x in range(begin, end):
+            assert (k, t) == (x % steps, grouped_tile(x // steps, tiles_n, tiles_m, group))
+            k += 1  # Walk::next
+            if k == steps:
+                k = 0
+                tile_id += 1
+                if tile_id < tiles_n * tiles_m:
+                    t = grouped_tile(tile_id, tiles_n, tiles_m, group)

@@ -79,10 +79,12 @@ struct Wna16WgmmaStreamKernel {
     int k, id;
     TileCoord t;
     HM_DEVICE Walk(const Work& w, int x) : k(x % w.steps), id(x / w.steps), t(w.tile(x)) {}
+    // past the grid's last tile (a range ending with it) t stays: grouped_tile would divide by
+    // the empty last group's zero rows
     HM_DEVICE void next(const Work& w) {
       if (++k == w.steps) {
         k = 0;
-        t = grouped_tile<Tile::GROUP_M>(++id, w.tiles_n, w.tiles_m);
+        if (++id < w.tiles_n * w.tiles_m) t = grouped_tile<Tile::GROUP_M>(id, w.tiles_n, w.tiles_m);
       }
     }
   };
