@@ -108,7 +108,9 @@ def grouped_tile(tile_id: int, tiles_n: int, tiles_m: int, group: int) -> tuple[
 
 def test_the_walk_transcription_matches_the_header():
     for text in (
-        "HM_DEVICE Walk(const Work& w, int x) : k(x % w.steps), id(x / w.steps), t(w.tile(x)) {}",
+        ": k(x % w.steps),",
+        "id(x / w.steps),",
+        "t(grouped_tile<Tile::GROUP_M>(id, w.tiles_n, w.tiles_m)) {}",
         "if (++id < w.tiles_n * w.tiles_m) t = grouped_tile<Tile::GROUP_M>(id, w.tiles_n, w.tiles_m);",
         "return grouped_tile<Tile::GROUP_M>(x / steps, tiles_n, tiles_m);",
     ):

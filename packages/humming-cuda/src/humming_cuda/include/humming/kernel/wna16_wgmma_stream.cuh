@@ -78,7 +78,10 @@ struct Wna16WgmmaStreamKernel {
   struct Walk {
     int k, id;
     TileCoord t;
-    HM_DEVICE Walk(const Work& w, int x) : k(x % w.steps), id(x / w.steps), t(w.tile(x)) {}
+    HM_DEVICE Walk(const Work& w, int x)
+        : k(x % w.steps),
+          id(x / w.steps),
+          t(grouped_tile<Tile::GROUP_M>(id, w.tiles_n, w.tiles_m)) {}
     // past the grid's last tile (a range ending with it) t stays: grouped_tile would divide by
     // the empty last group's zero rows
     HM_DEVICE void next(const Work& w) {
@@ -96,13 +99,14 @@ struct Wna16WgmmaStreamKernel {
                                     const typename Dense::Smem& sm) {
     const Work w(a);
     const int begin = w.first(blockIdx.x), n = w.end - begin, first = min(STAGES, n);
-    Walk at(w, begin);
+    const Walk start(w, begin);
+    Walk at = start;
     for (int q = 0; q < first; ++q, at.next(w)) {
       Dense::template produce<true, false>(tx, a, sm, q, at.k, at.t.m * BM, at.t.n * BN);
     }
     wait_prior_grid();
     allow_next_grid();
-    Walk x(w, begin);
+    Walk x = start;
     for (int q = 0; q < first; ++q, x.next(w)) Dense::load_x(tx, sm, q, x.k, x.t.m * BM);
     for (unsigned q = first; q < static_cast<unsigned>(n); ++q, at.next(w)) {
       mbar_wait(sm.empty_bar(q % STAGES), ((q / STAGES) & 1) ^ 1);
