@@ -149,7 +149,11 @@ struct Wna16WgmmaStreamKernel {
       last = atomicAdd(counters + p.c0, 1) == p.segments - 1;
       if (last) counters[p.c0] = 0;  // every segment has arrived: ready for the next launch
     }
-    if (!named_barrier_any<THREADS>(1, last)) return false;
+    // The barrier's predicate is the same in every thread, but ptxas cannot know it: branching
+    // on it made consume_all's loop divergent and the inlined main loop moved every wgmma
+    // descriptor from vector to uniform registers per slice (16 R2UR per K step). A warp vote's
+    // result is uniform by construction.
+    if (!__any_sync(0xffffffffu, named_barrier_any<THREADS>(1, last))) return false;
     __threadfence();
     return true;
   }
