@@ -335,8 +335,9 @@ def test_small_m_takes_the_narrowest_register_tile_in_its_range(m, taken4, taken
     configs = FAMILY.candidates(presets.W4A16_G128, problem, SM90)
     cfg = configs[0]
     assert cfg.weights_in_registers and cfg.block_m == block_m
-    # at M = 64 this layer takes the 128-column tile's stream-K form (STREAM_SWEEP)
-    assert (cfg.block_n, cfg.rs_stream_k) == ((128, True) if m == 64 else (256, False))
+    # at M = 64 this layer takes the 128-column tile's stream-K form (STREAM_SWEEP), above it the
+    # 256-column one (STREAM_WIDE_SWEEP)
+    assert (cfg.block_n, cfg.rs_stream_k) == ((128, True) if m == 64 else (256, m > 64))
     if block_m < 128:
         # one CTA per SM: the deepest ring; two (these 224-tile grids): the deepest both fit
         assert cfg.stages == (8 if cfg.rs_ctas_per_sm == 1 else 4)
@@ -494,6 +495,46 @@ STREAM_SWEEP = [
 ]
 
 
+# Session 39's same-run H100 sweep (notes/session39.md, session39/h100/run115_sk256.json): the
+# routed plan and the 256-column stream-K form on 128-row tiles (one CTA per SM, 4 stages), in us.
+STREAM_WIDE_SWEEP = [
+    ("W4A16_G128", 57344, 8192, 128, 204.6, 196.0),
+    ("W4A16_G128", 57344, 8192, 256, 399.3, 375.2),
+    ("MXFP4", 57344, 8192, 128, 226.4, 205.7),
+    ("MXFP4", 57344, 8192, 256, 421.1, 386.9),
+    ("W4A16_G128", 8192, 28672, 128, 101.8, 111.2),
+    ("W4A16_G128", 8192, 28672, 256, 186.0, 193.7),
+    ("MXFP4", 8192, 28672, 128, 107.0, 116.1),
+    ("W4A16_G128", 6144, 4096, 128, 25.9, 30.6),
+    ("W4A16_G128", 6144, 4096, 256, 34.9, 37.7),
+    ("W4A16_G128", 4096, 14336, 128, 39.6, 47.6),
+    ("W4A16_G128", 4096, 14336, 256, 54.5, 64.7),
+    ("W4A16_G128", 57344, 8192, 512, 713.4, 738.3),
+]
+STREAM_WIDE_TAKEN = {
+    (s, n, k, m) for s, n, k, m, routed, wide in STREAM_WIDE_SWEEP if wide < routed
+}
+
+
+@pytest.mark.parametrize("spec, n, k, m, routed_us, stream_us", STREAM_WIDE_SWEEP)
+def test_stream_k_256_column_tile_where_the_model_clears_its_margin(
+    spec, n, k, m, routed_us, stream_us
+):
+    """The 256-column stream-K form on 128-row tiles is routed exactly where it measured faster
+    than the plan routed before (57344x8192 at M = 128 and 256: 0.91-0.96x), never where it
+    measured slower (the smaller layers, M = 512), and not for 8-bit codes (not measured)."""
+    problem = GemmProblem(n=n, k=k, m=m, act_dtype="bf16" if spec == "MXFP4" else "fp16")
+    cfg = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
+    if stream_us < routed_us:
+        assert cfg.rs_stream_k
+        assert (cfg.block_n, cfg.rs_block_m, cfg.rs_ctas_per_sm, cfg.split_k) == (256, 128, 1, 1)
+        assert cfg.stages == 4 and cfg.fits_smem(SM90)
+    else:
+        assert not cfg.rs_stream_k
+    wide = FAMILY.candidates(presets.W8A16, GemmProblem(n=n, k=k, m=m, act_dtype="fp16"), SM90)
+    assert not wide[0].rs_stream_k
+
+
 @pytest.mark.parametrize("spec, n, k, m, routed_us, stream_us", STREAM_SWEEP)
 def test_stream_k_128_column_tile_where_the_model_clears_its_margin(
     spec, n, k, m, routed_us, stream_us
@@ -509,7 +550,7 @@ def test_stream_k_128_column_tile_where_the_model_clears_its_margin(
         assert (cfg.block_n, cfg.rs_block_m, cfg.rs_ctas_per_sm, cfg.split_k) == (128, 64, 2, 1)
         assert cfg.stages == 4 and cfg.fits_smem(SM90)
     else:
-        assert not cfg.rs_stream_k
+        assert not (cfg.rs_stream_k and cfg.block_n == 128)
     wide = FAMILY.candidates(presets.W8A16, GemmProblem(n=n, k=k, m=m, act_dtype="fp16"), SM90)
     assert not wide[0].rs_stream_k  # 8-bit codes: not measured
 
@@ -519,9 +560,13 @@ def test_128_column_tile_where_the_model_clears_its_margin(spec, n, k, m, routed
     """The 128-column tile (two CTAs per SM, 4-bit codes, M = 64-256) where the cost model puts it
     under N128_MARGIN of the other plans: at every sweep point it takes, the tile measured faster
     than the plan routed before; elsewhere the routed plan stays. 8-bit codes (not measured) keep
-    256 columns."""
+    256 columns. Points the 256-column stream-K form took since (STREAM_WIDE_SWEEP) are checked
+    there."""
     problem = GemmProblem(n=n, k=k, m=m, act_dtype="bf16" if spec == "MXFP4" else "fp16")
     cfg = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
+    if (spec, n, k, m) in STREAM_WIDE_TAKEN:
+        assert cfg.rs_stream_k and cfg.block_n == 256
+        return
     if plan is None:
         assert cfg.block_n == 256 or not cfg.weights_in_registers
         return

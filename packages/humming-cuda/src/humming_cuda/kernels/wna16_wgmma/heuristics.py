@@ -3,7 +3,8 @@
 From M = 17 on (9 for 8-bit codes) every M is this family's: a cost model in K steps (below)
 picks the register-A form's token tile (16 / 32 / 64 / 96 / 128 / 160 / 176 rows), its K split and,
 for tiles of up to 32 rows, one or two CTAs per SM, or at M = 64-256 the 128-column tile at two
-CTAs per SM, or the shared-memory form where its waves of 128 x 128 tiles finish first. Smaller
+CTAs per SM or a stream-K form (persistent CTAs sharing the iterations evenly), or the
+shared-memory form where its waves of 128 x 128 tiles finish first. Smaller
 M goes to the mma.sync families (wna16_decode, wna16). An unknown M is refused with a reason.
 """
 
@@ -132,6 +133,21 @@ N128_STAGES = (4,)  # the sweep's ring (two CTAs' shared memory fits it at both 
 STREAM_FIXED_STEPS = 17
 STREAM_MAX_M = 64
 STREAM_STAGES = (4,)  # two 64-row CTAs of 107.6 KB each (the sweep's ring)
+# The 256-column stream-K form (two consumer warpgroups, one CTA per SM) on 128-row token tiles,
+# for M in (STREAM_MAX_M, STREAM_WIDE_MAX_M]: a CTA runs its ceil(iterations / sms) steps at
+# RS_STEP_COST[128] plus STREAM_WIDE_FIXED_STEPS. Same-run H100 sweep (benchmarks/notes/
+# session39.md, session39/h100/run115_sk256.json, 4 stages): 0.83 us per step and ~17 us fixed
+# (33 steps of the register model's ~0.52 us) at 57344x8192 M = 128 / 256 / 512 and 8192x28672
+# M = 128 / 256. Taken under N128_MARGIN of the best other plan, for 4-bit codes (the ones
+# measured): at the sweep's points that is 57344x8192 at M = 128 and 256 (model 0.88x / 0.91x;
+# measured W4A16 g128 196.0 vs 204.6 us and 375.2 vs 399.3, MXFP4 205.7 vs 226.4 and 386.9 vs
+# 421.1), where the one-CTA-per-tile plans leave part of a last wave empty. The smaller layers
+# measured 1.04-1.20x and stay. Not beyond two token tiles: at M = 512 the model's 0.94x
+# measured 1.03x (the four token tiles of a weight panel run far apart in the walk, as for the
+# 64-row form above).
+STREAM_WIDE_BLOCK_M = 128
+STREAM_WIDE_FIXED_STEPS = 33
+STREAM_WIDE_MAX_M = 256
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -243,6 +259,16 @@ def stream_plan(problem: GemmProblem, sms: int) -> Plan:
     return Plan(cta, True, 64, 1, 2, RS_NARROW_BLOCK_N, stream_k=True)
 
 
+def stream_wide_plan(problem: GemmProblem, sms: int) -> Plan:
+    """The 256-column tile's stream-K form on 128-row token tiles, priced as above."""
+    steps = -(-problem.k // BLOCK_K)
+    m_tiles = -(-(problem.m or 1) // STREAM_WIDE_BLOCK_M)
+    tiles = m_tiles * -(-problem.n // RS_BLOCK_N)
+    cost = RS_STEP_COST[STREAM_WIDE_BLOCK_M]
+    cta = -(-(tiles * steps) // sms) * cost + STREAM_WIDE_FIXED_STEPS
+    return Plan(cta, True, STREAM_WIDE_BLOCK_M, stream_k=True)
+
+
 def shared_plan(problem: GemmProblem, sms: int) -> Plan:
     tiles = -(-(problem.m or 1) // BLOCK_M) * -(-problem.n // BLOCK_N)
     steps = -(-problem.k // BLOCK_K)
@@ -252,17 +278,21 @@ def shared_plan(problem: GemmProblem, sms: int) -> Plan:
 def best_plan(problem: GemmProblem, caps: DeviceCaps, narrow_n: bool = False) -> Plan:
     """The cheapest plan (ties: the earlier one: narrower tiles, fewer splits); the shared-memory
     form only from M = 128, a whole tile of its rows; with `narrow_n` (4-bit codes) the
-    128-column tile (split-K, or stream-K up to STREAM_MAX_M rows) where it clears N128_MARGIN."""
+    128-column tile (split-K, or stream-K up to STREAM_MAX_M rows) or, above that up to
+    STREAM_WIDE_MAX_M rows, the 256-column stream-K form where it clears N128_MARGIN."""
     sms = caps.sm_count or DEFAULT_SMS
+    m = problem.m or 0
     plans = register_plans(problem, sms)
-    if (problem.m or 0) >= BLOCK_M:
+    if m >= BLOCK_M:
         plans.append(shared_plan(problem, sms))
     best = min(plans, key=lambda p: p.cost)
-    if narrow_n and N128_MIN_M <= (problem.m or 0) <= N128_MAX_M:
-        narrow = narrow_n_plans(problem, sms)
-        if (problem.m or 0) <= STREAM_MAX_M:
-            narrow.append(stream_plan(problem, sms))
-        pick = min(narrow, key=lambda p: p.cost)
+    if narrow_n and N128_MIN_M <= m <= N128_MAX_M:
+        others = narrow_n_plans(problem, sms)
+        if m <= STREAM_MAX_M:
+            others.append(stream_plan(problem, sms))
+        elif m <= STREAM_WIDE_MAX_M:
+            others.append(stream_wide_plan(problem, sms))
+        pick = min(others, key=lambda p: p.cost)
         if pick.cost < N128_MARGIN * best.cost:
             return pick
     return best
