@@ -700,3 +700,27 @@ def test_a_changed_config_is_validated_like_a_hand_made_one():
         shared.with_fields(split_k=2)
     register = shared.with_fields(weights_in_registers=True, split_k=2, rs_block_m=64)
     assert (register.split_k, register.rs_block_m, register.stages) == (2, 64, shared.stages)
+
+
+def test_ring_stages_can_be_sized_for_the_specs_codes():
+    """rs_code_bits sizes the register form's stages for narrower codes than 8 (a sweep's option;
+    the heuristics keep 8): the 256-column stream-K tile of 128 rows then fits 5 stages with 4-bit
+    codes, which the 8-bit reservation cannot; the render refuses wider codes than the stages
+    hold and has the compiler check the kernel's own size against the launch's."""
+    base = {"arch": "sm_90a", "weights_in_registers": True, "rs_stream_k": True, "pdl": True}
+    base |= {"rs_block_m": 128, "stages": 5}
+    reserved, sized = WgmmaWna16Config(**base), WgmmaWna16Config(**base, rs_code_bits=4)
+    assert not reserved.fits_smem(SM90) and sized.fits_smem(SM90)
+    # slack, 5 x (x tile, 4 x 4 layout tiles of 4-bit codes, scale and zero rows), the staged
+    # 64-row part of the tile, the barriers
+    stage = 128 * 64 * 2 + 4 * 4 * 32 * 4 * 4 + 2 * 4 * 256 * 2
+    assert sized.smem_bytes == 1024 + 5 * stage + 64 * 256 * 4 + 16 * 5
+    routed = GemmProblem(n=57344, k=8192, m=256, act_dtype="bf16")  # this form, 4-bit codes
+    assert all(c.rs_code_bits == 8 for c in FAMILY.candidates(presets.MXFP4, routed, SM90))
+    with pytest.raises(ValueError, match=r"8-bit codes.*rs_code_bits=4"):
+        FAMILY.render(presets.W8A16, sized, SM90)
+    code = FAMILY.render(presets.W4A16_G128, sized, SM90).code
+    assert f"Kernel<Fmt, Tile, half, half, false>::SMEM_BYTES <= {sized.smem_bytes}" in code
+    assert "static_assert" not in FAMILY.render(presets.W4A16_G128, reserved, SM90).code
+    with pytest.raises(ValueError, match="register-A form"):
+        WgmmaWna16Config(arch="sm_90a", stages=4, rs_code_bits=4)

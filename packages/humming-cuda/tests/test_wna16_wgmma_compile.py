@@ -22,6 +22,7 @@ from wna16_wgmma_cases import FLOAT_FORMATS, INTEGER_FORMATS
 
 from humming_core.device import GemmProblem
 from humming_core.ops.layer import M_BUCKETS
+from humming_core.spec import presets
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is not installed")
 from humming_cuda.kernels.wna16_wgmma import FAMILY, WgmmaWna16Config
@@ -265,3 +266,25 @@ def test_stream_k_form_compiles_without_spills_or_serialized_wgmma(monkeypatch, 
         assert artifact.meta["resources"]["stack_bytes"] == 0, f"{spec.weight} {cfg}"
     for text in dumped_ptx(tmp_path, units, (*RS_PTX_NEEDS, "atom.global.add")):
         assert re.search(r"m64n(64|96|128|160)k16\.f32\.(f16|bf16)", text)
+
+
+@pytest.mark.compile
+def test_rings_sized_for_4_bit_codes_compile_clean():
+    """The stream-K forms at the ring depth only stages sized for 4-bit codes fit (rs_code_bits =
+    4: 5 stages of the 256-column 128-row tile, 5 of the 128-column 64-row tile at two CTAs per
+    SM): the rendered check that the kernel uses no more shared memory than the launch reserves
+    compiles (a wrong reservation fails it), and the kernels are clean."""
+    units = Units(FAMILY, "sm_90a")
+    stream = {"arch": "sm_90a", "weights_in_registers": True, "rs_stream_k": True, "pdl": True}
+    stream |= {"stages": 5, "rs_code_bits": 4}
+    forms = [
+        {"rs_block_m": 128},
+        {"rs_block_m": 64, "rs_block_n": 128, "rs_ctas_per_sm": 2},
+    ]
+    for spec in (presets.W4A16_G128, presets.MXFP4):
+        for form in forms:
+            cfg = WgmmaWna16Config(**stream, **form)
+            assert cfg.fits_smem(units.caps)
+            assert not cfg.model_copy(update={"rs_code_bits": 8}).fits_smem(units.caps)
+            units.add(spec, cfg)
+    assert len(_assert_clean(units)) == 4

@@ -27,12 +27,12 @@ RS_BLOCK_N = 256  # weight columns of the register-A form's tile (two consumer w
 RS_NARROW_BLOCK_N = 128
 
 
-def rs_weight_stage_bytes(block_n: int) -> int:
-    """The register-A form's ring stage for the widest format, less its x tile (block_m x 64 x 2
-    bytes): 8-bit codes of block_n / 64 x 4 layout tiles, 4 group rows of block_n scales and of
-    zero points (2 bytes each). Its kernel uses less for narrower codes; reserving the most costs
-    nothing at one CTA per SM (fits_smem checks two)."""
-    return block_n // 64 * 4 * 32 * 8 * 4 + 2 * 4 * block_n * 2
+def rs_weight_stage_bytes(block_n: int, code_bits: int = 8) -> int:
+    """The register-A form's ring stage less its x tile (block_m x 64 x 2 bytes), for codes of up
+    to `code_bits` bits: block_n / 64 x 4 layout tiles of them, 4 group rows of block_n scales and
+    of zero points (2 bytes each). Its kernel uses less for narrower codes or without group
+    scales / zero points (Wna16WgmmaRsKernel::STAGE_BYTES)."""
+    return block_n // 64 * 4 * 32 * code_bits * 4 + 2 * 4 * block_n * 2
 
 
 RS_BLOCK_MS = (16, 32, 64, 128)  # wgmma N of the register form's token side
@@ -87,17 +87,28 @@ class WgmmaWna16Config(WgmmaTileConfig):
     # the first stages' codes and scales before it waits for the previous kernel in the stream
     # (every other form and thread waits before it touches global memory).
     pdl: bool = False
+    # The widest codes the register form's ring stages are sized for (the launch's shared memory;
+    # the kernel's stages hold the spec's codes). 8 fits any spec and is what the heuristics
+    # route; a spec's own width gives 4-bit codes stages of 26 KB instead of 34 (256 x 128-row
+    # tile), room for deeper rings that sweeps may try (benchmarks/notes/session39.md: the routed
+    # stream-K kernel waits on its 4-stage ring ~18% of its cycles). The render refuses wider
+    # codes than this.
+    rs_code_bits: int = Field(8, ge=1, le=8)
 
     @model_validator(mode="after")
     def _register_form_options(self) -> WgmmaWna16Config:
         if not self.weights_in_registers and (
-            self.rs_block_m != BLOCK_M or self.split_k != 1 or self.rs_block_n != RS_BLOCK_N
+            self.rs_block_m != BLOCK_M
+            or self.split_k != 1
+            or self.rs_block_n != RS_BLOCK_N
+            or self.rs_code_bits != 8
         ):
             raise ValueError(
                 f"rs_block_m={self.rs_block_m}, rs_block_n={self.rs_block_n}, "
-                f"split_k={self.split_k}: only the register-A form (weights_in_registers=True) "
-                "has narrow tiles or split-K; the shared-memory form takes "
-                f"rs_block_m={BLOCK_M}, rs_block_n={RS_BLOCK_N}, split_k=1"
+                f"split_k={self.split_k}, rs_code_bits={self.rs_code_bits}: only the register-A "
+                "form (weights_in_registers=True) has narrow tiles, split-K or stages sized for "
+                f"narrower codes; the shared-memory form takes rs_block_m={BLOCK_M}, "
+                f"rs_block_n={RS_BLOCK_N}, split_k=1, rs_code_bits=8"
             )
         narrow_n = self.rs_block_n == RS_NARROW_BLOCK_N
         if narrow_n and not self.rs_producer:
@@ -176,11 +187,14 @@ class WgmmaWna16Config(WgmmaTileConfig):
     def smem_bytes(self) -> int:
         """Mirrors WgmmaWna16Tile::SMEM_BYTES: alignment slack, the x ring, the B buffers, the
         ring's mbarriers; for the register-A form Wna16WgmmaRsKernel::SMEM_BYTES of the widest
-        format (its ring also holds the epilogue's output tile, block_m x block_n fp32); for
+        format its stages hold (rs_code_bits; its ring also holds the epilogue's output tile,
+        block_m x block_n fp32); for
         stream-K Wna16WgmmaStreamKernel::SMEM_BYTES (the ring, then a staged part of the tile
         beside it)."""
         if self.weights_in_registers:
-            stage = self.block_m * BLOCK_K * 2 + rs_weight_stage_bytes(self.block_n)
+            stage = self.block_m * BLOCK_K * 2 + rs_weight_stage_bytes(
+                self.block_n, self.rs_code_bits
+            )
             if self.rs_stream_k:
                 ring = self.stages * stage + self.part_rows * self.block_n * 4
             else:

@@ -47,6 +47,12 @@ def render(spec: QuantSpec, config: WgmmaWna16Config, caps: DeviceCaps) -> Kerne
     as a launch argument (the shared-memory form reads that)."""
     check_config_arch(config, caps)
     fmt = KernelFormat.from_spec(spec)
+    if fmt.bits > config.rs_code_bits:
+        raise ValueError(
+            f"{spec.weight}: {fmt.bits}-bit codes, but the config's ring stages are sized for "
+            f"codes of up to rs_code_bits={config.rs_code_bits} bits; take rs_code_bits >= "
+            f"{fmt.bits} (8 fits any spec)"
+        )
     weight, tile = template_arguments(fmt, config)
     act, out = CXX_TYPES[fmt.act], CXX_TYPES[fmt.out]
     key = f"{weight}|{tile}|{act}|{out}|{fmt.bias}"
@@ -65,5 +71,13 @@ def render(spec: QuantSpec, config: WgmmaWna16Config, caps: DeviceCaps) -> Kerne
         f"using Tile = {tile};\n"
         f"{entry}({name}, Fmt, Tile, {act}, {out}, {str(fmt.bias).lower()})\n"
     )
+    if config.rs_code_bits < 8:
+        # stages sized for this spec's codes: the launch must still reserve all the kernel uses
+        kernel = "Wna16WgmmaStreamKernel" if config.rs_stream_k else "Wna16WgmmaRsKernel"
+        code += (
+            f"static_assert(humming::{kernel}<Fmt, Tile, {act}, {out}, "
+            f"{str(fmt.bias).lower()}>::SMEM_BYTES <= {config.smem_bytes}, "
+            '"the launch reserves less shared memory than the kernel uses");\n'
+        )
     meta = {"family": "wna16_wgmma", "config": config.model_dump(), "spec": spec.to_json()}
     return KernelSource(name=name, code=code, arch=config.arch, meta=meta)
