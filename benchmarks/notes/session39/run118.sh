@@ -1,5 +1,6 @@
 #!/bin/bash
-# For the next GPU session (carry .whl), ~4 min, any sm_90 card, on main: the routed stream-K
+# Session 39 (carry .whl), ~4 min, any sm_90 card, on main (run at the session end on 4 of these
+# points, notes section 5: 0.99x each with 5 stages; not routed): the routed stream-K
 # forms with ring stages sized for 4-bit codes (rs_code_bits=4, session 39 section 5: the routed
 # 256-column kernel waited on its 4-stage ring ~18% of its cycles): stages 4 and 5 against the
 # routed 4-stage kernel and the peer, same run; then those configs' conformance is owed before
