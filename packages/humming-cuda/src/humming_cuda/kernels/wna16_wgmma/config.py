@@ -91,8 +91,8 @@ class WgmmaWna16Config(WgmmaTileConfig):
     # the kernel's stages hold the spec's codes). 8 fits any spec and is what the heuristics
     # route; a spec's own width gives 4-bit codes stages of 26 KB instead of 34 (256 x 128-row
     # tile), room for deeper rings that sweeps may try (benchmarks/notes/session39.md: the routed
-    # stream-K kernel waits on its 4-stage ring ~18% of its cycles). The render refuses wider
-    # codes than this.
+    # stream-K kernel waits on its 4-stage ring ~18% of its cycles, yet a fifth stage measured
+    # 0.99x on an H100, so none is routed). The render refuses wider codes than this.
     rs_code_bits: int = Field(8, ge=1, le=8)
 
     @model_validator(mode="after")
