@@ -89,7 +89,7 @@ class WgmmaWna16Config(WgmmaTileConfig):
     pdl: bool = False
     # The widest codes the register form's ring stages are sized for (the launch's shared memory;
     # the kernel's stages hold the spec's codes). 8 fits any spec and is what the heuristics
-    # route; a spec's own width gives 4-bit codes stages of 26 KB instead of 34 (256 x 128-row
+    # route; a spec's own width gives 4-bit codes stages of 28 KB instead of 36 (256 x 128-row
     # tile), room for deeper rings that sweeps may try (benchmarks/notes/session39.md: the routed
     # stream-K kernel waits on its 4-stage ring ~18% of its cycles, yet a fifth stage measured
     # 0.99x on an H100, so none is routed). The render refuses wider codes than this.
@@ -188,9 +188,8 @@ class WgmmaWna16Config(WgmmaTileConfig):
         """Mirrors WgmmaWna16Tile::SMEM_BYTES: alignment slack, the x ring, the B buffers, the
         ring's mbarriers; for the register-A form Wna16WgmmaRsKernel::SMEM_BYTES of the widest
         format its stages hold (rs_code_bits; its ring also holds the epilogue's output tile,
-        block_m x block_n fp32); for
-        stream-K Wna16WgmmaStreamKernel::SMEM_BYTES (the ring, then a staged part of the tile
-        beside it)."""
+        block_m x block_n fp32); for stream-K Wna16WgmmaStreamKernel::SMEM_BYTES (the ring, then
+        a staged part of the tile beside it)."""
         if self.weights_in_registers:
             stage = self.block_m * BLOCK_K * 2 + rs_weight_stage_bytes(
                 self.block_n, self.rs_code_bits
