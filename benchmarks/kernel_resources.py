@@ -30,9 +30,9 @@ from points import Point, field_values, headers_from, with_fields
 from humming_cuda.compiler import compile_source
 from humming_cuda.device import CudaDevice
 
-# nvdisasm lookup and disassembly are the SASS audit's (packages/humming-cuda/tests/sass_audit.py)
+# nvdisasm lookup, disassembly and the loop finder are the SASS audit's (packages/humming-cuda/tests/sass_audit.py)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages" / "humming-cuda" / "tests"))
-from sass_audit import disassemble, nvdisasm
+from sass_audit import MMA_OPS, disassemble, listing, main_loop_range, nvdisasm
 
 
 def have_nvdisasm() -> bool:
@@ -43,26 +43,6 @@ def have_nvdisasm() -> bool:
     return True
 
 
-MMA_OPS = ("HMMA", "HGMMA", "IMMA", "IGMMA", "QMMA", "QGMMA", "OMMA", "UTCHMMA", "UTCQMMA")
-
-
-def listing(sass: str) -> list[tuple[str, str]]:
-    """A listing in order: (opcode, branch target or '') per instruction, predicates and modifiers
-    dropped, and ('', name) per label (`.L_x_3:`)."""
-    items = []
-    for line in sass.splitlines():
-        text = line.strip()
-        if text.startswith(".") and text.endswith(":"):
-            items.append(("", text[:-1]))
-        elif text.startswith("/*") and "*/" in text:
-            words = text.split("*/", 1)[1].strip().lstrip("{").split()
-            if words:
-                op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
-                target = text.split("`(")[1].split(")")[0] if "`(" in text else ""
-                items.append((op.split(".")[0].rstrip(";"), target))
-    return items
-
-
 def opcodes(sass: str) -> collections.Counter:
     """Static SASS opcode counts of a listing."""
     return collections.Counter(op for op, _ in listing(sass) if op)
@@ -71,21 +51,14 @@ def opcodes(sass: str) -> collections.Counter:
 def main_loop(sass: str) -> str:
     """The main loop's per-MMA static counts (see the module docstring), or why there is none."""
     items = listing(sass)
-    labels = {name: i for i, (op, name) in enumerate(items) if not op}
+    found = main_loop_range(items)
+    if found is None:
+        return "no loop with MMA instructions"
+    mmas, start, end = found
 
     def ops(lo: int, hi: int) -> list[str]:
         return [op for op, _ in items[lo : hi + 1] if op]
 
-    best = None
-    for i, (op, target) in enumerate(items):
-        start = labels.get(target, i) if op == "BRA" else i
-        if start < i:
-            mmas = sum(o in MMA_OPS for o in ops(start, i))
-            if mmas and (best is None or mmas > best[0]):
-                best = (mmas, start, i)
-    if best is None:
-        return "no loop with MMA instructions"
-    mmas, start, end = best
     first = next(j for j in range(start, end) if items[j][0] in MMA_OPS)
     part = max(j for j in range(start, first) if not items[j][0])
     whole, mma_part = ops(start, end), ops(part, end)

@@ -1,4 +1,6 @@
-"""Checks on the SASS that NVRTC makes, for ptxas bugs that no source-level test can see.
+"""Checks on the SASS that NVRTC makes, for ptxas bugs and code-quality regressions that no
+source-level test can see, and the listing / main-loop finder they and
+benchmarks/kernel_resources.py read it with.
 
 The one checked now: a memory instruction reading a uniform register that no instruction of the
 kernel writes. ptxas 13.0 emits `LDGSTS ... [R9+UR0], desc[UR1][R6.64]` (UR0/UR1 never written)
@@ -20,6 +22,50 @@ from pathlib import Path
 # One instruction line of `nvdisasm -c`: /*0f70*/ [@P3 ]OPCODE operands ; (guard, opcode,
 # operands). An opcode may carry a shape: QGMMA.64x128x32.F32.
 _INSTRUCTION = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Za-z0-9_.]+)\s*([^;]*);")
+
+
+MMA_OPS = ("HMMA", "HGMMA", "IMMA", "IGMMA", "QMMA", "QGMMA", "OMMA", "UTCHMMA", "UTCQMMA")
+
+
+def listing(sass: str) -> list[tuple[str, str]]:
+    """A listing in order: (opcode, branch target or '') per instruction, predicates and modifiers
+    dropped, and ('', name) per label (`.L_x_3:`)."""
+    items = []
+    for line in sass.splitlines():
+        text = line.strip()
+        if text.startswith(".") and text.endswith(":"):
+            items.append(("", text[:-1]))
+        elif text.startswith("/*") and "*/" in text:
+            words = text.split("*/", 1)[1].strip().lstrip("{").split()
+            if words:
+                op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+                target = text.split("`(")[1].split(")")[0] if "`(" in text else ""
+                items.append((op.split(".")[0].rstrip(";"), target))
+    return items
+
+
+def main_loop_range(items: list[tuple[str, str]]) -> tuple[int, int, int] | None:
+    """The main loop of a `listing`: the backward branch whose range holds the most MMA
+    instructions, as (MMA count, index of its label, index of the branch), or None."""
+    labels = {name: i for i, (op, name) in enumerate(items) if not op}
+    best = None
+    for i, (op, target) in enumerate(items):
+        start = labels.get(target, i) if op == "BRA" else i
+        if start < i:
+            mmas = sum(o in MMA_OPS for o, _ in items[start : i + 1])
+            if mmas and (best is None or mmas > best[0]):
+                best = (mmas, start, i)
+    return best
+
+
+def main_loop_opcodes(sass: str) -> list[str]:
+    """The opcodes of `sass`'s main loop (main_loop_range), in order; empty without one."""
+    items = listing(sass)
+    found = main_loop_range(items)
+    if found is None:
+        return []
+    _, start, end = found
+    return [op for op, _ in items[start : end + 1] if op]
 
 
 def unwritten_uniform_operands(sass: str) -> list[str]:

@@ -16,7 +16,7 @@ import re
 
 import pytest
 from compile_units import Units, assert_fits_registers, dumped_ptx
-from sass_audit import accumulator_reads_in_flight, disassemble
+from sass_audit import accumulator_reads_in_flight, disassemble, main_loop_opcodes
 from wna16_cases import make_spec
 from wna16_wgmma_cases import FLOAT_FORMATS, INTEGER_FORMATS
 
@@ -288,3 +288,22 @@ def test_rings_sized_for_4_bit_codes_compile_clean():
             assert not cfg.model_copy(update={"rs_code_bits": 8}).fits_smem(units.caps)
             units.add(spec, cfg)
     assert len(_assert_clean(units)) == 4
+
+
+@pytest.mark.compile
+def test_register_a_main_loops_keep_their_wgmma_descriptors_uniform():
+    """No R2UR in the main loop of the routed register-A kernels: the wgmma descriptors stay in
+    uniform registers. A branch ptxas takes as divergent around the loop (a barrier predicate or
+    a threadIdx-derived value it cannot prove warp-uniform) puts them in vector registers, moved
+    to uniform ones before every wgmma: the stream-K kernel had 16 R2UR per K step until its
+    last-arrival test went through a warp vote (benchmarks/notes/session39.md)."""
+    units = Units(FAMILY, "sm_90a")
+    for spec, act in ((presets.W4A16_G128, "fp16"), (presets.MXFP4, "bf16")):
+        for m in (64, 128, 1024):  # stream-K at 128 and 256 columns, one CTA per tile
+            units.add_first(spec, GemmProblem(57344, 8192, m=m, act_dtype=act))
+    compiled = units.compile(workers=4)
+    assert {cfg.rs_stream_k for _, cfg, _ in compiled} == {True, False}
+    for spec, cfg, artifact in compiled:
+        loop = main_loop_opcodes(disassemble(artifact.binary))
+        assert loop.count("HGMMA") >= 8, f"{spec.weight} {cfg}: no main loop found"
+        assert "R2UR" not in loop, f"{spec.weight} {cfg}: {loop.count('R2UR')} R2UR in the loop"
