@@ -51,6 +51,8 @@ def measured(paths: list[str]) -> list[tuple[str, list[tuple[int, int, float]]]]
             base = row["chosen"]
             found = {}
             for v in row.get("variants", []):
+                if "us" not in v:  # a combination that was not a valid config (not timed)
+                    continue
                 cfg = {**base, **{k: v[k] for k in v if k != "us"}}
                 if str(cfg.get("rs_stream_k", False)).lower() == "true":
                     continue

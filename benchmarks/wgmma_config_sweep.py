@@ -76,10 +76,15 @@ def sweep(
         print(f"{text:32s} routed to {routed.family} {row['routed_us']:9.1f} us", flush=True)
     # one layout for every variant of the chosen config
     packed = _pack(device, spec, chosen, cw, copies)
-    variants = [
-        (values, with_fields(chosen, dict(zip(grid, values, strict=True))))
-        for values in itertools.product(*grid.values())
-    ]
+    variants = []
+    for values in itertools.product(*grid.values()):
+        fields = dict(zip(grid, values, strict=True))
+        try:
+            variants.append((values, with_fields(chosen, fields)))
+        except ValueError as exc:  # e.g. stream-K on a split-K plan: skip it, keep the sweep
+            reason = " ".join(str(exc).split())
+            row["variants"].append({**fields, "invalid": reason})
+            print(f"{text:32s} {fields} not a valid config: {reason}", flush=True)
     if all(cfg != chosen for _, cfg in variants):
         row["chosen_us"] = _time(device, spec, chosen, packed, x, out)
         print(f"{text:32s} chosen {row['chosen_us']:9.1f} us", flush=True)
