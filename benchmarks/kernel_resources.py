@@ -30,7 +30,8 @@ from points import Point, field_values, headers_from, with_fields
 from humming_cuda.compiler import compile_source
 from humming_cuda.device import CudaDevice
 
-# nvdisasm lookup, disassembly and the loop finder are the SASS audit's (packages/humming-cuda/tests/sass_audit.py)
+# nvdisasm lookup, disassembly and the main-loop finder are the SASS audit's
+# (packages/humming-cuda/tests/sass_audit.py)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages" / "humming-cuda" / "tests"))
 from sass_audit import MMA_OPS, disassemble, listing, main_loop_range, nvdisasm
 

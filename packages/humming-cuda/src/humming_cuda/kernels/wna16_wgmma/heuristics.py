@@ -251,22 +251,31 @@ def narrow_n_plans(problem: GemmProblem, sms: int) -> list[Plan]:
     return plans
 
 
+def _stream_k_plan(
+    problem: GemmProblem, sms: int, block_m: int, block_n: int, step: float, fixed: float
+) -> Plan:
+    """A stream-K form: every resident CTA (two per SM of the 128-column tile, else one) takes an
+    even share of the (tile, K step) iterations, at `step` per K step plus `fixed`."""
+    ctas_per_sm = 2 if block_n == RS_NARROW_BLOCK_N else 1
+    steps = -(-problem.k // BLOCK_K)
+    tiles = -(-(problem.m or 1) // block_m) * -(-problem.n // block_n)
+    cta = -(-(tiles * steps) // (ctas_per_sm * sms)) * step + fixed
+    return Plan(cta, True, block_m, 1, ctas_per_sm, block_n, stream_k=True)
+
+
 def stream_plan(problem: GemmProblem, sms: int) -> Plan:
     """The 128-column tile's stream-K form on 64-row token tiles, priced as above."""
-    steps = -(-problem.k // BLOCK_K)
-    tiles = -(-(problem.m or 1) // 64) * -(-problem.n // RS_NARROW_BLOCK_N)
-    cta = -(-(tiles * steps) // (2 * sms)) * N128_STEP_COST[64] + STREAM_FIXED_STEPS
-    return Plan(cta, True, 64, 1, 2, RS_NARROW_BLOCK_N, stream_k=True)
+    return _stream_k_plan(
+        problem, sms, 64, RS_NARROW_BLOCK_N, N128_STEP_COST[64], STREAM_FIXED_STEPS
+    )
 
 
 def stream_wide_plan(problem: GemmProblem, sms: int) -> Plan:
     """The 256-column tile's stream-K form on 128-row token tiles, priced as above."""
-    steps = -(-problem.k // BLOCK_K)
-    m_tiles = -(-(problem.m or 1) // STREAM_WIDE_BLOCK_M)
-    tiles = m_tiles * -(-problem.n // RS_BLOCK_N)
-    cost = RS_STEP_COST[STREAM_WIDE_BLOCK_M]
-    cta = -(-(tiles * steps) // sms) * cost + STREAM_WIDE_FIXED_STEPS
-    return Plan(cta, True, STREAM_WIDE_BLOCK_M, stream_k=True)
+    block_m = STREAM_WIDE_BLOCK_M
+    return _stream_k_plan(
+        problem, sms, block_m, RS_BLOCK_N, RS_STEP_COST[block_m], STREAM_WIDE_FIXED_STEPS
+    )
 
 
 def shared_plan(problem: GemmProblem, sms: int) -> Plan:
