@@ -283,20 +283,25 @@ struct W8a8WgmmaKernel {
       return;
     }
     if constexpr (Tile::SPLIT_REGS) setmaxnreg_inc<Tile::CONSUMER_REGS>();
+    // This consumer warpgroup (0 or 1) through a warp vote: the same in every lane, and ptxas
+    // knows it (from threadIdx it could not, so consume's branches on it were divergent to it and
+    // the K loop kept its counters and wgmma descriptors in vector registers: 4 R2UR per wgmma).
+    static_assert(Tile::CONSUMERS <= 2, "consumer warpgroups 1 and 2");
+    const int cw = __any_sync(0xffffffffu, threadIdx.x >= 256) ? 1 : 0;
     for (int id = first, q0 = 0; id < tiles_n * tiles_m; id += step, q0 += iters) {
       const TileCoord tile = grouped_tile<Tile::GROUP_M>(id, tiles_n, tiles_m);
       const int n0 = tile.n * BN, m0 = tile.m * BM;
       float total[ACC];
 #pragma unroll
       for (int i = 0; i < ACC; ++i) total[i] = 0.f;
-      consume(a, r, iters, m0, wg - 1, total, q0);
+      consume(a, r, iters, m0, cw, total, q0);
       static_assert(ACC * 128 * Tile::CONSUMERS == BM * BN, "the host sizes splits as BM * BN");
       if (gridDim.z > 1 && !reduce_wgmma_splits<ACC, Tile::CONSUMERS>(
-                               a.workspace, a.counters, total, m0 + (wg - 1) * 64 < a.M,
+                               a.workspace, a.counters, total, m0 + cw * 64 < a.M,
                                shared_int(flag))) {
         return;
       }
-      store(a, total, m0, n0, wg - 1, staging);
+      store(a, total, m0, n0, cw, staging);
     }
     if constexpr (STAGED) bulk_wait_read<0>();  // the staged rows outlive their copies' reads
   }

@@ -243,11 +243,16 @@ struct Wna16WgmmaKernel {
       if (threadIdx.x == 0) produce(&tx, sm, iters, m0);
       return;
     }
+    // This consumer warpgroup (0 or 1) through a warp vote, the same in every lane: ptxas cannot
+    // tell a threadIdx-derived value is, and kept the wgmma descriptors built from it in vector
+    // registers (4 R2UR per wgmma).
+    static_assert(Tile::CONSUMERS == 2, "consumer warpgroups 1 and 2");
+    const int cw = __any_sync(0xffffffffu, threadIdx.x >= 256) ? 1 : 0;
     float acc[ACC];
 #pragma unroll
     for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
-    consume(a, sm, iters, n0, wg - 1, acc);
-    store(a, acc, m0, n0, wg - 1);
+    consume(a, sm, iters, n0, cw, acc);
+    store(a, acc, m0, n0, cw);
   }
 };
 
