@@ -10,7 +10,8 @@ and against the headers under --b (B). Both run on the same rotated weight copie
 3x L2, as `humming bench` times), x and output, timed by CUDA-graph replay in A, B, A, B order;
 each variant's time is the lower of its two medians. cuBLAS fp16 (`x @ w.T`, over its own rotated
 fp16 weight copies, as `humming bench` times it) is the reference.
-`--b-set field=value` also changes B's config (a launch-time field, such as `pdl=false`, that
+`--set field=value` changes both sides' config (e.g. `weights_in_registers=false`: an unrouted form
+of the kernel, old and new headers). `--b-set field=value` also changes B's config (a launch-time field, such as `pdl=false`, that
 leaves the rendered code alone: B's time then is the old headers launched the old way).
 Only header changes can be compared: rendering, weight layout, binding and the launch's shared
 memory size are this tree's, so B must need no more than A gets (next/session7's wna16 does not
@@ -35,11 +36,11 @@ def _compile_against(device: CudaDevice, source, include_root: Path | None):
         return device.load(device.compile(source))
 
 
-def ab(device: CudaDevice, text: str, b_root: Path, b_set: dict) -> dict:
+def ab(device: CudaDevice, text: str, b_root: Path, b_set: dict, both_set: dict) -> dict:
     point = Point.parse(text)
     spec, problem = point.spec, point.problem
     caps = device.caps()
-    config = device.candidates(spec, problem)[0]
+    config = with_fields(device.candidates(spec, problem)[0], both_set)
     source = device.render(spec, config)
     kernels = {
         "A": _compile_against(device, source, None),
@@ -71,14 +72,18 @@ def main() -> None:
     parser.add_argument(
         "--b-set", action="append", default=[], help="field=value of B's config (launch-time)"
     )
+    parser.add_argument(
+        "--set", action="append", default=[], help="field=value of both sides' config"
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     if not (args.b / "humming").is_dir():
         raise SystemExit(f"--b {args.b} has no humming/ headers: pass the include/ directory")
     device = CudaDevice()
     b_set = field_values(args.b_set)
-    rows = [ab(device, p, args.b.resolve(), b_set) for p in args.points]
-    save(args.out, rows, b=str(args.b), b_set=b_set)
+    both_set = field_values(args.set)
+    rows = [ab(device, p, args.b.resolve(), b_set, both_set) for p in args.points]
+    save(args.out, rows, b=str(args.b), b_set=b_set, set=both_set)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from cuda.bindings import driver
 from humming_cuda import launch
 
 PDL = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+CLUSTER = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 
 
 class Function:
@@ -37,6 +38,11 @@ def issued(monkeypatch):
                 config.sharedMemBytes,
                 int(config.hStream),
                 [int(attr.id) for attr in config.attrs[: config.numAttrs]],
+                [
+                    (attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z)
+                    for attr in config.attrs[: config.numAttrs]
+                    if int(attr.id) == int(CLUSTER)
+                ],
             )
             calls.append((config, fields))
             return (launch._SUCCESS,)
@@ -55,7 +61,7 @@ def test_configs_per_grid_and_stream_shared_by_threads(issued):
     thread = threading.Thread(target=lambda: launcher.launch((4, 1, 1), block, 1024, 0, 0x20))
     thread.start(), thread.join()
     for (grid, stream), (_, fields) in zip([*launches, ((4, 1, 1), 0x20)], issued, strict=True):
-        assert fields == (grid, block, 1024, stream, [int(PDL)])
+        assert fields == (grid, block, 1024, stream, [int(PDL)], [])
     configs = [config for config, _ in issued]
     assert len({id(c) for c in configs[:3]}) == 3  # another stream or grid: another config
     assert configs[3] is configs[0]  # the same launch again: the same config, unchanged
@@ -69,3 +75,25 @@ def test_cache_is_bounded(issued, monkeypatch):
         launcher.launch((1, 1, 1), (32, 1, 1), 0, 0, stream)
     assert len(launcher._configs) <= 4
     assert [fields[3] for _, fields in issued] == list(range(1, 10))
+
+
+def test_clusters_follow_the_grids_z_for_split_k(issued, monkeypatch):
+    """cluster_z_from_grid (cluster split-K): every launch's clusters are (1, 1, grid z), the
+    tile's splits; a grid of one split launches without clusters (cuLaunchKernel, no config)."""
+    plain = []
+    monkeypatch.setattr(
+        launch.driver,
+        "cuLaunchKernel",
+        lambda *args: plain.append(args[1:4]) or (launch._SUCCESS,),
+        raising=False,
+    )
+    launcher = launch.Launcher(Function(), [], cluster_z_from_grid=True)
+    block = (384, 1, 1)
+    for grid in [(24, 1, 4), (24, 2, 5), (24, 1, 4), (24, 1, 1)]:
+        launcher.launch(grid, block, 2048, 0, 0x10)
+    assert [fields[0] for _, fields in issued] == [(24, 1, 4), (24, 2, 5), (24, 1, 4)]
+    assert [fields[5] for _, fields in issued] == [[(1, 1, 4)], [(1, 1, 5)], [(1, 1, 4)]]
+    assert issued[2][0] is issued[0][0]  # the same launch again: the same config
+    assert plain == [(24, 1, 1)]
+    with pytest.raises(ValueError, match="not both"):
+        launch.Launcher(Function(), [], cluster=(1, 1, 2), cluster_z_from_grid=True)

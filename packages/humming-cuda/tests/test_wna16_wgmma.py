@@ -725,3 +725,50 @@ def test_ring_stages_can_be_sized_for_the_specs_codes():
     assert "static_assert" not in FAMILY.render(presets.W4A16_G128, reserved, SM90).code
     with pytest.raises(ValueError, match="register-A form"):
         WgmmaWna16Config(arch="sm_90a", stages=4, rs_code_bits=4)
+
+
+# Cluster split-K against the same plan's workspace reduction, same-run H100 sweeps (session 40,
+# benchmarks/notes/session40/h100/run119_cluster.json): (spec, N, K, M, workspace us, cluster us).
+CLUSTER_SWEEP = [
+    ("W4A16_G128", 6144, 4096, 64, 18.0, 14.6),
+    ("W4A16_G128", 6144, 4096, 128, 26.1, 19.1),
+    ("W4A16_G128", 6144, 4096, 256, 35.2, 30.5),
+    ("W4A16_G128", 4096, 14336, 128, 39.6, 47.7),
+    ("W4A16_G128", 4096, 14336, 256, 55.2, 82.4),
+    ("W4A16_G128", 8192, 28672, 32, 62.5, 83.8),
+    ("W4A16_G128", 8192, 28672, 128, 101.8, 155.1),
+    ("W8A16", 6144, 4096, 128, 28.6, 34.2),
+]
+
+
+@pytest.mark.parametrize("spec, n, k, m, workspace_us, cluster_us", CLUSTER_SWEEP)
+def test_cluster_split_k_where_its_grid_leaves_clusters_room(
+    spec, n, k, m, workspace_us, cluster_us
+):
+    """Cluster split-K is routed exactly at the swept points where it measured faster than the
+    workspace reduction of the same plan: grids of at most CLUSTER_FILL of the CTA slots (192 of
+    264); the grids of 0.9 of them or more, which clusters cannot hold at once, keep the
+    workspace. The split plan itself (tile, split, CTAs per SM) is the same either way."""
+    problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
+    cfg = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
+    assert 2 <= cfg.split_k <= 8 and not cfg.rs_stream_k
+    assert cfg.rs_cluster_split == (cluster_us < workspace_us)
+    grid = -(-m // cfg.block_m) * -(-n // cfg.block_n) * cfg.split_k
+    fill = grid / (cfg.rs_ctas_per_sm * (SM90.sm_count or heuristics.DEFAULT_SMS))
+    assert fill <= heuristics.CLUSTER_FILL if cfg.rs_cluster_split else fill >= 0.9
+    plain = heuristics.best_plan(
+        problem, SM90, narrow_n=presets.preset(spec).weight.dtype.bits == 4
+    )
+    assert (plain.split_k, plain.block_m, plain.block_n) == (cfg.split_k, cfg.block_m, cfg.block_n)
+
+
+def test_cluster_split_k_is_never_routed_beyond_a_portable_cluster_or_with_stream_k():
+    """No routed config asks for a cluster of more than 8 CTAs, or for clusters with stream-K or
+    without a split, across the family's M buckets on the four layers."""
+    for spec in (presets.W4A16_G128, presets.MXFP4, presets.W8A16):
+        for n, k in ((57344, 8192), (8192, 28672), (6144, 4096), (4096, 14336)):
+            for m in (17, 32, 48, 64, 96, 128, 192, 256, 512, 1024, 4096):
+                problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
+                cfg = FAMILY.candidates(spec, problem, SM90)[0]
+                if cfg.rs_cluster_split:
+                    assert 2 <= cfg.split_k <= 8 and not cfg.rs_stream_k, (spec.weight, n, k, m)

@@ -13,6 +13,7 @@ group per unit covers them all.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
 from compile_units import Units, assert_fits_registers, dumped_ptx
@@ -307,3 +308,46 @@ def test_register_a_main_loops_keep_their_wgmma_descriptors_uniform():
         loop = main_loop_opcodes(disassemble(artifact.binary))
         assert loop.count("HGMMA") >= 8, f"{spec.weight} {cfg}: no main loop found"
         assert "R2UR" not in loop, f"{spec.weight} {cfg}: {loop.count('R2UR')} R2UR in the loop"
+
+
+@pytest.mark.compile
+def test_cluster_split_k_sums_over_distributed_shared_memory_with_the_same_main_loop(
+    monkeypatch, tmp_path
+):
+    """Cluster split-K (rs_cluster_split) at the routed split-K plans of the small layers (both
+    tile widths, one and two CTAs per SM, narrow and 128-row token tiles): clean, its epilogue
+    reads the peers' tiles (mapa, ld.shared::cluster, barrier.cluster) and never touches the
+    workspace (no atomics), and its main loop keeps the workspace form's MMAs and length: only the
+    reduction differs."""
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = Units(FAMILY, "sm_90a")
+    pairs = []
+    for spec, act in (
+        (presets.W4A16_G128, "fp16"),
+        (presets.MXFP4, "bf16"),
+        (presets.W8A16, "bf16"),
+    ):
+        for n, k, m in ((6144, 4096, 32), (6144, 4096, 128), (8192, 28672, 256)):
+            cfg = FAMILY.candidates(spec, GemmProblem(n, k, m=m, act_dtype=act), units.caps)[0]
+            assert cfg.split_k > 1, f"{spec.weight} {n}x{k} M={m}: no split-K plan routed"
+            units.add(spec, cfg)
+            units.add(spec, cfg.model_copy(update={"rs_cluster_split": True}))
+            pairs.append(len(units) - 2)
+    compiled = _assert_clean(units)
+    loops = [main_loop_opcodes(disassemble(artifact.binary)) for _, _, artifact in compiled]
+    for i in pairs:
+        spec, cfg, _ = compiled[i + 1]
+        assert cfg.rs_cluster_split and loops[i].count("HGMMA") >= 4
+        # the same MMAs, no descriptor moves, and at most a register move or two more (ptxas
+        # orders and allocates the loop a little differently around another epilogue)
+        new, old = Counter(loops[i + 1]), Counter(loops[i])
+        assert new["HGMMA"] == old["HGMMA"] and "R2UR" not in new, f"{spec.weight} {cfg}"
+        assert len(loops[i + 1]) <= len(loops[i]) + 2, f"{spec.weight} {cfg}: {new - old}"
+    for spec, cfg, artifact in compiled:
+        (ptx,) = tmp_path.glob(f"{artifact.name}-*/kernel.ptx")
+        text = ptx.read_text()
+        cluster = ("mapa.shared::cluster", "ld.shared::cluster", "barrier.cluster.wait")
+        if cfg.rs_cluster_split:
+            assert all(s in text for s in cluster) and "atom.global.add" not in text, spec.weight
+        else:
+            assert not any(s in text for s in cluster) and "atom.global.add" in text, spec.weight

@@ -23,6 +23,7 @@ from wgmma_conformance import (
 )
 from wna16_cases import Case, random_weight
 from wna16_wgmma_cases import (
+    CLUSTER_SPLIT_SHAPES,
     MID_M_SHAPES,
     NARROW_N_SHAPES,
     NARROW_N_STREAM_SHAPES,
@@ -169,6 +170,7 @@ WIDE_M = small_m_cases(first_seed=3300, shapes=WIDE_M_SHAPES)
 STREAM = small_m_cases(first_seed=3400, shapes=STREAM_SHAPES)
 NARROW_N = small_m_cases(first_seed=3500, shapes=NARROW_N_SHAPES)
 NARROW_N_STREAM = small_m_cases(first_seed=3600, shapes=NARROW_N_STREAM_SHAPES)
+CLUSTER_SPLIT = small_m_cases(first_seed=3700, shapes=CLUSTER_SPLIT_SHAPES)
 # the stream-K form's fixed fields (the case's own: token tile, ring depth)
 STREAM_FIELDS = {"rs_stream_k": True, "split_k": 1, "rs_ctas_per_sm": 1}
 
@@ -233,6 +235,14 @@ def narrow_n_stream_kernels(device):
     return _split_kernels(
         device, cases, ("rs_stream_k", "split_k", "rs_ctas_per_sm", "rs_block_n", *fields)
     )
+
+
+@pytest.fixture(scope="module")
+def cluster_split_kernels(device):
+    """CLUSTER_SPLIT's cases: splits of a tile summed within a cluster, at the case's fields."""
+    fields = ("split_k", "rs_block_m", "rs_block_n", "rs_ctas_per_sm", "stages")
+    cases = [(c, (True, *v)) for c, v in CLUSTER_SPLIT]
+    return _split_kernels(device, cases, ("rs_cluster_split", *fields))
 
 
 @pytest.fixture(scope="module")
@@ -329,15 +339,32 @@ def test_128_column_stream_k_matches_reference(case: Case, device, narrow_n_stre
     _check(case, device, config, kernel)
 
 
-@pytest.mark.parametrize("form", ["split", "stream"])
+@pytest.mark.parametrize(
+    "case",
+    [c for c, _ in CLUSTER_SPLIT],
+    ids=[f"{c.id}-split{s}-m{b}-n{n}" for c, (s, b, n, _, _) in CLUSTER_SPLIT],
+)
+def test_cluster_split_k_matches_reference(case: Case, device, cluster_split_kernels):
+    """A tile's K splits as one cluster summing over distributed shared memory, each CTA storing
+    its share of the rows: even and uneven splits and row shares, 2 to 8 splits, both tile
+    widths, M / N / K tails, a split K cuts to fewer CTAs."""
+    config, kernel = cluster_split_kernels[(case.id, case.seed)]
+    assert config.rs_cluster_split and kernel.launcher.cluster_z_from_grid
+    _check(case, device, config, kernel)
+
+
+@pytest.mark.parametrize("form", ["split", "stream", "cluster"])
 def test_split_k_replays_in_a_graph_and_resets_its_counters(device, form):
     """A split-K (or stream-K) launch leaves the tile counters at zero: graph replays and eager
-    calls after them keep matching the first eager result, bit for bit."""
+    calls after them keep matching the first eager result, bit for bit (cluster split-K, which
+    has no counters, too: its clusters launch in the graph as eagerly)."""
     from humming_core.numerics import quantize_weight
     from humming_cuda.kernels.wna16_wgmma import FAMILY
 
     case, split = next((c, s) for c, (s,) in SMALL_M if s >= 3)
     fields = {"split_k": split} if form == "split" else STREAM_FIELDS
+    if form == "cluster":
+        fields = {"split_k": split, "rs_cluster_split": True}
     ((config, kernel),) = build_kernels(device, FAMILY, [(case, 0)], fields)
     gen = torch.Generator(device="cuda").manual_seed(case.seed)
     bias = torch.randn(case.n, device="cuda", generator=gen) if case.spec.epilogue.bias else None

@@ -58,7 +58,13 @@ def cpu_workspace(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "fields", [{}, {"rs_block_m": 16, "split_k": 3}, {"rs_stream_k": True, "stages": 4}]
+    "fields",
+    [
+        {},
+        {"rs_block_m": 16, "split_k": 3},
+        {"rs_stream_k": True, "stages": 4},
+        {"rs_block_m": 16, "split_k": 3, "rs_cluster_split": True},
+    ],
 )
 def test_prepared_calls_launch_what_the_full_check_computes(fields):
     kernel, weights = make_kernel(**fields), packed()
@@ -98,6 +104,23 @@ def test_split_k_workspace_is_patched_and_grown(cpu_workspace):
         assert ws.numel() >= grid[0] * grid[1] * 4 * cfg.block_m * cfg.block_n
     assert call.ws_rows == -(-200 // 32)
     assert len(handed_out) == 2  # the full check's, then one growth (M = 200)
+
+
+def test_cluster_split_k_takes_no_workspace(cpu_workspace):
+    """Cluster split-K sums a tile's splits over distributed shared memory: the grid keeps its
+    splits in z (the launcher's clusters follow it) and no workspace or counters are handed out,
+    in the full check or on the quick path."""
+    handed_out = cpu_workspace
+    kernel, weights = make_kernel(rs_block_m=32, split_k=4, rs_cluster_split=True), packed()
+    call = kernel.prepare(**weights)
+    names = kernel.signature.names
+    for m in (20, 32, 200):
+        call(*operands(m))
+        grid, _, _, params = kernel.launcher.launches[-1]
+        assert grid == (N // 256, -(-m // 32), 4)
+        assert params[names.index("workspace")] == 0 and params[names.index("counters")] == 0
+        assert params[names.index("iters_per_split")] == 4
+    assert handed_out == [] and not call.uses_workspace
 
 
 def test_stream_k_launches_the_resident_ctas_with_a_workspace_fixed_per_device(cpu_workspace):

@@ -187,6 +187,26 @@ NARROW_N_STREAM_SHAPES = (
 )
 
 
+# Cluster split-K (rs_cluster_split: a tile's splits are one cluster, summed over distributed shared
+# memory): (M, N, K, split_k, rs_block_m, rs_block_n, rs_ctas_per_sm, stages). Even splits; 5
+# uneven splits whose row shares (25-26 rows of 128) cut the staged rows' 8-row swizzle groups,
+# several M tiles, N tails; a 32-row tile's 3 K steps over 2 splits; 8 splits (a portable
+# cluster's most) of 64 rows; the 128-column tile at two CTAs per SM, N tails past its first
+# layout column; 16 rows over 3 splits (5-6 rows each); 7 splits of 33 steps; a split of 4 that
+# K cuts to 2 (the launch's clusters follow its grid).
+CLUSTER_SPLIT_SHAPES = (
+    (128, 256, 4096, 4, 128, 256, 1, 4),
+    (130, 1000, 3000, 5, 128, 256, 1, 4),
+    (17, 64, 136, 2, 32, 256, 1, 4),
+    (33, 384, 3000, 8, 64, 256, 1, 8),
+    (300, 520, 1040, 2, 128, 128, 2, 4),
+    (128, 136, 4096, 4, 128, 128, 2, 4),
+    (16, 200, 1040, 3, 16, 256, 2, 4),
+    (100, 1000, 2056, 7, 64, 128, 2, 4),
+    (64, 256, 128, 4, 64, 256, 1, 4),
+)
+
+
 def small_m_cases(first_seed: int = 3000, shapes=SMALL_M_SHAPES) -> list[tuple[Case, tuple]]:
     """(case, launch fields) of `shapes` (M, N, K, fields...) over the own formats and the float
     ones, rotating groups and dtypes as wgmma_cases does."""

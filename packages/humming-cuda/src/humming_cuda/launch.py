@@ -105,6 +105,8 @@ class Launcher:
     Without cluster dims or PDL it uses cuLaunchKernel with plain integers (no per-call config
     object); with them, cuLaunchKernelEx and a config cached per (grid, block, smem, stream): a
     cached config is never written again, so every thread can launch with it.
+    `cluster_z_from_grid`: each launch's clusters are its grid's z extent, (1, 1, grid z) (split-K
+    whose splits of a tile form one cluster); a grid of z = 1 launches without clusters.
     """
 
     def __init__(
@@ -113,10 +115,14 @@ class Launcher:
         ctypes_list: Sequence[type],
         cluster: Dim3 | None = None,
         pdl: bool = False,
+        cluster_z_from_grid: bool = False,
     ) -> None:
+        if cluster is not None and cluster_z_from_grid:
+            raise ValueError("give cluster dims or cluster_z_from_grid, not both")
         self.function = function
         self.ctypes = tuple(ctypes_list)
         self.cluster = cluster
+        self.cluster_z_from_grid = cluster_z_from_grid
         self.pdl = pdl and ENV.HUMMING_PDL
         self._attrs = _launch_attributes(cluster, self.pdl)
         self._configs: dict[tuple[Dim3, Dim3, int, int], Any] = {}
@@ -154,7 +160,7 @@ class Launcher:
 
     def _issue(self, grid: Dim3, block: Dim3, smem: int, address: int, raw: int) -> Any:
         handle = self.function.handle
-        if not self._attrs:
+        if not self._attrs and not (self.cluster_z_from_grid and grid[2] > 1):
             gx, gy, gz = grid
             bx, by, bz = block
             stream = stream_handle(raw)
@@ -173,7 +179,8 @@ class Launcher:
         if err != _SUCCESS:
             raise CudaDriverError(
                 f"launching {self.function.symbol} grid={grid} block={block} smem={smem} "
-                f"cluster={self.cluster} pdl={self.pdl}",
+                f"cluster={(1, 1, grid[2]) if self.cluster_z_from_grid else self.cluster} "
+                f"pdl={self.pdl}",
                 err,
             )
 
@@ -185,8 +192,11 @@ class Launcher:
         config.blockDimX, config.blockDimY, config.blockDimZ = block
         config.sharedMemBytes = smem
         config.hStream = raw
-        config.attrs = self._attrs
-        config.numAttrs = len(self._attrs)
+        attrs = self._attrs
+        if self.cluster_z_from_grid:
+            attrs = _launch_attributes((1, 1, grid[2]), self.pdl)
+        config.attrs = attrs
+        config.numAttrs = len(attrs)
         configs = self._configs
         if len(configs) >= _MAX_CONFIGS:  # grids vary with M: keep the recent ones only
             configs.clear()

@@ -1,6 +1,7 @@
 """Bind a loaded WnA16-wgmma function: check the arguments (the wna16 layout's tensors), encode
 x's TMA tensor map (cached per pointer), launch one CTA per output tile (block_m x block_n) and K
-split, with split-K's shared workspace for the register-A form."""
+split, with split-K's shared workspace for the register-A form (none for its cluster split-K, whose
+splits of a tile are one cluster)."""
 
 from __future__ import annotations
 
@@ -68,7 +69,10 @@ class WgmmaWna16Kernel:
         self.function = function
         self.signature = signature(self.fmt, function.symbol, config.weights_in_registers)
         ctypes_list = (TensorMapParam, *self.signature.ctypes[1:])
-        self.launcher = Launcher(function, ctypes_list, pdl=config.pdl)
+        # cluster split-K: a tile's splits (the grid's z) are one cluster
+        self.launcher = Launcher(
+            function, ctypes_list, pdl=config.pdl, cluster_z_from_grid=config.rs_cluster_split
+        )
         self.maps = ActMapCache(config.block_m)
         function.reserve_smem(config.smem_bytes)
         # stream-K's persistent grid: the CTAs the device holds at once (one per SM)
@@ -112,7 +116,7 @@ class WgmmaWna16Kernel:
         m, n = out.shape
         grid_n, grid_m = -(-n // self.config.block_n), -(-m // self.config.block_m)
         split, ips = self.split_k(x.shape[1])
-        if split > 1 or self.resident:
+        if (split > 1 and not self.config.rs_cluster_split) or self.resident:
             values = dict(values)
             values["workspace"], values["counters"] = self.split_k_buffers(
                 x.device, grid_n, grid_m, split

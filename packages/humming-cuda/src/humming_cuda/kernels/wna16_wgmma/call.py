@@ -26,6 +26,8 @@ class WgmmaWna16Call(PreparedDenseCall):
 
     def keep_template(self, grid: tuple[int, int, int], params: list, dims: dict[str, int]) -> None:
         super().keep_template(grid, params, dims)
+        if self.kernel.config.rs_cluster_split:
+            self.uses_workspace = False  # the splits sum over distributed shared memory
         if self.kernel.resident:
             # the tiles across N (the checked grid's x is its CTAs); every quick call patches the
             # workspace this call holds (patch_workspace: the kernel's split_k_buffers size it

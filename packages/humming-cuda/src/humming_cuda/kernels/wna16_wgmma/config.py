@@ -7,7 +7,8 @@ Two forms, both with 64-deep K steps (128 bytes of 16-bit activations: one 128B-
   consumer warpgroups over 256 (N) x `rs_block_m` (M: 128, or 16 / 32 / 64 at small M, where the
   tokens are wgmma's narrow N, or 160 / 176 at large M), or one over 128 (`rs_block_n`), codes
   and scales streamed through the ring with x by a producer warpgroup (`rs_producer`, the
-  default) or by consumer thread 0, and K split `split_k` ways across CTAs (small grids), or
+  default) or by consumer thread 0, and K split `split_k` ways across CTAs (small grids; summed
+  through a workspace, or within a thread-block cluster: `rs_cluster_split`), or
   (`rs_stream_k`, wna16_wgmma_stream.cuh) persistent CTAs sharing the (tile, K step) iterations
   evenly.
 The depth of the ring varies.
@@ -46,6 +47,7 @@ RS_MID_BLOCK_M = 96
 # Token tiles of the stream-K form: its epilogue stages parts of at most 64 rows, and 176 rows
 # (11 parts of 16) spill under ptxas 13.
 STREAM_BLOCK_MS = (16, 32, 64, 96, 128, 160)
+MAX_CLUSTER_SPLIT = 8  # CTAs of a portable thread-block cluster
 RS_MAX_BLOCK_M_2CTAS = 32  # the widest 256-column token tile whose accumulators fit two CTAs per SM
 # dequantized weight tiles: one read by wgmma, the next being written, and the previous one, which
 # the still-running wgmma of the step before may read
@@ -94,6 +96,11 @@ class WgmmaWna16Config(WgmmaTileConfig):
     # stream-K kernel waits on its 4-stage ring ~18% of its cycles, yet a fifth stage measured
     # 0.99x on an H100, so none is routed). The render refuses wider codes than this.
     rs_code_bits: int = Field(8, ge=1, le=8)
+    # The register form's K splits of a tile as one thread-block cluster (dims (1, 1, splits))
+    # summing their partial tiles over distributed shared memory, each storing a share of the rows
+    # (humming/epilogue/cluster_split.cuh), instead of through split-K's global workspace, whose
+    # last CTA reads every split back alone. At most MAX_CLUSTER_SPLIT splits (a portable cluster).
+    rs_cluster_split: bool = False
 
     @model_validator(mode="after")
     def _register_form_options(self) -> WgmmaWna16Config:
@@ -144,6 +151,17 @@ class WgmmaWna16Config(WgmmaTileConfig):
                 f"rs_producer={self.rs_producer}, rs_ctas_per_sm={self.rs_ctas_per_sm}, "
                 f"rs_block_n={self.rs_block_n}, split_k={self.split_k}, "
                 f"rs_block_m={self.rs_block_m}"
+            )
+        if self.rs_cluster_split and not (
+            self.weights_in_registers
+            and not self.rs_stream_k
+            and 2 <= self.split_k <= MAX_CLUSTER_SPLIT
+        ):
+            raise ValueError(
+                "rs_cluster_split needs the register-A form without stream-K and split_k from 2 "
+                f"to {MAX_CLUSTER_SPLIT} (the CTAs of a portable cluster); got "
+                f"weights_in_registers={self.weights_in_registers}, "
+                f"rs_stream_k={self.rs_stream_k}, split_k={self.split_k}"
             )
         return self
 

@@ -4,7 +4,8 @@ From M = 17 on (9 for 8-bit codes) every M is this family's: a cost model in K s
 picks the register-A form's token tile (16 / 32 / 64 / 96 / 128 / 160 / 176 rows), its K split and,
 for tiles of up to 32 rows, one or two CTAs per SM, or at M = 64-256 the 128-column tile at two
 CTAs per SM or a stream-K form (persistent CTAs sharing the iterations evenly), or the
-shared-memory form where its waves of 128 x 128 tiles finish first. Smaller
+shared-memory form where its waves of 128 x 128 tiles finish first. A split plan whose grid
+leaves room for whole clusters sums its splits within clusters (CLUSTER_FILL). Smaller
 M goes to the mma.sync families (wna16_decode, wna16). An unknown M is refused with a reason.
 """
 
@@ -28,6 +29,7 @@ from ..wna16.heuristics import DEFAULT_SMS
 from ..wna16.heuristics import _spec_reason as wna16_spec_reason
 from .config import (
     BLOCK_K,
+    MAX_CLUSTER_SPLIT,
     RS_BLOCK_MS,
     RS_BLOCK_N,
     RS_MAX_BLOCK_M_2CTAS,
@@ -148,6 +150,16 @@ STREAM_STAGES = (4,)  # two 64-row CTAs of 107.6 KB each (the sweep's ring)
 STREAM_WIDE_BLOCK_M = 128
 STREAM_WIDE_FIXED_STEPS = 33
 STREAM_WIDE_MAX_M = 256
+# Cluster split-K (rs_cluster_split: a tile's splits sum over distributed shared memory, no
+# workspace): taken for the chosen split-K plan (2 to MAX_CLUSTER_SPLIT splits) when its grid
+# fills at most CLUSTER_FILL of the SMs' CTA slots. A GPC holds whole clusters only, so fewer
+# CTAs run at once in clusters (H100, cuOccupancyMaxActiveClusters, session 40: 4, 5 and 8 splits
+# 248, 235 and 240 of 264 slots at two CTAs per SM, 120, 110 and 120 of 132 at one): a grid past
+# that runs a second wave. Same-run H100 sweeps (benchmarks/notes/session40.md): W4A16 g128
+# 6144x4096 M = 64 / 128 / 256 (192 CTAs of 264) 18.0 -> 14.6, 26.1 -> 19.1, 35.2 -> 30.5 us;
+# the grids over 0.9 of the slots lost: 4096x14336 M = 128 / 256, 8192x28672 M = 32 / 128 (256
+# of 264: 1.20-1.52x), W8A16 6144x4096 M = 128 (120 of 132: 1.19x).
+CLUSTER_FILL = 0.8
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -307,6 +319,16 @@ def best_plan(problem: GemmProblem, caps: DeviceCaps, narrow_n: bool = False) ->
     return best
 
 
+def cluster_split(plan: Plan, problem: GemmProblem, caps: DeviceCaps) -> bool:
+    """Whether `plan`'s K splits sum within clusters: a split-K plan whose grid fills at most
+    CLUSTER_FILL of the device's CTA slots (see CLUSTER_FILL)."""
+    if plan.stream_k or not 2 <= plan.split_k <= MAX_CLUSTER_SPLIT:
+        return False
+    sms = caps.sm_count or DEFAULT_SMS
+    tiles = -(-(problem.m or 1) // plan.block_m) * -(-problem.n // plan.block_n)
+    return tiles * plan.split_k <= CLUSTER_FILL * plan.ctas_per_sm * sms
+
+
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[WgmmaWna16Config]:
     """Configs for best_plan, best first (ring depths that fit the arch's shared memory)."""
     plan = best_plan(problem, caps, narrow_n=spec.weight.dtype.bits == 4)
@@ -323,6 +345,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
             split_k=plan.split_k,
             rs_ctas_per_sm=plan.ctas_per_sm,
             rs_stream_k=plan.stream_k,
+            rs_cluster_split=cluster_split(plan, problem, caps),
             pdl=True,
             **fields,
         )

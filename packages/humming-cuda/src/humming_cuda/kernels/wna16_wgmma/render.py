@@ -32,8 +32,10 @@ def template_arguments(fmt: KernelFormat, cfg: WgmmaWna16Config) -> tuple[str, s
         # one CTA per SM and two consumer warpgroups are the template's defaults: those sources
         # stay the verified ones
         tail = [cfg.rs_ctas_per_sm] if cfg.rs_ctas_per_sm != 1 else []
-        if cfg.consumers != 2:
+        if cfg.consumers != 2 or cfg.rs_cluster_split:
             tail = [cfg.rs_ctas_per_sm, cfg.consumers]
+        if cfg.rs_cluster_split:
+            tail.append("true")
         extra = "".join(f", {v}" for v in tail)
         return weight, (
             f"humming::WgmmaWna16RsTile<{cfg.stages}, {cfg.group_m}, {producer}, "

@@ -30,7 +30,9 @@
 // slices in flight at small BM measured 0-14% slower on the H200,
 // benchmarks/notes/session10_wna16_small_m.md.)
 // Split-K (gridDim.z > 1, small grids): each split runs a range of K steps and the epilogue's
-// shared tile is summed across splits in a workspace (humming/epilogue/split_tile.cuh).
+// shared tile is summed across splits in a workspace (humming/epilogue/split_tile.cuh), or
+// (Tile::CLUSTER_SPLIT) over distributed shared memory by the splits of one cluster, each
+// summing and storing a share of the rows (humming/epilogue/cluster_split.cuh).
 // The epilogue scales each column, converts, and transposes through shared memory (the ring's
 // space) into coalesced 16-byte row stores.
 // Tails: TMA zero-fills x past M and K; a step's layout tiles past K (and the group rows only they
@@ -40,6 +42,7 @@
 // Launched with PDL (config pdl): the producer issues the first stages' codes and scales before it
 // waits for the previous kernel in the stream, their x tiles after; every other thread waits first.
 #pragma once
+#include "humming/epilogue/cluster_split.cuh"
 #include "humming/epilogue/split_tile.cuh"
 #include "humming/kernel/wna16_wgmma.cuh"
 #include "humming/mma/wgmma_f16.cuh"
@@ -69,10 +72,14 @@ namespace humming {
 // hold its copy loop rolled up (produce); a 32 / 224 split instead costs the consumers' main loop
 // 5 instructions per wgmma (ptxas 13, W4A16 g128 at 128 rows: 36.9 against 32.0 per MMA,
 // benchmarks/kernel_resources.py --loop).
+// CLUSTER_SPLIT: the K splits of a tile are the CTAs of one cluster (launched with cluster dims
+// (1, 1, splits)) and sum their partial tiles over distributed shared memory
+// (humming/epilogue/cluster_split.cuh) instead of through split-K's workspace.
 template <int STAGES_, int GROUP_M_, bool PRODUCER_ = false, int FRAG_BUFS_ = 2, int BM_ = 128,
-          int CTAS_ = 1, int CONSUMERS_ = 2>
+          int CTAS_ = 1, int CONSUMERS_ = 2, bool CLUSTER_SPLIT_ = false>
 struct WgmmaWna16RsTile {
   static constexpr int CONSUMERS = CONSUMERS_;
+  static constexpr bool CLUSTER_SPLIT = CLUSTER_SPLIT_;
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "128 or 256 weight columns");
   static constexpr int BM = BM_, BN = 128 * CONSUMERS, BK = 64, STAGES = STAGES_;
   static constexpr int GROUP_M = GROUP_M_;
@@ -507,6 +514,17 @@ struct Wna16WgmmaRsKernel {
   HM_DEVICE static void store(const Args& a, const Split& sp, const float (&acc)[2][ACC],
                               float* tile, int m0, int n0) {
     stage(acc, tile);
+    if constexpr (Tile::CLUSTER_SPLIT) {
+      if (gridDim.z > 1) {
+        // a launch whose clusters are not the tile's splits would store partial sums
+        if (cluster_size() != gridDim.z) __trap();
+        using Reducer = ClusterSplitReducer<BM, BN, 128 * Tile::CONSUMERS, 1>;
+        const typename Reducer::Rows rows = Reducer::reduce(tile);
+        store_row_range(a, tile, m0, n0, rows.first, rows.last);
+        Reducer::done();
+        return;
+      }
+    }
     if (gridDim.z > 1 &&
         !SplitTileReducer<BM * BN, 128 * Tile::CONSUMERS, 1>::reduce(
             tile, sp.workspace, sp.counters, blockIdx.y * gridDim.x + blockIdx.x)) {
@@ -519,6 +537,12 @@ struct Wna16WgmmaRsKernel {
   // columns n0 .. n0 + BN - 1 (those inside [M, N]).
   template <int ROWS>
   HM_DEVICE static void store_rows(const Args& a, const float* tile, int m0, int n0) {
+    store_row_range(a, tile, m0, n0, 0, ROWS);
+  }
+
+  // Rows first .. last - 1 of a staged tile to out rows m0 + first ..
+  HM_DEVICE static void store_row_range(const Args& a, const float* tile, int m0, int n0,
+                                        int first, int last) {
     // a chunk is 8 columns of a row; a warp stores one row's 32 chunks (BN = 256) or two rows' 16
     constexpr int CHUNKS = BN / 8;
     const int ct = threadIdx.x, chunk = ct % CHUNKS, n = n0 + 8 * chunk;
@@ -533,7 +557,7 @@ struct Wna16WgmmaRsKernel {
     const bool vector = ((reinterpret_cast<unsigned long long>(a.out) |
                           static_cast<unsigned long long>(a.ldc) * sizeof(OutT)) & 15) == 0;
 #pragma unroll 2
-    for (int r = ct / CHUNKS; r < ROWS; r += 128 * Tile::CONSUMERS / CHUNKS) {
+    for (int r = first + ct / CHUNKS; r < last; r += 128 * Tile::CONSUMERS / CHUNKS) {
       const int m = m0 + r;
       if (m >= a.M || n >= a.N) continue;
       const float4* src = reinterpret_cast<const float4*>(tile + out_index(r, 8 * chunk));
