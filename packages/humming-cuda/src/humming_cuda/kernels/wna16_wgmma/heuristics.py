@@ -158,7 +158,10 @@ STREAM_WIDE_MAX_M = 256
 # that runs a second wave. Same-run H100 sweeps (benchmarks/notes/session40.md): W4A16 g128
 # 6144x4096 M = 64 / 128 / 256 (192 CTAs of 264) 18.0 -> 14.6, 26.1 -> 19.1, 35.2 -> 30.5 us;
 # the grids over 0.9 of the slots lost: 4096x14336 M = 128 / 256, 8192x28672 M = 32 / 128 (256
-# of 264: 1.20-1.52x), W8A16 6144x4096 M = 128 (120 of 132: 1.19x).
+# of 264: 1.20-1.52x), W8A16 6144x4096 M = 128 (120 of 132: 1.19x). The routed points, same
+# run (session40/run123.sh): MXFP4 6144x4096 M = 64 / 128 / 256 19.0 -> 15.9, 26.8 -> 20.4,
+# 36.1 -> 33.3 us; W8A16 M = 256 36.3 -> 30.1; W3A16 g128 M = 256 40.2 -> 34.7; W4A16 g128 M = 192
+# 35.0 -> 30.6.
 CLUSTER_FILL = 0.8
 
 
