@@ -10,9 +10,10 @@ and against the headers under --b (B). Both run on the same rotated weight copie
 3x L2, as `humming bench` times), x and output, timed by CUDA-graph replay in A, B, A, B order;
 each variant's time is the lower of its two medians. cuBLAS fp16 (`x @ w.T`, over its own rotated
 fp16 weight copies, as `humming bench` times it) is the reference.
-`--set field=value` changes both sides' config (e.g. `weights_in_registers=false`: an unrouted form
-of the kernel, old and new headers). `--b-set field=value` also changes B's config (a launch-time field, such as `pdl=false`, that
-leaves the rendered code alone: B's time then is the old headers launched the old way).
+`--set field=value` changes both sides' config (e.g. `weights_in_registers=false`: an unrouted
+form of the kernel, old and new headers). `--b-set field=value` also changes B's config (a
+launch-time field, such as `pdl=false`, that leaves the rendered code alone: B's time then is the
+old headers launched the old way).
 Only header changes can be compared: rendering, weight layout, binding and the launch's shared
 memory size are this tree's, so B must need no more than A gets (next/session7's wna16 does not
 qualify: its staged epilogue changed the shared-memory size in Python too).

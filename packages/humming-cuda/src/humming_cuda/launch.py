@@ -172,6 +172,10 @@ class Launcher:
         (err,) = driver.cuLaunchKernelEx(config, handle, address, 0)
         return err
 
+    def _cluster(self, grid: Dim3) -> Dim3 | None:
+        """The cluster dims of a launch of `grid`."""
+        return (1, 1, grid[2]) if self.cluster_z_from_grid else self.cluster
+
     def _failed(self, err: Any, grid: Dim3, block: Dim3, smem: int, address: int, raw: int) -> None:
         if err == _INVALID_CONTEXT:  # a thread torch never touched has no current context
             make_current(self.function.device_index)
@@ -179,8 +183,7 @@ class Launcher:
         if err != _SUCCESS:
             raise CudaDriverError(
                 f"launching {self.function.symbol} grid={grid} block={block} smem={smem} "
-                f"cluster={(1, 1, grid[2]) if self.cluster_z_from_grid else self.cluster} "
-                f"pdl={self.pdl}",
+                f"cluster={self._cluster(grid)} pdl={self.pdl}",
                 err,
             )
 
@@ -194,7 +197,7 @@ class Launcher:
         config.hStream = raw
         attrs = self._attrs
         if self.cluster_z_from_grid:
-            attrs = _launch_attributes((1, 1, grid[2]), self.pdl)
+            attrs = _launch_attributes(self._cluster(grid), self.pdl)
         config.attrs = attrs
         config.numAttrs = len(attrs)
         configs = self._configs

@@ -204,6 +204,11 @@ class Plan:
     stream_k: bool = False
 
 
+def output_tiles(problem: GemmProblem, block_m: int, block_n: int) -> int:
+    """The output tiles of `problem` (at least one row) in block_m x block_n tiles."""
+    return -(-(problem.m or 1) // block_m) * -(-problem.n // block_n)
+
+
 def cta_cost(
     steps: int,
     block_m: int,
@@ -250,12 +255,11 @@ def narrow_n_plans(problem: GemmProblem, sms: int) -> list[Plan]:
     """The 128-column tile's (token tile, K split) choices at two CTAs per SM, priced as above:
     whole rounds of 2 x sms CTAs, then a last round of paired CTAs, or of lone ones where it holds
     at most one per SM."""
-    m = problem.m or 1
     steps = -(-problem.k // BLOCK_K)
     split_row = SPLIT_ROW_STEPS / 2  # half the columns read back per split row
     plans = []
     for block_m in N128_STEP_COST:
-        tiles = -(-m // block_m) * -(-problem.n // RS_NARROW_BLOCK_N)
+        tiles = output_tiles(problem, block_m, RS_NARROW_BLOCK_N)
         for split in N128_SPLITS:
             if split > 1 and steps // split < MIN_STEPS_PER_SPLIT:
                 break
@@ -273,7 +277,7 @@ def _stream_k_plan(
     even share of the (tile, K step) iterations, at `step` per K step plus `fixed`."""
     ctas_per_sm = 2 if block_n == RS_NARROW_BLOCK_N else 1
     steps = -(-problem.k // BLOCK_K)
-    tiles = -(-(problem.m or 1) // block_m) * -(-problem.n // block_n)
+    tiles = output_tiles(problem, block_m, block_n)
     cta = -(-(tiles * steps) // (ctas_per_sm * sms)) * step + fixed
     return Plan(cta, True, block_m, 1, ctas_per_sm, block_n, stream_k=True)
 
@@ -294,7 +298,7 @@ def stream_wide_plan(problem: GemmProblem, sms: int) -> Plan:
 
 
 def shared_plan(problem: GemmProblem, sms: int) -> Plan:
-    tiles = -(-(problem.m or 1) // BLOCK_M) * -(-problem.n // BLOCK_N)
+    tiles = output_tiles(problem, BLOCK_M, BLOCK_N)
     steps = -(-problem.k // BLOCK_K)
     return Plan(waves(tiles, sms) * (steps * SMEM_STEP_COST + FIXED_STEPS), False)
 
@@ -328,7 +332,7 @@ def cluster_split(plan: Plan, problem: GemmProblem, caps: DeviceCaps) -> bool:
     if plan.stream_k or not 2 <= plan.split_k <= MAX_CLUSTER_SPLIT:
         return False
     sms = caps.sm_count or DEFAULT_SMS
-    tiles = -(-(problem.m or 1) // plan.block_m) * -(-problem.n // plan.block_n)
+    tiles = output_tiles(problem, plan.block_m, plan.block_n)
     return tiles * plan.split_k <= CLUSTER_FILL * plan.ctas_per_sm * sms
 
 
