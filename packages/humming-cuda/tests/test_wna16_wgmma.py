@@ -727,39 +727,84 @@ def test_ring_stages_can_be_sized_for_the_specs_codes():
         WgmmaWna16Config(arch="sm_90a", stages=4, rs_code_bits=4)
 
 
-# Cluster split-K against the same plan's workspace reduction, same-run H100 sweeps (session 40,
-# benchmarks/notes/session40/h100/run119_cluster.json): (spec, N, K, M, workspace us, cluster us).
+# Cluster split-K against the workspace reduction, same-run H100 sweeps: (spec, N, K, M, the cost
+# model's split-K plan's split (best_plan, workspace form), its time in us, the routed variant
+# ("w<split>": workspace, "c<split>": cluster), its time). Session 41's split_k x rs_cluster_split
+# sweep (benchmarks/notes/session41/h100/run124_splits*.json; fastest variant where it is not the
+# routed one: 4096x14336 M=128 c6 35.7, M=384 c2 91.3, W8A16 4096x14336 M=64 / 128 c6 28.9 /
+# 35.9, 8192x28672 M=64 c3 85.7), session 40's routed points against their workspace form
+# (run124_routed.json), and the points routed to clusters by with_clusters outside that sweep
+# (run125_ab_*.json: several waves of clusters of 2 and 3; split 4 in clusters for split 5).
 CLUSTER_SWEEP = [
-    ("W4A16_G128", 6144, 4096, 64, 18.0, 14.6),
-    ("W4A16_G128", 6144, 4096, 128, 26.1, 19.1),
-    ("W4A16_G128", 6144, 4096, 256, 35.2, 30.5),
-    ("W4A16_G128", 4096, 14336, 128, 39.6, 47.7),
-    ("W4A16_G128", 4096, 14336, 256, 55.2, 82.4),
-    ("W4A16_G128", 8192, 28672, 32, 62.5, 83.8),
-    ("W4A16_G128", 8192, 28672, 128, 101.8, 155.1),
-    ("W8A16", 6144, 4096, 128, 28.6, 34.2),
+    ("W4A16_G128", 4096, 14336, 32, 8, 22.6, "w8", 22.6),
+    ("W4A16_G128", 4096, 14336, 64, 8, 26.9, "w8", 26.9),
+    ("W4A16_G128", 4096, 14336, 128, 8, 39.3, "w8", 39.3),
+    ("W4A16_G128", 4096, 14336, 256, 4, 54.4, "w4", 54.4),
+    ("W4A16_G128", 4096, 14336, 384, 5, 96.7, "w5", 96.7),
+    ("W4A16_G128", 6144, 4096, 32, 5, 12.6, "w5", 12.6),
+    ("W4A16_G128", 6144, 4096, 48, 5, 16.8, "c4", 15.4),
+    ("W4A16_G128", 6144, 4096, 64, 4, 17.8, "c4", 14.5),
+    ("W4A16_G128", 6144, 4096, 128, 4, 25.3, "c4", 18.9),
+    ("W4A16_G128", 6144, 4096, 192, 2, 34.8, "c2", 30.5),
+    ("W4A16_G128", 6144, 4096, 256, 2, 35.1, "c2", 30.1),
+    ("W4A16_G128", 6144, 4096, 384, 3, 55.6, "c3", 49.1),
+    ("W4A16_G128", 8192, 28672, 32, 8, 56.0, "w8", 56.0),
+    ("W4A16_G128", 8192, 28672, 64, 4, 72.7, "w4", 72.7),
+    ("W4A16_G128", 8192, 28672, 128, 4, 99.3, "w4", 99.3),
+    ("W4A16_G128", 8192, 28672, 256, 2, 184.2, "c2", 182.6),
+    ("MXFP4", 6144, 4096, 64, 4, 19.0, "c4", 15.8),
+    ("MXFP4", 6144, 4096, 128, 4, 26.9, "c4", 20.1),
+    ("MXFP4", 6144, 4096, 256, 2, 36.7, "c2", 32.8),
+    ("W8A16", 6144, 4096, 64, 5, 20.8, "c4", 16.2),
+    ("W8A16", 6144, 4096, 128, 5, 28.7, "c4", 20.0),
+    ("W8A16", 6144, 4096, 256, 2, 36.5, "c2", 29.9),
+    ("W8A16", 4096, 14336, 64, 8, 34.5, "w8", 34.5),
+    ("W8A16", 4096, 14336, 128, 8, 46.0, "w8", 46.0),
+    ("W8A16", 4096, 14336, 256, 4, 55.6, "w4", 55.6),
+    ("W8A16", 8192, 28672, 64, 4, 90.3, "w4", 90.3),
+    ("W8A16", 8192, 28672, 128, 4, 104.9, "w4", 104.9),
+    ("E4M3_G128", 6144, 4096, 256, 2, 40.6, "c2", 34.6),
+    ("W4A16_G128", 57344, 8192, 384, 2, 655.5, "c2", 624.8),
+    ("W4A16_G128", 8192, 28672, 192, 2, 178.9, "c2", 175.7),
+    ("W4A16_G128", 8192, 28672, 768, 2, 549.0, "c2", 541.8),
+    ("W4A16_G128", 8192, 28672, 1024, 2, 648.0, "c2", 632.2),
+    ("W4A16_G128", 6144, 4096, 768, 2, 94.6, "c2", 87.1),
+    ("W4A16_G128", 4096, 14336, 512, 2, 99.5, "c2", 94.6),
+    ("W4A16_G128", 4096, 14336, 2048, 2, 348.9, "c2", 328.8),
+    ("W8A16", 57344, 8192, 256, 2, 401.0, "c2", 374.6),
+    ("W8A16", 8192, 28672, 192, 2, 166.7, "c2", 165.5),
+    ("MXFP4", 8192, 28672, 256, 2, 201.5, "c2", 200.3),
+    ("E4M3_G128", 6144, 4096, 768, 2, 102.9, "c2", 95.2),
+    ("W8A16", 6144, 4096, 48, 5, 20.9, "c4", 16.4),
+    ("W8A16", 6144, 4096, 80, 5, 28.4, "c4", 20.0),
+    ("W8A16", 6144, 4096, 96, 5, 28.4, "c4", 19.8),
+    ("E4M3_G128", 6144, 4096, 64, 5, 20.8, "c4", 18.5),
+    ("E4M3_G128", 6144, 4096, 128, 5, 29.9, "c4", 22.2),
+    ("W3A16_G128", 6144, 4096, 128, 5, 28.1, "c4", 21.6),
+    ("MXFP4", 6144, 4096, 48, 5, 17.7, "c4", 16.7),
 ]
 
 
-@pytest.mark.parametrize("spec, n, k, m, workspace_us, cluster_us", CLUSTER_SWEEP)
-def test_cluster_split_k_where_its_grid_leaves_clusters_room(
-    spec, n, k, m, workspace_us, cluster_us
+@pytest.mark.parametrize("spec, n, k, m, split, workspace_us, routed, routed_us", CLUSTER_SWEEP)
+def test_cluster_split_k_routed_where_it_measured_faster(
+    spec, n, k, m, split, workspace_us, routed, routed_us
 ):
-    """Cluster split-K is routed exactly at the swept points where it measured faster than the
-    workspace reduction of the same plan: grids of at most CLUSTER_FILL of the CTA slots (192 of
-    264); the grids of 0.9 of them or more, which clusters cannot hold at once, keep the
-    workspace. The split plan itself (tile, split, CTAs per SM) is the same either way."""
+    """At every swept point the routed variant is the table's (the cost model's split plan, or its
+    tile's cluster form at the split the model prices cheapest: heuristics.with_clusters), and
+    it measured no slower than the plan's workspace form; the tile and CTAs per SM stay."""
     problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
     cfg = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
-    assert 2 <= cfg.split_k <= 8 and not cfg.rs_stream_k
-    assert cfg.rs_cluster_split == (cluster_us < workspace_us)
-    grid = -(-m // cfg.block_m) * -(-n // cfg.block_n) * cfg.split_k
-    fill = grid / (cfg.rs_ctas_per_sm * (SM90.sm_count or heuristics.DEFAULT_SMS))
-    assert fill <= heuristics.CLUSTER_FILL if cfg.rs_cluster_split else fill >= 0.9
+    assert f"{'c' if cfg.rs_cluster_split else 'w'}{cfg.split_k}" == routed
+    assert routed_us <= workspace_us
     plain = heuristics.best_plan(
         problem, SM90, narrow_n=presets.preset(spec).weight.dtype.bits == 4
     )
-    assert (plain.split_k, plain.block_m, plain.block_n) == (cfg.split_k, cfg.block_m, cfg.block_n)
+    assert plain.split_k == split and not plain.cluster
+    assert (plain.block_m, plain.block_n, plain.ctas_per_sm) == (
+        cfg.block_m,
+        cfg.block_n,
+        cfg.rs_ctas_per_sm,
+    )
 
 
 def test_cluster_split_k_is_never_routed_beyond_a_portable_cluster_or_with_stream_k():

@@ -314,11 +314,11 @@ def test_register_a_main_loops_keep_their_wgmma_descriptors_uniform():
 def test_cluster_split_k_sums_over_distributed_shared_memory_with_the_same_main_loop(
     monkeypatch, tmp_path
 ):
-    """Cluster split-K (rs_cluster_split) at the routed split-K plans of the small layers (both
-    tile widths, one and two CTAs per SM, narrow and 128-row token tiles): clean, its epilogue
-    reads the peers' tiles (mapa, ld.shared::cluster, barrier.cluster) and never touches the
-    workspace (no atomics), and its main loop keeps the workspace form's MMAs and length: only the
-    reduction differs."""
+    """Cluster split-K (rs_cluster_split) against the workspace form at the routed split-K plans
+    of the small layers (both tile widths, one and two CTAs per SM, narrow and 128-row token
+    tiles): clean, its epilogue reads the peers' tiles (mapa, ld.shared::cluster,
+    barrier.cluster) and never touches the workspace (no atomics), and its main loop keeps the
+    workspace form's MMAs and length: only the reduction differs."""
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
     units = Units(FAMILY, "sm_90a")
     pairs = []
@@ -330,7 +330,7 @@ def test_cluster_split_k_sums_over_distributed_shared_memory_with_the_same_main_
         for n, k, m in ((6144, 4096, 32), (6144, 4096, 128), (8192, 28672, 256)):
             cfg = FAMILY.candidates(spec, GemmProblem(n, k, m=m, act_dtype=act), units.caps)[0]
             assert cfg.split_k > 1, f"{spec.weight} {n}x{k} M={m}: no split-K plan routed"
-            units.add(spec, cfg)
+            units.add(spec, cfg.model_copy(update={"rs_cluster_split": False}))
             units.add(spec, cfg.model_copy(update={"rs_cluster_split": True}))
             pairs.append(len(units) - 2)
     compiled = _assert_clean(units)

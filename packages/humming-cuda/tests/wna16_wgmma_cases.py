@@ -193,7 +193,9 @@ NARROW_N_STREAM_SHAPES = (
 # several M tiles, N tails; a 32-row tile's 3 K steps over 2 splits; 8 splits (a portable
 # cluster's most) of 64 rows; the 128-column tile at two CTAs per SM, N tails past its first
 # layout column; 16 rows over 3 splits (5-6 rows each); 7 splits of 33 steps; a split of 4 that
-# K cuts to 2 (the launch's clusters follow its grid).
+# K cuts to 2 (the launch's clusters follow its grid); the 176- and 96-row tiles (88 / 48 rows a
+# rank) with M and N tails; 384 CTAs in clusters of 3, several waves of clusters (routed from
+# session 41 where a grid of split 2 or 3 runs several waves).
 CLUSTER_SPLIT_SHAPES = (
     (128, 256, 4096, 4, 128, 256, 1, 4),
     (130, 1000, 3000, 5, 128, 256, 1, 4),
@@ -204,6 +206,9 @@ CLUSTER_SPLIT_SHAPES = (
     (16, 200, 1040, 3, 16, 256, 2, 4),
     (100, 1000, 2056, 7, 64, 128, 2, 4),
     (64, 256, 128, 4, 64, 256, 1, 4),
+    (350, 520, 2056, 2, 176, 256, 1, 4),
+    (200, 300, 1496, 2, 96, 256, 1, 6),
+    (400, 8192, 1024, 3, 128, 256, 1, 4),
 )
 
 

@@ -4,14 +4,14 @@ From M = 17 on (9 for 8-bit codes) every M is this family's: a cost model in K s
 picks the register-A form's token tile (16 / 32 / 64 / 96 / 128 / 160 / 176 rows), its K split and,
 for tiles of up to 32 rows, one or two CTAs per SM, or at M = 64-256 the 128-column tile at two
 CTAs per SM or a stream-K form (persistent CTAs sharing the iterations evenly), or the
-shared-memory form where its waves of 128 x 128 tiles finish first. A split plan whose grid
-leaves room for whole clusters sums its splits within clusters (CLUSTER_FILL). Smaller
+shared-memory form where its waves of 128 x 128 tiles finish first. A split plan's tile may sum
+its splits within thread-block clusters instead, where the model prices that cheaper. Smaller
 M goes to the mma.sync families (wna16_decode, wna16). An unknown M is refused with a reason.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from humming_core.device import DeviceCaps, GemmProblem, Support
@@ -29,7 +29,6 @@ from ..wna16.heuristics import DEFAULT_SMS
 from ..wna16.heuristics import _spec_reason as wna16_spec_reason
 from .config import (
     BLOCK_K,
-    MAX_CLUSTER_SPLIT,
     RS_BLOCK_MS,
     RS_BLOCK_N,
     RS_MAX_BLOCK_M_2CTAS,
@@ -151,18 +150,30 @@ STREAM_WIDE_BLOCK_M = 128
 STREAM_WIDE_FIXED_STEPS = 33
 STREAM_WIDE_MAX_M = 256
 # Cluster split-K (rs_cluster_split: a tile's splits sum over distributed shared memory, no
-# workspace): taken for the chosen split-K plan (2 to MAX_CLUSTER_SPLIT splits) when its grid
-# fills at most CLUSTER_FILL of the SMs' CTA slots. A GPC holds whole clusters only, so fewer
-# CTAs run at once in clusters (H100, cuOccupancyMaxActiveClusters, session 40: 4, 5 and 8 splits
-# 248, 235 and 240 of 264 slots at two CTAs per SM, 120, 110 and 120 of 132 at one): a grid past
-# that runs a second wave. Same-run H100 sweeps (benchmarks/notes/session40.md): W4A16 g128
-# 6144x4096 M = 64 / 128 / 256 (192 CTAs of 264) 18.0 -> 14.6, 26.1 -> 19.1, 35.2 -> 30.5 us;
-# the grids over 0.9 of the slots lost: 4096x14336 M = 128 / 256, 8192x28672 M = 32 / 128 (256
-# of 264: 1.20-1.52x), W8A16 6144x4096 M = 128 (120 of 132: 1.19x). The routed points, same
-# run (session40/run123.sh): MXFP4 6144x4096 M = 64 / 128 / 256 19.0 -> 15.9, 26.8 -> 20.4,
-# 36.1 -> 33.3 us; W8A16 M = 256 36.3 -> 30.1; W3A16 g128 M = 256 40.2 -> 34.7; W4A16 g128 M = 192
-# 35.0 -> 30.6.
-CLUSTER_FILL = 0.8
+# workspace): a split-K plan's tile may instead run CLUSTER_SPLITS splits in clusters, priced as
+# the register form's CTA without the split read-back (SPLIT_ROW_STEPS: the rows of all splits
+# travel between the cluster's shared memories instead) over waves of the clusters the GPU holds
+# at once. A GPC holds whole clusters only, so fewer CTAs run at once in clusters: CLUSTER_SLOTS,
+# per CTAs per SM and split, the share of the CTA slots cuOccupancyMaxActiveClusters gave at the
+# routed tiles (H100, benchmarks/cluster_occupancy.py, session 41's run125). The cheaper of the
+# plan and its tile's cluster forms is taken; the model's other choices (tile, CTAs per SM) see
+# the workspace form only. Same-run H100 sweep of split_k x rs_cluster_split at 19 split-routed
+# points of the three smaller layers (benchmarks/notes/session41.md): it takes the cluster form
+# at 5 of them (W8A16 6144x4096 M = 64 / 128 20.8 -> 16.2 and 28.7 -> 20.0 us at split 4
+# instead of 5; W4A16 g128 6144x4096 M = 48 16.8 -> 15.4, M = 384 55.6 -> 49.1 (216 CTAs: two
+# waves either way), 8192x28672 M = 256 184.2 -> 182.6), keeps the workspace at the other 14 and
+# loses at none; it misses two (W8A16 4096x14336 M = 64 / 128: split 6 in clusters 0.84x / 0.78x
+# the routed split 8). Every other point it moved to clusters, measured in a second run against
+# the plan's workspace form: 0.88-0.99x at split 2 over several waves (e.g. W8A16 57344x8192
+# M = 256 401.0 -> 374.6 us, W4A16 g128 4096x14336 M = 2048 348.9 -> 328.8) and 0.70-0.94x at
+# 6144x4096 M = 48-128 with split 4 in clusters for split 5. Session 40's routed points (grids of
+# 192 of 264 slots at 6144x4096 M = 64-256) keep their clusters (W4A16 g128 18.0 -> 14.6,
+# 26.1 -> 19.1, 35.2 -> 30.5 us), where the grids past the cluster capacity lost 1.20-1.52x.
+CLUSTER_SPLITS = (2, 3, 4, 5, 6, 8)
+CLUSTER_SLOTS = {
+    1: {2: 132 / 132, 3: 117 / 132, 4: 120 / 132, 5: 110 / 132, 6: 102 / 132, 8: 120 / 132},
+    2: {2: 264 / 264, 3: 237 / 264, 4: 248 / 264, 5: 235 / 264, 6: 234 / 264, 8: 240 / 264},
+}
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -202,6 +213,7 @@ class Plan:
     ctas_per_sm: int = 1
     block_n: int = RS_BLOCK_N
     stream_k: bool = False
+    cluster: bool = False
 
 
 def output_tiles(problem: GemmProblem, block_m: int, block_n: int) -> int:
@@ -326,19 +338,35 @@ def best_plan(problem: GemmProblem, caps: DeviceCaps, narrow_n: bool = False) ->
     return best
 
 
-def cluster_split(plan: Plan, problem: GemmProblem, caps: DeviceCaps) -> bool:
-    """Whether `plan`'s K splits sum within clusters: a split-K plan whose grid fills at most
-    CLUSTER_FILL of the device's CTA slots (see CLUSTER_FILL)."""
-    if plan.stream_k or not 2 <= plan.split_k <= MAX_CLUSTER_SPLIT:
-        return False
+def with_clusters(plan: Plan, problem: GemmProblem, caps: DeviceCaps) -> Plan:
+    """The cheapest of `plan` and, for a split-K plan, its tile's cluster forms (CLUSTER_SPLITS
+    splits; see CLUSTER_SLOTS): same token tile, columns and CTAs per SM, any cluster split."""
+    if plan.stream_k or not plan.registers or plan.split_k < 2:
+        return plan
     sms = caps.sm_count or DEFAULT_SMS
+    steps = -(-problem.k // BLOCK_K)
     tiles = output_tiles(problem, plan.block_m, plan.block_n)
-    return tiles * plan.split_k <= CLUSTER_FILL * plan.ctas_per_sm * sms
+    best = plan
+    for split in CLUSTER_SPLITS:
+        if steps // split < MIN_STEPS_PER_SPLIT:
+            break
+        if plan.block_n == RS_NARROW_BLOCK_N:
+            cta = cta_cost(steps, plan.block_m, split, N128_STEP_COST, N128_FIXED_STEPS, 0.0)
+        else:
+            pair = PAIR_COST if plan.ctas_per_sm == 2 else 1.0
+            cta = cta_cost(steps, plan.block_m, split, split_row=0.0) * pair
+        slots = int(CLUSTER_SLOTS[plan.ctas_per_sm][split] * plan.ctas_per_sm * sms)
+        cost = waves(tiles * split, slots) * cta
+        if cost < best.cost:
+            best = replace(plan, cost=cost, split_k=split, cluster=True)
+    return best
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[WgmmaWna16Config]:
     """Configs for best_plan, best first (ring depths that fit the arch's shared memory)."""
-    plan = best_plan(problem, caps, narrow_n=spec.weight.dtype.bits == 4)
+    plan = with_clusters(
+        best_plan(problem, caps, narrow_n=spec.weight.dtype.bits == 4), problem, caps
+    )
     group_m = 8 if spec.weight_bytes(problem.n, problem.k) > (caps.l2_bytes or _DEFAULT_L2) else 1
     if not plan.registers:
         shared = partial(WgmmaWna16Config, pdl=True)
@@ -352,7 +380,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
             split_k=plan.split_k,
             rs_ctas_per_sm=plan.ctas_per_sm,
             rs_stream_k=plan.stream_k,
-            rs_cluster_split=cluster_split(plan, problem, caps),
+            rs_cluster_split=plan.cluster,
             pdl=True,
             **fields,
         )
