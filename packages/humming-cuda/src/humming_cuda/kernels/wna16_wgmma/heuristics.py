@@ -81,18 +81,27 @@ PAIR_COST = 1.45
 # 2899 / 2688 / 2523, 4096x14336 M=4096 700 / 768 / 609, 6144x4096 M=4096 319 / 295 / 312.
 # In units of each point's 128-row cost, a step costs 1.70-1.79 at 160 rows and 1.86-1.91 at 176:
 # fewer rows dequantize each weight tile, so the wider tile wins where its waves are not worse.
-# Offered from WIDE_MIN_M rows only: the sweep's smallest M; below it (a few M tiles, split K,
-# one partial wave) the fit is untested and the shared-memory form's one-wave wins there were
-# measured against 128-row tiles only.
+# Offered from WIDE_MIN_M rows, unsplit below WIDE_SPLIT_MIN_M (the sweep's smallest M): a
+# same-run H100 route A/B (session 41, benchmarks/notes/session41.md, run127) measured the
+# unsplit wide tiles at M = 640-768 against the previous routes: W4A16 g128 6144x4096 M=768 86.9
+# -> 57.4 us (one wave of 120 160-row tiles against two of 96-row ones; the peer 61.5), MXFP4
+# 94.0 -> 62.7, W8A16 83.4 -> 55.7, 8192x28672 M=640 490.6 -> 382.6, 57344x8192 M=768 1122.3 ->
+# 1010.3; split through the workspace they lost (4096x14336 M=896 split 4 1.15x, 8192x28672
+# M=512 / 768 split 4 1.05x / 1.01x): the read-back of 160-176 rows per split costs more than
+# SPLIT_ROW_STEPS prices. Below WIDE_MIN_M (a few M tiles) they are untested.
 # The 96-row tile (m64n96k16): 1.30, the least-squares value over the register-form sweeps on
 # record (session 11's, session 30's and session 33's, `benchmarks/fit_rs_cost.py`; flat from 1.22
 # to 1.34). Same-run H100 sweep (session 33, notes/session33/sweep_split.json): W4A16 g128
 # 6144x4096 M=1024 96.3 us in 96-row tiles (264 CTAs: two whole waves) against 111.4 routed before
 # (128 rows split 2) and 106.2 unsplit, M=768 94.7 against 109.9; MXFP4 M=1024 114.6 against
-# 125.0. Offered from MID_MIN_M rows, the sweeps' smallest M.
+# 125.0. Offered from MID_MIN_M rows: the same A/B (run127) measured the model's 96-row picks at
+# M = 192 / 384 against the previous routes (128-row tiles, 128-column tiles, stream-K): W4A16
+# g128 6144x4096 30.7 -> 28.3 / 49.2 -> 46.2 us, 4096x14336 53.7 -> 49.3 / 98.0 -> 83.1,
+# 8192x28672 M=192 177.1 -> 158.7, 57344x8192 M=192 358.3 -> 352.3; below 192 rows untested.
 RS_STEP_COST = {16: 1.0, 32: 1.0, 64: 1.0, 96: 1.3, 128: 1.6, 160: 1.75, 176: 1.87}
-MID_MIN_M = 512
-WIDE_MIN_M = 1024
+MID_MIN_M = 192
+WIDE_MIN_M = 512
+WIDE_SPLIT_MIN_M = 1024
 SMEM_STEP_COST = RS_STEP_COST[128] / 1.4
 FIXED_STEPS = 12
 SPLIT_ROW_STEPS = 0.012  # small since the read-back batches its loads (epilogue/split_tile.cuh)
@@ -239,8 +248,8 @@ def cta_cost(
 def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
     """The register form's (token tile, K split, CTAs per SM) choices: the narrowest tile that
     holds M up to 64 rows, else 64- or 128-row tiles, from MID_MIN_M 96 rows, and from WIDE_MIN_M
-    160 or 176 rows; every split leaving MIN_STEPS_PER_SPLIT steps or more; two CTAs per SM for
-    tiles of up to RS_MAX_BLOCK_M_2CTAS rows."""
+    160 or 176 rows (split only from WIDE_SPLIT_MIN_M); every split leaving MIN_STEPS_PER_SPLIT
+    steps or more; two CTAs per SM for tiles of up to RS_MAX_BLOCK_M_2CTAS rows."""
     m = problem.m or 1
     steps = -(-problem.k // BLOCK_K)
     n_tiles = -(-problem.n // RS_BLOCK_N)
@@ -254,6 +263,8 @@ def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
         tiles = -(-m // block_m) * n_tiles
         for split in range(1, MAX_SPLIT + 1):
             if split > 1 and steps // split < MIN_STEPS_PER_SPLIT:
+                break
+            if split > 1 and block_m in RS_WIDE_BLOCK_MS and m < WIDE_SPLIT_MIN_M:
                 break
             cta = cta_cost(steps, block_m, split)
             plans.append(Plan(waves(tiles * split, sms) * cta, True, block_m, split))
