@@ -13,12 +13,22 @@ import argparse
 import importlib
 from contextlib import contextmanager
 
-from points import Point, field_value, rotated_us, save
+from points import Point, rotated_us, save
 
 from humming_cuda.bench.baselines import Unavailable
 from humming_cuda.bench.peer import dense as peer_dense
 from humming_cuda.bench.timing import graph_time_us
 from humming_cuda.device import CudaDevice
+
+
+def constant(text: str) -> int | float | str:
+    """A module constant's value from the command line: an int, a float, or the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 @contextmanager
@@ -60,7 +70,7 @@ def main() -> None:
         name, sep, value = item.partition("=")
         if not sep:
             raise SystemExit(f"{item!r}: expected NAME=value")
-        old[name] = field_value(value)
+        old[name] = constant(value)
     device = CudaDevice()
     rows = []
     for text in args.points:
