@@ -234,13 +234,17 @@ def cta_cost(
     steps: int,
     block_m: int,
     split: int,
-    step_cost: dict[int, float] = RS_STEP_COST,
-    fixed: float = FIXED_STEPS,
-    split_row: float = SPLIT_ROW_STEPS,
+    step_cost: dict[int, float] | None = None,
+    fixed: float | None = None,
+    split_row: float | None = None,
 ) -> float:
     """One register-form CTA under the model above: its share of `steps` K steps at its tile's
     step cost, the fixed cost and, when K is split, the read-back of every split's rows. The
-    constants are parameters so that benchmarks/fit_rs_cost.py refits this formula, not a copy."""
+    constants are parameters so that benchmarks/fit_rs_cost.py refits this formula, not a copy;
+    left out, the module's values at the call (benchmarks/route_ab.py sets them for a run)."""
+    step_cost = RS_STEP_COST if step_cost is None else step_cost
+    fixed = FIXED_STEPS if fixed is None else fixed
+    split_row = SPLIT_ROW_STEPS if split_row is None else split_row
     cta = -(-steps // split) * step_cost[block_m] + fixed
     return cta + split * block_m * split_row if split > 1 else cta
 
