@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from points import Point, field_values, headers_from, rotated_us, save, with_fields
+from points import Point, field_values, headers_from, packed_copies, rotated_us, save, with_fields
 
 from humming_cuda.bench.baselines import cublas_fp16
 from humming_cuda.bench.timing import copies_for, graph_time_us
@@ -49,7 +49,7 @@ def ab(device: CudaDevice, text: str, b_root: Path, b_set: dict, both_set: dict)
     }
     cw, x, out = point.tensors()
     copies = point.copies(caps)
-    packed = [device.weight_layout(spec, config).pack(cw, "cuda") for _ in range(copies)]
+    packed = packed_copies(device, spec, config, cw, copies)
     times: dict[str, list[float]] = {"A": [], "B": []}
     for name in ("A", "B", "A", "B"):
         times[name].append(rotated_us(kernels[name], packed, x, out))

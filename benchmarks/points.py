@@ -63,13 +63,16 @@ class Point:
         return cw, x, out
 
 
-def field_value(text: str) -> int | str:
-    """A config field's value from the command line: an integer, or the text as given (booleans
-    and names: pydantic parses it; an int Literal field would refuse the text "3")."""
-    try:
-        return int(text)
-    except ValueError:
-        return text
+def field_value(text: str) -> int | float | str:
+    """A config field's (or a module constant's) value from the command line: an integer, a
+    float, or the text as given (booleans and names: pydantic parses it; an int Literal field
+    would refuse the text "3")."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def field_values(items: list[str], many: bool = False) -> dict:
@@ -96,6 +99,26 @@ def with_fields(config, update: dict):
             f"{sorted(type(config).model_fields)}"
         )
     return type(config).model_validate({**config.model_dump(), **update})
+
+
+def packed_copies(device, spec: QuantSpec, config, cw, copies: int) -> list[dict]:
+    """`copies` packings of the canonical weights `cw` in `config`'s layout, on the GPU."""
+    return [device.weight_layout(spec, config).pack(cw, "cuda") for _ in range(copies)]
+
+
+def config_us(device, spec: QuantSpec, config, packed: list[dict], x, out) -> float:
+    """`config`'s kernel compiled and timed by CUDA-graph replay, call i on copy i of `packed`."""
+    kernel = device.load(device.compile(device.render(spec, config)))
+    return rotated_us(kernel, packed, x, out)
+
+
+def peer_us(point: Point, x: torch.Tensor, copies: int) -> float:
+    """The published humming-kernels layer of the point's format over `copies` rotated weight
+    copies of its own, timed by CUDA-graph replay (raises bench.baselines.Unavailable)."""
+    from humming_cuda.bench.peer import dense
+
+    fn = dense(point.text.split(":")[0], x, point.n, point.k, copies)
+    return graph_time_us(fn, max(2 * copies, 8))
 
 
 def rotated_us(kernel, packed: list[dict], x: torch.Tensor, out: torch.Tensor) -> float:

@@ -13,22 +13,10 @@ import argparse
 import importlib
 from contextlib import contextmanager
 
-from points import Point, rotated_us, save
+from points import Point, config_us, field_value, packed_copies, peer_us, save
 
 from humming_cuda.bench.baselines import Unavailable
-from humming_cuda.bench.peer import dense as peer_dense
-from humming_cuda.bench.timing import graph_time_us
 from humming_cuda.device import CudaDevice
-
-
-def constant(text: str) -> int | float | str:
-    """A module constant's value from the command line: an int, a float, or the text."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 @contextmanager
@@ -47,13 +35,6 @@ def constants(module, values: dict):
             setattr(module, name, value)
 
 
-def time_config(device: CudaDevice, point: Point, cfg, tensors, copies: int) -> float:
-    cw, x, out = tensors
-    kernel = device.load(device.compile(device.render(point.spec, cfg)))
-    packed = [device.weight_layout(point.spec, cfg).pack(cw, "cuda") for _ in range(copies)]
-    return rotated_us(kernel, packed, x, out)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("points", nargs="+", help="SPEC:NxK:M")
@@ -70,7 +51,7 @@ def main() -> None:
         name, sep, value = item.partition("=")
         if not sep:
             raise SystemExit(f"{item!r}: expected NAME=value")
-        old[name] = constant(value)
+        old[name] = field_value(value)
     device = CudaDevice()
     rows = []
     for text in args.points:
@@ -78,17 +59,17 @@ def main() -> None:
         new_cfg = device.candidates(point.spec, point.problem)[0]
         with constants(module, old):
             old_cfg = device.candidates(point.spec, point.problem)[0]
-        tensors = point.tensors()
+        cw, x, out = point.tensors()
         copies = point.copies(device.caps())
-        row = {"point": text, "new": new_cfg.model_dump(mode="json")}
-        row["new_us"] = time_config(device, point, new_cfg, tensors, copies)
-        if old_cfg != new_cfg:
-            row["old"] = old_cfg.model_dump(mode="json")
-            row["old_us"] = time_config(device, point, old_cfg, tensors, copies)
+        row = {"point": text}
+        sides = {"new": new_cfg} | ({"old": old_cfg} if old_cfg != new_cfg else {})
+        for side, cfg in sides.items():
+            row[side] = cfg.model_dump(mode="json")
+            packed = packed_copies(device, point.spec, cfg, cw, copies)
+            row[f"{side}_us"] = config_us(device, point.spec, cfg, packed, x, out)
         if args.peer:
             try:
-                fn = peer_dense(text.split(":")[0], tensors[1], point.n, point.k, copies)
-                row["peer_us"] = graph_time_us(fn, max(2 * copies, 8))
+                row["peer_us"] = peer_us(point, x, copies)
             except Unavailable as exc:
                 row["peer"] = str(exc)
         ratio = f"new/old {row['new_us'] / row['old_us']:.3f}" if "old_us" in row else "same"

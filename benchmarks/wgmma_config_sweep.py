@@ -22,23 +22,12 @@ from __future__ import annotations
 import argparse
 import itertools
 
-from points import Point, field_values, rotated_us, save, with_fields
+from points import Point, config_us, field_values, packed_copies, peer_us, save, with_fields
 
 from humming_cuda.bench.baselines import Unavailable, cublas_fp16
-from humming_cuda.bench.peer import dense as peer_dense
 from humming_cuda.bench.timing import copies_for, graph_time_us
 from humming_cuda.device import CudaDevice
 from humming_cuda.kernels import family_named
-
-
-def _time(device: CudaDevice, spec, cfg, packed: list[dict], x, out) -> float:
-    """`cfg`'s kernel compiled and timed by CUDA-graph replay, call i on copy i of `packed`."""
-    kernel = device.load(device.compile(device.render(spec, cfg)))
-    return rotated_us(kernel, packed, x, out)
-
-
-def _pack(device: CudaDevice, spec, cfg, cw, copies: int) -> list[dict]:
-    return [device.weight_layout(spec, cfg).pack(cw, "cuda") for _ in range(copies)]
 
 
 def sweep(
@@ -62,20 +51,19 @@ def sweep(
     )
     if peer:
         try:
-            fn = peer_dense(text.split(":")[0], x, point.n, point.k, copies)
+            row["peer_us"] = peer_us(point, x, copies)
         except Unavailable as exc:
             print(f"{text:32s} peer: {exc}", flush=True)
         else:
-            row["peer_us"] = graph_time_us(fn, max(2 * copies, 8))
             print(f"{text:32s} peer {row['peer_us']:9.1f} us", flush=True)
     if chosen is not routed:
         row["routed"] = routed.model_dump(mode="json")
-        row["routed_us"] = _time(
-            device, spec, routed, _pack(device, spec, routed, cw, copies), x, out
+        row["routed_us"] = config_us(
+            device, spec, routed, packed_copies(device, spec, routed, cw, copies), x, out
         )
         print(f"{text:32s} routed to {routed.family} {row['routed_us']:9.1f} us", flush=True)
     # one layout for every variant of the chosen config
-    packed = _pack(device, spec, chosen, cw, copies)
+    packed = packed_copies(device, spec, chosen, cw, copies)
     variants = []
     for values in itertools.product(*grid.values()):
         fields = dict(zip(grid, values, strict=True))
@@ -86,10 +74,10 @@ def sweep(
             row["variants"].append({**fields, "invalid": reason})
             print(f"{text:32s} {fields} not a valid config: {reason}", flush=True)
     if all(cfg != chosen for _, cfg in variants):
-        row["chosen_us"] = _time(device, spec, chosen, packed, x, out)
+        row["chosen_us"] = config_us(device, spec, chosen, packed, x, out)
         print(f"{text:32s} chosen {row['chosen_us']:9.1f} us", flush=True)
     for values, cfg in variants:
-        us = _time(device, spec, cfg, packed, x, out)
+        us = config_us(device, spec, cfg, packed, x, out)
         row["variants"].append({**dict(zip(grid, values, strict=True)), "us": us})
         print(
             f"{text:32s} {dict(zip(grid, values, strict=True))} {us:9.1f} us  "
