@@ -328,3 +328,21 @@ def test_wide_token_tiles_count_waves_on_the_devices_sms():
     problem = GemmProblem(n=4096, k=14336, m=1024)
     assert wide_token_tile(problem, SM90) == 128
     assert wide_token_tile(problem, SM90.model_copy(update={"sm_count": 8})) == 176
+
+
+def test_cluster_split_configs_render_the_cluster_tile():
+    """cluster_split: the out^T form's split plans (2-8 splits, register stores) whose ring holds
+    the fp32 partial tile; the tile's last template argument says so and the header stores each
+    CTA's share of the tokens (reduce_wgmma_cluster's range)."""
+    base = {"arch": "sm_90a", "stages": 6, "split_k": 5, "rs_block_m": 32, "rs_ctas_per_sm": 2}
+    cfg = W4a8WgmmaConfig(**base, cluster_split=True)
+    code = FAMILY.render(presets.W4A8_FP8, cfg, SM90).code
+    assert f"WgmmaW4a8Tile<6, {cfg.group_m}, true, 32, 2, false, false, true>" in code
+    for bad in ({"split_k": 1}, {"split_k": 9}, {"staged_store": True}):
+        with pytest.raises(ValueError, match="cluster_split needs"):
+            W4a8WgmmaConfig(**{**base, **bad}, cluster_split=True)
+    with pytest.raises(ValueError, match="too few"):
+        W4a8WgmmaConfig(
+            **{**base, "rs_block_m": 176, "rs_ctas_per_sm": 1, "stages": 2}, cluster_split=True
+        )
+    assert "store_t(a, total, m0, n0, wg - 1, tokens.x, tokens.y);" in HEADER

@@ -114,3 +114,24 @@ def test_register_form_holds_its_code_table_in_registers():
     for spec, cfg, artifact in units.compile(workers=4):
         moves = re.findall(r"IMAD\.U32 R\d+, RZ, RZ, UR\d+", disassemble(artifact.binary))
         assert len(moves) <= 16, f"{spec.weight} {cfg}: {len(moves)} moves from uniform registers"
+
+
+@pytest.mark.compile
+def test_cluster_split_k_sums_over_distributed_shared_memory(monkeypatch, tmp_path):
+    """cluster_split (reduce_wgmma_cluster) at the routed split plans of every format (32- and
+    64-token tiles at M = 32 / 64, 128 at M = 128): clean, the PTX reads the peers' partials
+    (mapa, ld.shared::cluster, the cluster barrier) and never the workspace or its counter."""
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = Units(FAMILY, "sm_90a")
+    for i, fmt in enumerate(W4_WGMMA_FORMATS):
+        spec = make_w4_spec(*fmt, bias=i % 2 == 0, out=("bf16", "fp16", "fp32")[i % 3])
+        for m in (32, 64, 128):
+            cfg = FAMILY.candidates(spec, GemmProblem(n=6144, k=4096, m=m), units.caps)[0]
+            assert cfg.split_k > 1, (fmt, m)
+            update = {"cluster_split": True, "staged_store": False}
+            units.add(spec, type(cfg).model_validate({**cfg.model_dump(), **update}))
+    cluster = ("mapa.shared::cluster", "ld.shared::cluster.f32", "barrier.cluster.wait")
+    check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "prmt.b32", *cluster))
+    for ptx in tmp_path.glob("*/kernel.ptx"):
+        text = ptx.read_text()
+        assert "atom.global.add" not in text and "ld.global.cg.f32" not in text

@@ -7,7 +7,8 @@ K are NaN: a read past K would reach the output). Both ring depths run on the la
 device routes W4A8-fp8 above decode size here (M <= 16 stays w8a8, one packed copy
 serves both); a call replays correctly from a CUDA graph. The heuristics split K on these small
 grids and take 32- / 64-token tiles up to M = 64 (tests/test_w4a8_wgmma.py); split-K runs 2, 3 and
-5 splits of uneven K ranges twice in a row (the tile counters must be back at zero). Staged output
+5 splits of uneven K ranges twice in a row (the tile counters must be back at zero), and as
+clusters (bit for bit the workspace form's output). Staged output
 rows (2-byte outputs through shared memory and bulk copies, the out^T form) run on every token
 tile, unsplit and split, into 16-byte aligned rows (the staged path), misaligned ones (the register
 stores it falls back to) and N tails of 6 columns; so do the large-M 160- and 176-token tiles,
@@ -26,6 +27,7 @@ from w8a8_wgmma_cases import SHAPES, SPLITS
 from wgmma_conformance import (
     build_kernels,
     check_act8_case,
+    check_cluster_split_case,
     check_routed_graph_replay,
     check_user_api_switch,
     ring_kernels,
@@ -126,6 +128,23 @@ def test_split_k_matches_reference_twice_in_a_row(case: Case, device, unsplit):
         config, kernel = split_kernel(device, FAMILY, case, unsplit[case.id], split)
         check_act8_case(case, device, config, kernel)
         check_act8_case(case, device, config, kernel)
+
+
+@pytest.fixture(scope="module")
+def cluster(device):
+    """SPLIT_CASES' first candidates in the cluster split-K form (the split count is a launch
+    parameter: one module per case)."""
+    update = {"split_k": 2, "cluster_split": True, "staged_store": False}
+    return variant_kernels(device, SPLIT_CASES, update)
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.id)
+def test_cluster_split_k_matches_reference_and_the_workspace_form(case, device, unsplit, cluster):
+    """SPLITS as clusters (each CTA sums and stores a share of the tile's tokens over distributed
+    shared memory): within the bound, and the workspace form's output bit for bit."""
+    from humming_cuda.kernels.w4a8_wgmma import FAMILY
+
+    check_cluster_split_case(FAMILY, case, device, cluster[case.id], unsplit[case.id], SPLITS)
 
 
 def variant_kernels(device, cases: list[Case], update: dict) -> dict:

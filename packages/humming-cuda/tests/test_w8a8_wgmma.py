@@ -82,7 +82,7 @@ def test_configs_mirror_the_header():
     ]
     assert (
         "template <int STAGES_, int GROUP_M_, int CONSUMERS_ = 2, bool PERSISTENT_ = false,\n"
-        "          bool STAGED_ = false, int BN_ = 128>" in HEADER
+        "          bool STAGED_ = false, int BN_ = 128, bool CLUSTER_ = false>" in HEADER
     )
     # the kernel's tile constants that the Python side computes with
     assert "BM = 64 * CONSUMERS, BN = BN_, BK = 128" in HEADER
@@ -125,11 +125,13 @@ def test_staged_rows_are_rendered_for_2_byte_outputs_of_128_row_tiles():
         update={"epilogue": presets.W8A8_FP8.epilogue.model_copy(update={"out_dtype": "fp32"})}
     )
     assert not any(c.staged_store for c in FAMILY.candidates(fp32, LARGE, SM90))
-    # M <= 64 (split grids, measured slower with them) keeps register stores
+    # M <= 64 (split grids, measured slower with them) keeps register stores, as do the cluster
+    # forms routed before the workspace plan from M = 65
     for m in (64, 65):
         problem = GemmProblem(n=4096, k=14336, m=m)
         configs = FAMILY.candidates(presets.W8A8_FP8, problem, SM90)
-        assert configs[0].staged_store == (m > 64)
+        workspace = [c for c in configs if not c.cluster_split]
+        assert workspace[0].staged_store == (m > 64)
 
 
 @pytest.mark.parametrize("name", ["W8A8_FP8", "FP8_BLOCK128"])
@@ -154,6 +156,35 @@ def test_persistent_configs_are_unsplit_128_row_tiles():
         W8a8WgmmaConfig(arch="sm_90a", stages=4, persistent=True, split_k=2)
     with pytest.raises(ValueError, match="128-row tile"):
         W8a8WgmmaConfig(arch="sm_90a", stages=4, persistent=True, tile_rows=64)
+
+
+def test_cluster_split_configs_render_the_cluster_tile_and_launch_without_a_workspace():
+    """cluster_split: 2-8 splits of a one-CTA-per-tile, register-stored config whose ring holds
+    the fp32 partial tile; the render's tile says so, and the bound kernel asks for no split-K
+    buffers and launches its grid's z as the cluster (the header traps on any other)."""
+    from humming_cuda.kernels.w8a8_wgmma.bind import W8a8WgmmaKernel
+
+    base = {"arch": "sm_90a", "stages": 4, "split_k": 4, "cluster_split": True}
+    cfg = W8a8WgmmaConfig(**base)
+    code = FAMILY.render(presets.W8A8_FP8, cfg, SM90).code
+    assert f"humming::WgmmaFp8Tile<4, {cfg.group_m}, 2, false, false, 128, true>" in code
+    narrow = W8a8WgmmaConfig(**{**base, "tile_rows": 64})
+    assert "WgmmaFp8Tile<4, 1, 1, false, false, 128, true>" in (
+        FAMILY.render(presets.W8A8_FP8, narrow.model_copy(update={"group_m": 1}), SM90).code
+    )
+    for bad in ({"split_k": 1}, {"split_k": 9}, {"staged_store": True}):
+        with pytest.raises(ValueError, match="cluster_split needs"):
+            W8a8WgmmaConfig(**{**base, **bad})
+    with pytest.raises(ValueError, match="needs persistent=False"):
+        W8a8WgmmaConfig(**{**base, "persistent": True})
+    with pytest.raises(ValueError, match="too few"):
+        W8a8WgmmaConfig(**{**base, "stages": 2, "tile_cols": 192})
+    kernel = W8a8WgmmaKernel.__new__(W8a8WgmmaKernel)
+    kernel.config = cfg
+    splits, buffers, dims = kernel.split_k(4096, 32, None)
+    assert (splits, buffers, dims) == (4, {}, {"IPS": 8})
+    header = (KERNEL_DIR / "wgmma_cta.cuh").read_text()
+    assert "if (splits != gridDim.z) __trap();" in header
 
 
 def test_persistent_launch_walks_the_tiles_on_the_resident_ctas():
@@ -288,6 +319,7 @@ def test_tensor_maps_travel_as_128_byte_launch_parameters():
 )
 def test_split_k_fills_the_sms_only_on_small_grids(n, k, m, split):
     configs = FAMILY.candidates(presets.W8A8_FP8, GemmProblem(n=n, k=k, m=m), SM90)
+    configs = [c for c in configs if not c.cluster_split]  # the workspace plans (next test)
     assert configs[0].split_k == split
     # the split configs first, then the unsplit ones, each at both ring depths; unsplit, the
     # persistent ones first
@@ -329,8 +361,53 @@ def test_split_k_counts_the_devices_sms():
     """SM90's row has no measured SM count (132 assumed); half the SMs halve the split."""
     problem = GemmProblem(n=4096, k=14336, m=128)
     half = SM90.model_copy(update={"sm_count": 66})
-    assert FAMILY.candidates(presets.FP8_BLOCK128, problem, half)[0].split_k == 2
-    assert FAMILY.candidates(presets.FP8_BLOCK128, problem, SM90)[0].split_k == 4
+    for caps, split in ((half, 2), (SM90, 4)):
+        configs = FAMILY.candidates(presets.FP8_BLOCK128, problem, caps)
+        assert next(c for c in configs if not c.cluster_split).split_k == split
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "m", "clusters"),
+    [
+        (6144, 4096, 128, 2),  # split 2, 96 CTAs
+        (8192, 28672, 96, 2),  # split 2, 128 CTAs
+        (4096, 14336, 256, 2),  # split 2, 128 CTAs
+        (4096, 14336, 128, 3),  # split 4: 128 CTAs past the 120 that clusters of 4 hold
+        (4096, 14336, 65, 3),  # both consumer warpgroups hold rows from M = 65
+        (4096, 14336, 64, 0),  # one does: the workspace form
+        (6144, 4096, 32, 0),
+        (8960, 4096, 128, 0),  # split 3: 210 CTAs past the 117 that clusters of 3 hold
+        (4096, 14336, 1024, 0),  # unsplit
+    ],
+)
+def test_split_k_runs_in_clusters_where_measured(n, k, m, clusters):
+    """From M = 65 a 128-row split plan of 2 or 3 runs in clusters where the GPU holds all of
+    them at once, and a split of 4 whose clusters of 4 it cannot hold runs in clusters of 3, with
+    register stores, before the workspace plans; elsewhere no cluster form is offered."""
+    for spec in (presets.W8A8_FP8, presets.FP8_BLOCK128):
+        configs = FAMILY.candidates(spec, GemmProblem(n=n, k=k, m=m), SM90)
+        clustered = [c for c in configs if c.cluster_split]
+        if not clusters:
+            assert not clustered
+            continue
+        assert configs[: len(clustered)] == clustered
+        assert {(c.split_k, c.staged_store, c.persistent) for c in clustered} == {
+            (clusters, False, False)
+        }
+        workspace = configs[len(clustered)]
+        assert workspace.split_k >= clusters and not workspace.cluster_split
+        assert [c.stages for c in clustered] == [
+            c.stages for c in configs if c.split_k == workspace.split_k and not c.cluster_split
+        ]
+
+
+def test_cluster_split_follows_the_devices_sms():
+    """4096x14336 M=128 on half the SMs: split 2 (64 CTAs), whose clusters of 2 fit one wave of
+    66 SMs; on 132 SMs split 4 in clusters of 3 (previous test)."""
+    problem = GemmProblem(n=4096, k=14336, m=128)
+    half = SM90.model_copy(update={"sm_count": 66})
+    first = FAMILY.candidates(presets.W8A8_FP8, problem, half)[0]
+    assert (first.split_k, first.cluster_split) == (2, True)
 
 
 def test_split_k_launch_sizes_the_workspace_as_w4a8_does(monkeypatch):

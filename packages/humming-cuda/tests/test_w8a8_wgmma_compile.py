@@ -49,7 +49,8 @@ def test_split_k_configs_compile_with_the_reduction_without_spills(monkeypatch, 
     units = Units(FAMILY, "sm_90a")
     for i, fmt in enumerate(FP8_FORMATS):
         spec = make_spec(*fmt, bias=i % 2 == 0, out=("bf16", "fp16", "fp32")[i % 3])
-        split = FAMILY.candidates(spec, GemmProblem(n=4096, k=14336, m=128), units.caps)[0]
+        configs = FAMILY.candidates(spec, GemmProblem(n=4096, k=14336, m=128), units.caps)
+        split = next(c for c in configs if not c.cluster_split)  # the workspace plan
         assert split.split_k > 1, split
         unsplit = split.model_copy(update={"split_k": 1})
         source = FAMILY.render(spec, split, units.caps).code
@@ -77,3 +78,28 @@ def test_192_column_tiles_compile_without_spills(monkeypatch, tmp_path):
             units.add(spec, first)
             units.add(spec, first.model_copy(update={"persistent": False, "staged_store": False}))
     check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, "m64n192k32", "setmaxnreg.inc"))
+
+
+@pytest.mark.compile
+def test_cluster_split_k_sums_over_distributed_shared_memory(monkeypatch, tmp_path):
+    """cluster_split (reduce_wgmma_cluster): the split plans of every format, both tile heights,
+    and 128 / 192 columns compile without spills; the PTX reads the peers' partials (mapa,
+    ld.shared::cluster, the cluster barrier) and never the workspace or its counter."""
+    monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
+    units = Units(FAMILY, "sm_90a")
+    for i, fmt in enumerate(FP8_FORMATS):
+        spec = make_spec(*fmt, bias=i % 2 == 0, out=("bf16", "fp16", "fp32")[i % 3])
+        split = FAMILY.candidates(spec, GemmProblem(n=4096, k=14336, m=128), units.caps)[0]
+        assert split.cluster_split and not split.staged_store, split  # routed (split 3)
+        units.add(spec, split)
+        narrow = split.model_copy(update={"tile_rows": 64, "stages": 4, "split_k": 4})
+        units.add(spec, narrow.model_copy(update={"cluster_split": True, "staged_store": False}))
+    wide = make_spec(*next(f for f in FP8_FORMATS if f[2] != "block"), bias=True, out="bf16")
+    first = FAMILY.candidates(wide, GemmProblem(n=57344, k=8192, m=1024), units.caps)[0]
+    update = {"persistent": False, "staged_store": False, "split_k": 2, "cluster_split": True}
+    units.add(wide, first.model_copy(update=update))
+    cluster = ("mapa.shared::cluster", "ld.shared::cluster.f32", "barrier.cluster.wait")
+    check_act8_wgmma_units(units, tmp_path, (*PTX_NEEDS, *cluster))
+    for ptx in tmp_path.glob("*/kernel.ptx"):
+        text = ptx.read_text()
+        assert "atom.global.add" not in text and "ld.global.cg.f32" not in text

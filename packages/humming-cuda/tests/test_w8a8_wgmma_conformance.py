@@ -11,7 +11,8 @@ summed in split order). The 64-row tile (two CTAs per SM, what M <= 64 runs on g
 SMs) runs the cases of up to 64 rows, unsplit and split. Staged output rows (2-byte outputs
 through shared memory and bulk copies) run persistent and split, into 16-byte aligned rows (the
 staged path), misaligned ones (the register stores it falls back to) and N tails of 6 columns
-(both paths in one launch).
+(both paths in one launch). Cluster split-K (the splits of a tile in one thread-block cluster)
+runs the split cases' counts within the bound and bit for bit the workspace form's output.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from w8a8_cases import Case
 from w8a8_wgmma_cases import SHAPES, SPLITS, split_cases, staged_tail_cases, wgmma_cases
 from wgmma_conformance import (
     TORCH_DTYPES,
+    WORKSPACE,
     act8_inputs,
     build_kernels,
     check_act8_case,
+    check_cluster_split_case,
     check_routed_graph_replay,
     check_user_api_switch,
     replay_in_graph,
@@ -105,6 +108,27 @@ def test_split_k_matches_reference_twice_in_a_row(case: Case, device, unsplit):
         check_act8_case(case, device, config, kernel)
 
 
+@pytest.fixture(scope="module")
+def cluster(device):
+    """SPLIT_CASES' first candidates in the cluster split-K form (one module per case: the split
+    count is a launch parameter): 64-row tiles for the cases of up to 64 rows, else 128."""
+    from humming_cuda.kernels.w8a8_wgmma import FAMILY
+
+    jobs = [(c, 0) for c in SPLIT_CASES]
+    update = {"split_k": 2, "cluster_split": True, "persistent": False, "staged_store": False}
+    built = build_kernels(device, FAMILY, jobs, update=update)
+    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.id)
+def test_cluster_split_k_matches_reference_and_the_workspace_form(case, device, unsplit, cluster):
+    """SPLITS as clusters (each CTA sums and stores a share of the tile's columns over
+    distributed shared memory): within the bound, and the workspace form's output bit for bit."""
+    from humming_cuda.kernels.w8a8_wgmma import FAMILY
+
+    check_cluster_split_case(FAMILY, case, device, cluster[case.id], unsplit[case.id], SPLITS)
+
+
 @pytest.mark.parametrize("m", [40, 100])
 def test_split_k_replays_bit_identically_in_a_graph(m, device, unsplit):
     """FP8_BLOCK128's format (group-scaled activations, block-scaled weights) in 5 splits."""
@@ -139,7 +163,9 @@ def narrow_kernels(device):
     from humming_cuda.kernels.w8a8_wgmma import FAMILY
 
     jobs = [(c, 0) for c in NARROW_CASES]
-    built = build_kernels(device, FAMILY, jobs, update={"tile_rows": 64, "stages": 4, "split_k": 1})
+    built = build_kernels(
+        device, FAMILY, jobs, update={"tile_rows": 64, "stages": 4, "split_k": 1, **WORKSPACE}
+    )
     return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
 
 
@@ -161,7 +187,10 @@ def persistent_kernels(device):
 
     jobs = [(c, 0) for c in CASES]
     built = build_kernels(
-        device, FAMILY, jobs, update={"persistent": True, "split_k": 1, "tile_rows": 128}
+        device,
+        FAMILY,
+        jobs,
+        update={"persistent": True, "split_k": 1, "tile_rows": 128, **WORKSPACE},
     )
     return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
 
@@ -185,7 +214,7 @@ def staged_kernels(device):
     the split counts: a launch parameter on the same module)."""
     from humming_cuda.kernels.w8a8_wgmma import FAMILY
 
-    forms = {"persistent": True, "split_k": 1, "tile_rows": 128, "staged_store": True}
+    forms = {"persistent": True, "split_k": 1, "tile_rows": 128, "staged_store": True, **WORKSPACE}
     jobs = [(c, 0) for c in STAGED_CASES]
     built = build_kernels(device, FAMILY, jobs, update=forms)
     split_jobs = [(c, 0) for c in SPLIT_CASES]
@@ -228,7 +257,7 @@ def wide_kernels(device):
     one CTA per tile with register stores (split counts bind the latter's module)."""
     from humming_cuda.kernels.w8a8_wgmma import FAMILY
 
-    forms = {"persistent": True, "split_k": 1, "tile_rows": 128, "tile_cols": 192}
+    forms = {"persistent": True, "split_k": 1, "tile_rows": 128, "tile_cols": 192, **WORKSPACE}
     jobs = [(c, 0) for c in WIDE_CASES]
     staged = build_kernels(device, FAMILY, jobs, update={**forms, "staged_store": True})
     plain = build_kernels(

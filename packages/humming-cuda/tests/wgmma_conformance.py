@@ -33,6 +33,11 @@ def problem_of(case):
     return GemmProblem(n=case.n, k=case.k, m=case.m, act_dtype=case.spec.act.dtype.name)
 
 
+# Fields a form built from the routed config sets so that it runs through the split-K workspace
+# (where the heuristic routes the cluster form first, e.g. W8A8 from M = 65).
+WORKSPACE = {"cluster_split": False}
+
+
 def build_kernels(
     device, family, jobs: list[tuple[object, int]], update: dict | None = None
 ) -> list[tuple[object, object]]:
@@ -63,7 +68,7 @@ def unsplit_kernels(device, family, cases: list) -> dict:
     """(config, kernel) by case id: the first candidate, unsplit; split counts bind the same
     loaded module (`split_kernel`: the split is a launch parameter)."""
     jobs = [(c, 0) for c in cases]
-    built = build_kernels(device, family, jobs, update={"split_k": 1})
+    built = build_kernels(device, family, jobs, update={"split_k": 1, **WORKSPACE})
     return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
 
 
@@ -132,6 +137,27 @@ def act8_inputs(case):
     cw = quantize_weight(torch.randn(case.n, case.k, generator=gen) * 0.05, case.spec, bias=bias)
     scale = static_scale(x, case.spec.act.dtype.name) if case.spec.act.quant == "static" else None
     return x, cw, scale
+
+
+def act8_output(case, device, config, kernel) -> torch.Tensor:
+    """One w8a8_cases.Case's output on `kernel` (built for `config`), through guarded_call."""
+    x, cw, scale = act8_inputs(case)
+    weights = device.weight_layout(case.spec, config).pack(cw, "cuda")
+    extra = {} if scale is None else {"act_scale": scale.cuda()}
+    return guarded_call(kernel, x.cuda(), case.n, case.spec.output_dtype, 16, **extra, **weights)
+
+
+def check_cluster_split_case(family, case, device, cluster, workspace, splits) -> None:
+    """Each count of `splits` as one cluster per tile (`cluster`: the case's cluster_split
+    kernel, reduce_wgmma_cluster) within the bound, and bit for bit the output of the workspace
+    form (`workspace`: the same case unsplit; both add the splits in split order)."""
+    for split in splits:
+        config, kernel = split_kernel(device, family, case, cluster, split)
+        assert config.cluster_split and kernel.launcher.cluster_z_from_grid
+        check_act8_case(case, device, config, kernel)
+        ws_config, ws_kernel = split_kernel(device, family, case, workspace, split)
+        ours = act8_output(case, device, config, kernel)
+        assert torch.equal(ours, act8_output(case, device, ws_config, ws_kernel)), split
 
 
 def check_act8_case(case, device, config, kernel, aligned: bool = False) -> None:

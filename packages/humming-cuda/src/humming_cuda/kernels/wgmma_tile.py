@@ -27,6 +27,15 @@ CONSUMERS = 2  # consumer warpgroups, 64 rows each
 FEATURES = ("wgmma", "tma", "mbarrier")
 # The 128B swizzle atom alignment the smem tiles need, slack for aligning dynamic smem to it.
 ALIGN_SLACK = 1024
+MAX_CLUSTER_SPLIT = 8  # CTAs of a portable thread-block cluster (cluster split-K's splits)
+# A GPC holds whole clusters only, so fewer CTAs run at once in clusters than CTA slots: per CTAs
+# per SM and split, the share of the slots cuOccupancyMaxActiveClusters gave (H100, 132 SMs,
+# benchmarks/cluster_occupancy.py, session 41's run125; the wna16_wgmma register form's tiles,
+# the same at one CTA per SM for any kernel whose CTA fills its SM).
+CLUSTER_SLOTS = {
+    1: {2: 132 / 132, 3: 117 / 132, 4: 120 / 132, 5: 110 / 132, 6: 102 / 132, 8: 120 / 132},
+    2: {2: 264 / 264, 3: 237 / 264, 4: 248 / 264, 5: 235 / 264, 6: 234 / 264, 8: 240 / 264},
+}
 TMA_STRIDE_BYTES = 16  # TMA global row strides must be multiples of 16 bytes
 
 

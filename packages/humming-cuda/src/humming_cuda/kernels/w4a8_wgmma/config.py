@@ -21,6 +21,7 @@ from ..wgmma_tile import (
     BLOCK_M,
     BLOCK_N,
     CONSUMERS,
+    MAX_CLUSTER_SPLIT,
     WgmmaTileConfig,
     staged_rows_bytes,
 )
@@ -64,6 +65,10 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
     # only. Off unless a config asks for it: 1.05-1.10x the time at six W4A8-fp8 points (H200,
     # same run, benchmarks/notes/session30_w4a8_issue_turns_sweep.json).
     issue_turns: bool = False
+    # split-K's splits of a tile as one thread-block cluster, summed over distributed shared
+    # memory, each CTA storing a share of the tile's tokens (as W8a8WgmmaConfig.cluster_split).
+    # The out^T form stored from registers (no staged_store), 2 to MAX_CLUSTER_SPLIT splits.
+    cluster_split: bool = False
 
     @model_validator(mode="after")
     def _tile(self) -> W4a8WgmmaConfig:
@@ -79,6 +84,22 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
             raise ValueError(
                 f"rs_ctas_per_sm=2 needs rs_block_m={TWO_CTA_BLOCK_M} (its consumers fit 96 "
                 f"registers); got rs_block_m={self.rs_block_m}"
+            )
+        if self.cluster_split and not (
+            self.weights_in_registers
+            and not self.staged_store
+            and 2 <= self.split_k <= MAX_CLUSTER_SPLIT
+        ):
+            raise ValueError(
+                f"cluster_split needs the out^T form, split_k from 2 to {MAX_CLUSTER_SPLIT} (the "
+                "CTAs of a portable cluster) and staged_store=False; got "
+                f"weights_in_registers={self.weights_in_registers}, split_k={self.split_k}, "
+                f"staged_store={self.staged_store}"
+            )
+        if self.cluster_split and 4 * self.rs_block_m * BLOCK_N > self.stages * self.stage_bytes:
+            raise ValueError(
+                f"cluster_split stages a {self.rs_block_m}x{BLOCK_N} fp32 partial tile in the "
+                f"ring: {self.stages} stages of {self.stage_bytes} bytes are too few"
             )
         return self
 

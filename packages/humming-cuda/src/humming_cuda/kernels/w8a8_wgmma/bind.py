@@ -1,7 +1,7 @@
 """Bind a loaded W8A8-wgmma module: quantize x (the module's own entries), encode the two TMA
 tensor maps (cached per pointer), launch one CTA of 384 threads per 128x128 tile of out and K
-split (grid z), with the shared split-K workspace when the config splits, or (persistent configs)
-one CTA per SM walking the tiles."""
+split (grid z), with the shared split-K workspace when the config splits (none when the splits of
+a tile are one cluster), or (persistent configs) one CTA per SM walking the tiles."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ...launch import Launcher
 from ..act_quant import ActQuantizer
 from ..common_bind import check_x_out, out_arg
 from ..family import arch_has_pdl
-from ..split_k import split_launch, tile_workspace
+from ..split_k import split_iterations, split_launch, tile_workspace
 from ..w8a8.config import W8a8Format
 from .config import BLOCK_K
 from .tma import BOX_ROWS, HALF_BOX_ROWS, TensorMapCache, TensorMapParam
@@ -71,7 +71,9 @@ class W8a8WgmmaKernel:
             self.fmt.act, function, function.symbol, arch_has_pdl(config.arch)
         )
         ctypes_list = (TensorMapParam, TensorMapParam, *self.signature.ctypes[2:])
-        self.launcher = Launcher(function, ctypes_list)
+        # cluster split-K: a tile's splits (the grid's z) are one cluster
+        cluster = getattr(config, "cluster_split", False)
+        self.launcher = Launcher(function, ctypes_list, cluster_z_from_grid=cluster)
         self.maps = TensorMapCache()
         self.smem = config.smem_bytes
         function.reserve_smem(self.smem)
@@ -151,4 +153,7 @@ class W8a8WgmmaKernel:
         """(CTAs per tile along K, the split-K buffers by argument name, the signature's split
         dims) for `tiles` output tiles over K: whole 128-deep blocks per split, none left empty."""
         cfg = self.config
+        if getattr(cfg, "cluster_split", False):  # the splits sum within clusters: no buffers
+            split, per_split = split_iterations(-(-k // BLOCK_K), cfg.split_k)
+            return split, {}, {"IPS": per_split}
         return split_launch(-(-k // BLOCK_K), cfg.split_k, tiles, cfg.block_m * cfg.block_n, device)

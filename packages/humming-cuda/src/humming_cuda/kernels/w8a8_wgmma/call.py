@@ -37,6 +37,8 @@ class W8a8WgmmaCall(W8a8Call):
 
     def keep_template(self, grid: tuple[int, int, int], params: list, dims: dict[str, int]) -> None:
         super().keep_template(grid, params, dims)
+        if getattr(self.kernel.config, "cluster_split", False):
+            self.uses_workspace = False  # the splits sum over distributed shared memory
         # a persistent grid's x is its CTAs, not the column tiles (it is never split)
         self.grid_n = -(-dims["N"] // self.kernel.config.block_n)
 

@@ -14,7 +14,14 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, WgmmaTileConfig, staged_rows_bytes
+from ..wgmma_tile import (
+    ALIGN_SLACK,
+    BLOCK_M,
+    BLOCK_N,
+    MAX_CLUSTER_SPLIT,
+    WgmmaTileConfig,
+    staged_rows_bytes,
+)
 
 BLOCK_K = 128
 NARROW_BLOCK_M = 64  # the one-consumer tile, two CTAs per SM
@@ -47,6 +54,12 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
     # loaded, 96 accumulators and 96 totals per consumer thread under setmaxnreg 232). 128-row
     # tiles only, and not with 128x128 block weight scales.
     tile_cols: Literal[128, 192] = BLOCK_N
+    # split-K's splits of a tile as one thread-block cluster (dims (1, 1, splits)), summing their
+    # partials over distributed shared memory, each CTA storing a share of the tile's columns
+    # (reduce_wgmma_cluster, kernel/wgmma_cta.cuh), instead of through the global workspace,
+    # whose last split reads every partial back alone. 2 to MAX_CLUSTER_SPLIT splits, not
+    # persistent, stored from registers (no staged_store).
+    cluster_split: bool = False
 
     @model_validator(mode="after")
     def _persistent_form(self) -> W8a8WgmmaConfig:
@@ -68,6 +81,23 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
             raise ValueError(
                 f"a persistent kernel runs each tile over all of K: split_k={self.split_k} "
                 "needs persistent=False"
+            )
+        if self.cluster_split and not (
+            2 <= self.split_k <= MAX_CLUSTER_SPLIT and not self.persistent and not self.staged_store
+        ):
+            raise ValueError(
+                f"cluster_split needs split_k from 2 to {MAX_CLUSTER_SPLIT} (the CTAs of a "
+                "portable cluster), persistent=False and staged_store=False; got "
+                f"split_k={self.split_k}, persistent={self.persistent}, "
+                f"staged_store={self.staged_store}"
+            )
+        if (
+            self.cluster_split
+            and 4 * self.tile_rows * self.tile_cols > self.stages * self.stage_bytes
+        ):
+            raise ValueError(
+                f"cluster_split stages a {self.tile_rows}x{self.tile_cols} fp32 partial tile in "
+                f"the ring: {self.stages} stages of {self.stage_bytes} bytes are too few"
             )
         return self
 

@@ -15,6 +15,7 @@ from ..split_k import clamp_split
 from ..wgmma_tile import (
     BLOCK_M,
     BLOCK_N,
+    CLUSTER_SLOTS,
     C,
     arch_reason,
     fitting_configs,
@@ -130,6 +131,50 @@ def wide_columns_first(
     return [c for c in wide if c.fits_smem(caps)] + configs
 
 
+# Split-K in clusters (config.cluster_split: a tile's splits sum their partials over distributed
+# shared memory, no workspace read-back by the last split). H100, same run (session 42's run129,
+# benchmarks/notes/session42.md, split_k x cluster_split with registers stores), us, the routed
+# plan (staged rows from M = 65) -> 2 or 3 splits in clusters: W8A8-fp8 6144x4096 M=128 (split 2)
+# 21.4 -> 20.1, 8192x28672 M=128 (split 2) 102.3 -> 99.7, 4096x14336 M=256 (split 2) 45.6 ->
+# 43.2, 4096x14336 M=128 (split 4: 128 CTAs, more than the 120 that clusters of 4 hold at once)
+# 39.5 -> 37.2 at split 3 in clusters. Not at M <= 64, where one consumer warpgroup holds rows and
+# the workspace form reads back half a tile (split 2: 6144x4096 M=32 18.4 -> 18.8, FP8 block-128
+# M=64 18.3 -> 18.8; 4096x14336 even), nor in grids past the clusters the GPU holds at once
+# (CLUSTER_SLOTS: split 4 at 4096x14336 M=128 40.4 -> 51.0, split 3 at 6144x4096 M=128 27.7 ->
+# 29.0), nor for w4a8_wgmma (its sweep: 0.96-1.02x at split 2-3, slower beyond).
+CLUSTER_MIN_M = 65
+
+
+def cluster_split_for(split: int, tiles: int, sms: int) -> int:
+    """The measured cluster form of a `split`-way plan over `tiles` 128-row tiles: the same split
+    (2 or 3) where the GPU holds all its clusters at once, 3 for a split of 4 whose clusters of 4
+    it does not; 0 where none is measured to pay."""
+
+    def fits(s: int) -> bool:
+        return tiles * s <= CLUSTER_SLOTS[1][s] * sms
+
+    if split in (2, 3):
+        return split if fits(split) else 0
+    return 3 if split == 4 and not fits(4) and fits(3) else 0
+
+
+def clusters_where_measured(
+    configs: list[W8a8WgmmaConfig], problem: GemmProblem, caps: DeviceCaps
+) -> list[W8a8WgmmaConfig]:
+    """`configs` with the split plan's cluster form (`cluster_split_for`) first, 128-row tiles
+    from M = CLUSTER_MIN_M; else `configs` unchanged."""
+    split = configs[0].split_k if configs else 1
+    if split < 2 or configs[0].tile_rows != BLOCK_M or (problem.m or 0) < CLUSTER_MIN_M:
+        return configs
+    tiles = -(-problem.n // configs[0].tile_cols) * -(-problem.m // BLOCK_M)
+    clusters = cluster_split_for(split, tiles, caps.sm_count or DEFAULT_SMS)
+    if not clusters:
+        return configs
+    update = {"split_k": clusters, "cluster_split": True, "staged_store": False}
+    clustered = [c.with_fields(**update) for c in configs if c.split_k == split]
+    return [c for c in clustered if c.fits_smem(caps)] + configs
+
+
 def _spec_reason(spec: QuantSpec) -> str:
     w, act = spec.weight, spec.act
     if not act.is_quantized or act.dtype.name != "e4m3" or w.dtype.name != "e4m3":
@@ -199,6 +244,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
         wide = [c.with_fields(persistent=True) for c in wide] + wide
     wide = staged_where_measured(wide, spec, problem, caps)
     wide = wide_columns_first(wide, spec, problem, caps)
+    wide = clusters_where_measured(wide, problem, caps)
     if not wide or (problem.m or BLOCK_M) > NARROW_BLOCK_M:
         return wide
     narrow = [

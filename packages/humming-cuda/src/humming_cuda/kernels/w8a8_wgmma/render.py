@@ -19,7 +19,9 @@ def template_arguments(fmt: W8a8Format, cfg: W8a8WgmmaConfig) -> tuple[str, str]
         f"{str(fmt.act_group).lower()}>"
     )
     extra = ""
-    if cfg.tile_cols != BLOCK_N:
+    if cfg.cluster_split:  # never persistent or staged (the config refuses them)
+        extra = f", {cfg.consumers}, false, false, {cfg.tile_cols}, true"
+    elif cfg.tile_cols != BLOCK_N:
         staged, persistent = str(cfg.staged_store).lower(), str(cfg.persistent).lower()
         extra = f", {cfg.consumers}, {persistent}, {staged}, {cfg.tile_cols}"
     elif cfg.staged_store:

@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, WgmmaTileConfig
+from ..wgmma_tile import ALIGN_SLACK, BLOCK_M, BLOCK_N, MAX_CLUSTER_SPLIT, WgmmaTileConfig
 
 BLOCK_K = 64
 RS_BLOCK_N = 256  # weight columns of the register-A form's tile (two consumer warpgroups)
@@ -47,7 +47,6 @@ RS_MID_BLOCK_M = 96
 # Token tiles of the stream-K form: its epilogue stages parts of at most 64 rows, and 176 rows
 # (11 parts of 16) spill under ptxas 13.
 STREAM_BLOCK_MS = (16, 32, 64, 96, 128, 160)
-MAX_CLUSTER_SPLIT = 8  # CTAs of a portable thread-block cluster
 RS_MAX_BLOCK_M_2CTAS = 32  # the widest 256-column token tile whose accumulators fit two CTAs per SM
 # dequantized weight tiles: one read by wgmma, the next being written, and the previous one, which
 # the still-running wgmma of the step before may read

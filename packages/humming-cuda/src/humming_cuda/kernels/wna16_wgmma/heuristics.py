@@ -20,6 +20,7 @@ from humming_core.spec import QuantSpec
 from ..wgmma_tile import (
     BLOCK_M,
     BLOCK_N,
+    CLUSTER_SLOTS,
     arch_reason,
     fitting_configs,
     problem_reason,
@@ -162,9 +163,7 @@ STREAM_WIDE_MAX_M = 256
 # workspace): a split-K plan's tile may instead run CLUSTER_SPLITS splits in clusters, priced as
 # the register form's CTA without the split read-back (SPLIT_ROW_STEPS: the rows of all splits
 # travel between the cluster's shared memories instead) over waves of the clusters the GPU holds
-# at once. A GPC holds whole clusters only, so fewer CTAs run at once in clusters: CLUSTER_SLOTS,
-# per CTAs per SM and split, the share of the CTA slots cuOccupancyMaxActiveClusters gave at the
-# routed tiles (H100, benchmarks/cluster_occupancy.py, session 41's run125). The cheaper of the
+# at once (wgmma_tile.CLUSTER_SLOTS: a GPC holds whole clusters only). The cheaper of the
 # plan and its tile's cluster forms is taken; the model's other choices (tile, CTAs per SM) see
 # the workspace form only. Same-run H100 sweep of split_k x rs_cluster_split at 19 split-routed
 # points of the three smaller layers (benchmarks/notes/session41.md): it takes the cluster form
@@ -179,10 +178,6 @@ STREAM_WIDE_MAX_M = 256
 # 192 of 264 slots at 6144x4096 M = 64-256) keep their clusters (W4A16 g128 18.0 -> 14.6,
 # 26.1 -> 19.1, 35.2 -> 30.5 us), where the grids past the cluster capacity lost 1.20-1.52x.
 CLUSTER_SPLITS = (2, 3, 4, 5, 6, 8)
-CLUSTER_SLOTS = {
-    1: {2: 132 / 132, 3: 117 / 132, 4: 120 / 132, 5: 110 / 132, 6: 102 / 132, 8: 120 / 132},
-    2: {2: 264 / 264, 3: 237 / 264, 4: 248 / 264, 5: 235 / 264, 6: 234 / 264, 8: 240 / 264},
-}
 
 
 def _spec_reason(spec: QuantSpec) -> str:

@@ -61,11 +61,15 @@ struct WgmmaW4a8Format {
 // allows; the register stores write 2 bytes into each of 4 token rows per warp instruction.
 // TURNS (out^T form): the two consumer warpgroups issue their K blocks' wgmmas in turns
 // (await_issue_turn, kernel/wgmma_cta.cuh), so one promotes while the other's wgmmas run.
+// CLUSTER: split-K's splits of a tile sum within a thread-block cluster (launched with cluster
+// dims (1, 1, splits); reduce_wgmma_cluster, kernel/wgmma_cta.cuh), the partials staged in the
+// ring; the out^T form, stored from registers, each CTA a share of the tile's tokens.
 template <int STAGES_, int GROUP_M_, bool REG_A_ = false, int BM_ = 128, int CTAS_ = 1,
-          bool STAGED_ = false, bool TURNS_ = false>
+          bool STAGED_ = false, bool TURNS_ = false, bool CLUSTER_ = false>
 struct WgmmaW4a8Tile {
   static constexpr int BM = BM_, BN = 128, BK = 128, STAGES = STAGES_, GROUP_M = GROUP_M_;
-  static constexpr bool REG_A = REG_A_, STAGED = STAGED_, TURNS = TURNS_;
+  static constexpr bool REG_A = REG_A_, STAGED = STAGED_, TURNS = TURNS_, CLUSTER = CLUSTER_;
+  static_assert(!CLUSTER || (REG_A && !STAGED), "cluster split-K: the out^T form's registers");
   static_assert(!STAGED || REG_A, "staged rows: the out^T form's");
   static_assert(!TURNS || REG_A, "issue turns: the out^T form's");
   static constexpr int CTAS = CTAS_;
@@ -95,6 +99,7 @@ struct WgmmaW4a8Tile {
                                     CONSUMERS * X_BUFFERS * X_BYTES + STAGED_BYTES +
                                     16 * STAGES + 4;
   static_assert(STAGE_BYTES % 1024 == 0, "every stage's A tile starts on a swizzle atom");
+  static_assert(!CLUSTER || 4 * BM * BN <= STAGES * STAGE_BYTES, "the ring holds a partial tile");
 };
 
 template <class Fmt, class Tile, typename OutT, bool BIAS>
@@ -378,7 +383,9 @@ struct W4a8WgmmaKernel {
   // total[4j + 2h + c] is weight row n0 + 64wg + tile_row() + 8h, token m0 + 8j + 2(lane%4) + c:
   // out[m, n] = total * a_scales[m] (+ bias[n]).
   // Every token scale and bias is loaded before the first store (Epilogue::Column says why).
-  HM_DEVICE static void store_t(const Args& a, const float (&total)[ACC], int m0, int n0, int wg) {
+  // Tokens [t0, t1) of the tile only (reduce_wgmma_cluster's share); all of them by default.
+  HM_DEVICE static void store_t(const Args& a, const float (&total)[ACC], int m0, int n0, int wg,
+                                int t0 = 0, int t1 = BM) {
     const Epi epi{nullptr, nullptr, a.bias};
     const int t = threadIdx.x % 4;
     float as[BM / 8][2];
@@ -390,6 +397,7 @@ struct W4a8WgmmaKernel {
       if (n >= a.N) continue;
 #pragma unroll
       for (int j = 0; j < BM / 8; ++j) {
+        if (8 * j < t0 || 8 * j >= t1) continue;
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int m = m0 + 8 * j + 2 * t + c;
@@ -479,6 +487,13 @@ struct W4a8WgmmaKernel {
     }
     // every consumer row is live: weight rows past N (or token rows past M) hold zeros
     static_assert(ACC * 128 * Tile::CONSUMERS == BM * BN, "the host sizes splits as BM * BN");
+    if constexpr (Tile::CLUSTER) {
+      // out^T: each register group of 4 holds 8 of the tile's tokens (wgmma's N)
+      const int2 tokens = reduce_wgmma_cluster<ACC, Tile::CONSUMERS>(sm.data, total);
+      store_t(a, total, m0, n0, wg - 1, tokens.x, tokens.y);
+      cluster_wait();  // the peers have read this CTA's partial
+      return;
+    }
     if (gridDim.z > 1 && !reduce_wgmma_splits<ACC, Tile::CONSUMERS>(a.workspace, a.counters,
                                                                      total, true, shared_int(flag))) {
       return;

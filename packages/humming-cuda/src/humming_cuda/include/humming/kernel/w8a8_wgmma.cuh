@@ -34,6 +34,9 @@
 // (whole 128-deep blocks, so block / group factors stay per block). Each promotes and sums its own
 // blocks; the partial totals meet in a workspace and the last split to arrive adds them in split
 // order and runs the epilogue once, on the full sum (reduce_wgmma_splits, kernel/wgmma_cta.cuh).
+// Or (Tile::CLUSTER) the splits of a tile are one thread-block cluster: each stages its partial
+// in its ring, and each sums and stores a share of the tile's columns over distributed shared
+// memory (reduce_wgmma_cluster): no workspace, no counters.
 #pragma once
 #include "humming/arith/common.cuh"
 #include "humming/epilogue/epilogue.cuh"
@@ -68,10 +71,14 @@ struct WgmmaFp8Format {
 // where the output's alignment allows, so the consumers do not wait for their global stores.
 // BN: 128 or 192 columns (m64nBNk32 wgmmas; 192 only in 128-row tiles of formats without block
 // weight scales, whose 128-column blocks a 192-column tile would straddle).
+// CLUSTER: split-K's splits of a tile sum within a thread-block cluster (launched with cluster
+// dims (1, 1, splits)), the partials staged in the ring; not persistent, stored from registers.
 template <int STAGES_, int GROUP_M_, int CONSUMERS_ = 2, bool PERSISTENT_ = false,
-          bool STAGED_ = false, int BN_ = 128>
+          bool STAGED_ = false, int BN_ = 128, bool CLUSTER_ = false>
 struct WgmmaFp8Tile {
   static constexpr int CONSUMERS = CONSUMERS_;
+  static constexpr bool CLUSTER = CLUSTER_;
+  static_assert(!CLUSTER || (!PERSISTENT_ && !STAGED_), "cluster split-K: one tile per CTA");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "64- or 128-row tiles");
   static constexpr bool PERSISTENT = PERSISTENT_, STAGED = STAGED_;
   static constexpr int BM = 64 * CONSUMERS, BN = BN_, BK = 128, STAGES = STAGES_;
@@ -93,6 +100,7 @@ struct WgmmaFp8Tile {
   // split-K's "last split" flag (mirrors W8a8WgmmaConfig.smem_bytes)
   static constexpr int SMEM_BYTES =
       1024 + STAGES * (STAGE_BYTES + FACTOR_BYTES) + STAGED_BYTES + 16 * STAGES + 4;
+  static_assert(!CLUSTER || 4 * BM * BN <= STAGES * STAGE_BYTES, "the ring holds a partial tile");
 };
 
 template <class Fmt, class Tile, typename OutT, bool BIAS>
@@ -296,6 +304,14 @@ struct W8a8WgmmaKernel {
       for (int i = 0; i < ACC; ++i) total[i] = 0.f;
       consume(a, r, iters, m0, cw, total, q0);
       static_assert(ACC * 128 * Tile::CONSUMERS == BM * BN, "the host sizes splits as BM * BN");
+      if constexpr (Tile::CLUSTER) {
+        const int2 cols = reduce_wgmma_cluster<ACC, Tile::CONSUMERS>(r.data, total);
+        const Epilogue<OutT, Fmt::EPI_SCALE, false, BIAS> epi{a.w_scales, nullptr, a.bias};
+        store_wgmma_columns<!Fmt::ACT_GROUP>(epi, total, a.a_scales, a.out, a.ldc, a.M, a.N, m0,
+                                             n0, cw, cols.x, cols.y);
+        cluster_wait();  // the peers have read this CTA's partial
+        return;
+      }
       if (gridDim.z > 1 && !reduce_wgmma_splits<ACC, Tile::CONSUMERS>(
                                a.workspace, a.counters, total, m0 + cw * 64 < a.M,
                                shared_int(flag))) {

@@ -5,6 +5,7 @@
 #pragma once
 #include "humming/arith/common.cuh"
 #include "humming/mma/wgmma.cuh"
+#include "humming/ptx/cluster.cuh"
 #include "humming/ptx/sm90_tma.cuh"
 
 namespace humming {
@@ -106,6 +107,46 @@ HM_DEVICE bool reduce_wgmma_splits(float* workspace, int* counters, float (&tota
   return true;
 }
 
+// Split-K within a thread-block cluster: the splits of a tile are the CTAs of one cluster (launch
+// cluster dims (1, 1, splits), split = rank), summed over distributed shared memory instead of
+// reduce_wgmma_splits' workspace, whose last split reads every partial back alone while the
+// others have finished (epilogue/cluster_split.cuh says more). Each CTA's consumers stage their
+// partial `total` at shared address `tile` (register i of consumer thread c at i * THREADS + c;
+// the ring, free once every stage is consumed: ACC x THREADS floats), then rank r of S sums
+// column groups [r G / S, (r + 1) G / S) (G = ACC / 4 groups of 8 columns) of all S partials in
+// rank order (the workspace form's sum, bit for bit) and returns those columns' range in the
+// tile, which `total` then holds. A warpgroup whose rows lie past M stages zeros and meets every
+// barrier. The caller stores the columns and calls cluster_wait() before it exits: its peers may
+// still be reading its partial until then. A launch whose clusters are not the splits traps.
+template <int ACC, int CONSUMERS>
+HM_DEVICE int2 reduce_wgmma_cluster(u32 tile, float (&total)[ACC]) {
+  constexpr int THREADS = 128 * CONSUMERS, GROUPS = ACC / 4;
+  const u32 splits = cluster_size(), rank = cluster_rank();
+  if (splits != gridDim.z) __trap();
+  const int c = threadIdx.x - 128;  // consumer thread: the producer is warpgroup 0
+  named_barrier<THREADS>(1);        // no consumer warpgroup reads the ring any more
+#pragma unroll
+  for (int i = 0; i < ACC; ++i) {
+    st_shared_u32(tile + 4 * (i * THREADS + c), __float_as_uint(total[i]));
+  }
+  cluster_arrive();
+  cluster_wait();  // every split's partial is staged and visible
+  const int g0 = rank * GROUPS / splits, g1 = (rank + 1) * GROUPS / splits;
+#pragma unroll
+  for (int i = 0; i < ACC; ++i) {
+    if (i / 4 >= g0 && i / 4 < g1) total[i] = 0.f;
+  }
+  for (u32 z = 0; z < splits; ++z) {
+    const u32 part = peer_smem(tile, z) + 4 * c;
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) {
+      if (i / 4 >= g0 && i / 4 < g1) total[i] += ld_peer_f32(part + 4 * i * THREADS);
+    }
+  }
+  cluster_arrive();  // this CTA has read its columns of every partial
+  return make_int2(8 * g0, 8 * g1);
+}
+
 // The generic pointer of the shared-memory int at `addr` (a ring's split flag).
 HM_DEVICE int* shared_int(u32 addr) {
   return static_cast<int*>(__cvta_shared_to_generic(static_cast<size_t>(addr)));
@@ -166,6 +207,21 @@ HM_DEVICE void store_wgmma_tile(const Epi& epi, const float (&total)[ACC], const
       [&](int m, int n, float v0, float v1, const typename Epi::Column& c0,
           const typename Epi::Column& c1) {
         epi.store_pair(out, ldc, M, N, m, n, v0, v1, c0, c1, global);
+      });
+}
+
+// store_wgmma_tile for the tile's columns [c0, c1) only (reduce_wgmma_cluster's share).
+template <bool ROW_SCALED, class Epi, typename OutT, int ACC>
+HM_DEVICE void store_wgmma_columns(const Epi& epi, const float (&total)[ACC],
+                                   const float* row_scales, OutT* out, int ldc, int M, int N,
+                                   int m0, int n0, int wg, int c0, int c1) {
+  walk_wgmma_tile<ROW_SCALED>(
+      epi, total, row_scales, M, N, m0, n0, wg,
+      [&](int m, int n, float v0, float v1, const typename Epi::Column& f0,
+          const typename Epi::Column& f1) {
+        if (n - n0 >= c0 && n - n0 < c1) {
+          epi.store_pair(out, ldc, M, N, m, n, v0, v1, f0, f1, 1.f);
+        }
       });
 }
 

@@ -30,6 +30,12 @@ HM_DEVICE u32 peer_smem(u32 addr, u32 rank) {
   return r;
 }
 
+HM_DEVICE float ld_peer_f32(u32 cluster_addr) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(cluster_addr) : "memory");
+  return v;
+}
+
 HM_DEVICE float4 ld_peer_f4(u32 cluster_addr) {
   float4 v;
   asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
