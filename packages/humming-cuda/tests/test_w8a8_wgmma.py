@@ -371,17 +371,18 @@ def test_split_k_counts_the_devices_sms():
     [
         (6144, 4096, 128, 2),  # split 2, 96 CTAs
         (8192, 28672, 96, 2),  # split 2, 128 CTAs
-        (4096, 14336, 256, 2),  # split 2, 128 CTAs
         (4096, 14336, 128, 3),  # split 4: 128 CTAs past the 120 that clusters of 4 hold
         (4096, 14336, 65, 3),  # both consumer warpgroups hold rows from M = 65
         (4096, 14336, 64, 0),  # one does: the workspace form
         (6144, 4096, 32, 0),
         (8960, 4096, 128, 0),  # split 3: 210 CTAs past the 117 that clusters of 3 hold
         (4096, 14336, 1024, 0),  # unsplit
+        (4096, 14336, 129, 0),  # two rows of tiles (split 2): measured slower in clusters
+        (4096, 14336, 256, 0),
     ],
 )
 def test_split_k_runs_in_clusters_where_measured(n, k, m, clusters):
-    """From M = 65 a 128-row split plan of 2 or 3 runs in clusters where the GPU holds all of
+    """At M = 65-128 a 128-row split plan of 2 or 3 runs in clusters where the GPU holds all of
     them at once, and a split of 4 whose clusters of 4 it cannot hold runs in clusters of 3, with
     register stores, before the workspace plans; elsewhere no cluster form is offered."""
     for spec in (presets.W8A8_FP8, presets.FP8_BLOCK128):

@@ -132,17 +132,23 @@ def wide_columns_first(
 
 
 # Split-K in clusters (config.cluster_split: a tile's splits sum their partials over distributed
-# shared memory, no workspace read-back by the last split). H100, same run (session 42's run129,
-# benchmarks/notes/session42.md, split_k x cluster_split with registers stores), us, the routed
-# plan (staged rows from M = 65) -> 2 or 3 splits in clusters: W8A8-fp8 6144x4096 M=128 (split 2)
-# 21.4 -> 20.1, 8192x28672 M=128 (split 2) 102.3 -> 99.7, 4096x14336 M=256 (split 2) 45.6 ->
-# 43.2, 4096x14336 M=128 (split 4: 128 CTAs, more than the 120 that clusters of 4 hold at once)
-# 39.5 -> 37.2 at split 3 in clusters. Not at M <= 64, where one consumer warpgroup holds rows and
-# the workspace form reads back half a tile (split 2: 6144x4096 M=32 18.4 -> 18.8, FP8 block-128
-# M=64 18.3 -> 18.8; 4096x14336 even), nor in grids past the clusters the GPU holds at once
+# shared memory, no workspace read-back by the last split), for grids of one row of 128-row tiles
+# whose two consumer warpgroups both hold rows (M = 65-128). Session 42 (notes/session42.md):
+# H100 sweep of split_k x cluster_split (run129), us, the routed plan (staged rows) -> clusters:
+# W8A8-fp8 6144x4096 M=128 (split 2) 21.4 -> 20.1, 8192x28672 M=128 (split 2) 102.3 -> 99.7,
+# 4096x14336 M=128 (split 4: 128 CTAs, more than the 120 that clusters of 4 hold at once) 39.5 ->
+# 37.2 at split 3 in clusters. H200 route A/B of this rule (run134): 0.93-1.00x at 6144x4096,
+# 4096x14336 and 8192x28672 M = 96 / 128, both fp8 formats (e.g. 6144x4096 M=96 18.3 -> 17.1,
+# FP8 block-128 6144x4096 M=128 18.6 -> 17.6, 8192x28672 M=96 80.2 -> 77.8), 4096x14336 M=80
+# 1.02x. Not past one row of tiles: on the H200 4096x14336 M = 160 / 192 / 224 / 256 took 1.19 /
+# 1.17-1.19 / 1.03 / 1.01x in clusters of 2 (FP8 block-128 M=192 1.11x), though the H100 sweep
+# had M=256 at 0.95x. Not at M <= 64, where one consumer warpgroup holds rows and the workspace
+# form reads back half a tile (H100, split 2: 6144x4096 M=32 18.4 -> 18.8, FP8 block-128 M=64
+# 18.3 -> 18.8; 4096x14336 even), nor in grids past the clusters the GPU holds at once
 # (CLUSTER_SLOTS: split 4 at 4096x14336 M=128 40.4 -> 51.0, split 3 at 6144x4096 M=128 27.7 ->
 # 29.0), nor for w4a8_wgmma (its sweep: 0.96-1.02x at split 2-3, slower beyond).
 CLUSTER_MIN_M = 65
+CLUSTER_MAX_M = BLOCK_M
 
 
 def cluster_split_for(split: int, tiles: int, sms: int) -> int:
@@ -162,9 +168,10 @@ def clusters_where_measured(
     configs: list[W8a8WgmmaConfig], problem: GemmProblem, caps: DeviceCaps
 ) -> list[W8a8WgmmaConfig]:
     """`configs` with the split plan's cluster form (`cluster_split_for`) first, 128-row tiles
-    from M = CLUSTER_MIN_M; else `configs` unchanged."""
+    at M = CLUSTER_MIN_M to CLUSTER_MAX_M; else `configs` unchanged."""
     split = configs[0].split_k if configs else 1
-    if split < 2 or configs[0].tile_rows != BLOCK_M or (problem.m or 0) < CLUSTER_MIN_M:
+    m = problem.m or 0
+    if split < 2 or configs[0].tile_rows != BLOCK_M or not CLUSTER_MIN_M <= m <= CLUSTER_MAX_M:
         return configs
     tiles = -(-problem.n // configs[0].tile_cols) * -(-problem.m // BLOCK_M)
     clusters = cluster_split_for(split, tiles, caps.sm_count or DEFAULT_SMS)
