@@ -770,7 +770,8 @@ def test_ring_stages_can_be_sized_for_the_specs_codes():
 # 35.9, 8192x28672 M=64 c3 85.7), session 40's routed points against their workspace form
 # (run124_routed.json), and the points routed to clusters by with_clusters outside that sweep
 # (run125_ab_*.json: several waves of clusters of 2 and 3; split 4 in clusters for split 5).
-# Points whose token tile run127 moved (M = 384, 768 of some layers) are in WIDER_TILES_AB.
+# Points whose token tile run127 moved (M = 384, 768 of some layers) are in WIDER_TILES_AB. The
+# split-K plan's column is best_plan's with 4-bit pricing (its default code_bits).
 CLUSTER_SWEEP = [
     ("W4A16_G128", 4096, 14336, 32, 8, 22.6, "w8", 22.6),
     ("W4A16_G128", 4096, 14336, 64, 8, 26.9, "w8", 26.9),
@@ -792,8 +793,10 @@ CLUSTER_SWEEP = [
     ("W8A16", 6144, 4096, 64, 5, 20.8, "c4", 16.2),
     ("W8A16", 6144, 4096, 128, 5, 28.7, "c4", 20.0),
     ("W8A16", 6144, 4096, 256, 2, 36.5, "c2", 29.9),
-    ("W8A16", 4096, 14336, 64, 8, 34.5, "w8", 34.5),
-    ("W8A16", 4096, 14336, 128, 8, 46.0, "w8", 46.0),
+    # 8-bit codes below 192 rows: routed to the sweep's fastest since session 42
+    # (heuristics.BYTE_CODES_MAX_M)
+    ("W8A16", 4096, 14336, 64, 8, 34.5, "c6", 28.9),
+    ("W8A16", 4096, 14336, 128, 8, 46.0, "c6", 35.9),
     ("W8A16", 4096, 14336, 256, 4, 55.6, "w4", 55.6),
     ("W8A16", 8192, 28672, 64, 4, 90.3, "w4", 90.3),
     ("W8A16", 8192, 28672, 128, 4, 104.9, "w4", 104.9),
@@ -836,6 +839,39 @@ def test_cluster_split_k_routed_where_it_measured_faster(
         cfg.block_n,
         cfg.rs_ctas_per_sm,
     )
+
+
+# 8-bit codes below MID_MIN_M rows (heuristics.BYTE_CODES_MAX_M): H100, same run (session 42's
+# run130, benchmarks/notes/session42/h100/run131_split_row_ab.json: both routes timed), us,
+# (spec, N, K, M, previous route, its time, route now, its time).
+BYTE_CODES_AB = [
+    ("W8A16", 6144, 4096, 17, (32, 5, False), 15.5, (32, 4, True), 14.1),
+    ("W8A16", 6144, 4096, 32, (32, 5, False), 15.8, (32, 4, True), 14.1),
+    ("W8A16", 4096, 14336, 48, (64, 8, False), 37.3, (64, 6, True), 32.6),
+    ("W8A16", 4096, 14336, 64, (64, 8, False), 37.7, (64, 6, True), 32.6),
+]
+
+
+@pytest.mark.parametrize("spec, n, k, m, before, before_us, now, now_us", BYTE_CODES_AB)
+def test_byte_codes_below_192_rows_price_the_read_back_twice_with_clusters_in_the_choice(
+    spec, n, k, m, before, before_us, now, now_us, monkeypatch
+):
+    """The measured points route as the table says now, and did as it says before (the
+    constant set back); the route now measured faster. 4-bit codes and rows from MID_MIN_M
+    are priced as before."""
+    problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
+
+    def route(spec_name: str, p: GemmProblem) -> tuple:
+        cfg = FAMILY.candidates(presets.preset(spec_name), p, SM90)[0]
+        return (cfg.rs_block_m, cfg.split_k, cfg.rs_cluster_split)
+
+    assert route(spec, problem) == now and now_us < before_us
+    mid = GemmProblem(n=n, k=k, m=heuristics.MID_MIN_M, act_dtype="fp16")
+    others = [("W4A16_G128", problem), ("MXFP4", problem), (spec, mid)]
+    current = [route(name, p) for name, p in others]
+    monkeypatch.setattr(heuristics, "BYTE_CODES_MAX_M", 0)
+    assert route(spec, problem) == before
+    assert [route(name, p) for name, p in others] == current
 
 
 def test_cluster_split_k_is_never_routed_beyond_a_portable_cluster_or_with_stream_k():

@@ -106,6 +106,19 @@ WIDE_SPLIT_MIN_M = 1024
 SMEM_STEP_COST = RS_STEP_COST[128] / 1.4
 FIXED_STEPS = 12
 SPLIT_ROW_STEPS = 0.012  # small since the read-back batches its loads (epilogue/split_tile.cuh)
+# 8-bit codes below MID_MIN_M rows: the read-back at twice SPLIT_ROW_STEPS, and every split plan
+# priced with its cluster forms (with_clusters) before the tile is chosen, not after. H100, same
+# run (session 42's run130, notes/session42.md section 2), us, routed -> this pricing: W8A16
+# 6144x4096 M=17 / 32 15.5 -> 14.1 and 15.8 -> 14.1 (split 5 through the workspace -> split 4 in
+# clusters), 4096x14336 M=48 / 64 37.3 -> 32.6 and 37.7 -> 32.6 (split 8 -> split 6 in
+# clusters); 4096x14336 M = 96 / 128 now take 128 rows split 6 in clusters (session 41's sweep:
+# 0.78x the split 8 at M=128). The doubled price alone moved 6144x4096 M = 96 / 128 to 64-row
+# tiles (20.1 -> 23.5 us) and 8192x28672 M=384 to unsplit 96-row ones (274.4 -> 282.2): priced
+# with their cluster forms the first keep their 128-row split 4 in clusters, and from MID_MIN_M
+# rows nothing changes. 4-bit codes keep SPLIT_ROW_STEPS: doubled, they lost at every moved point
+# (W4A16 g128 6144x4096 M = 17-64 0.95-0.83x, 4096x14336 M=48 0.96x).
+BYTE_CODES_MAX_M = MID_MIN_M - 1
+BYTE_CODES_SPLIT_ROW_STEPS = 2 * SPLIT_ROW_STEPS
 MIN_STEPS_PER_SPLIT = 8
 MAX_SPLIT = 16
 # The 128-column tile (rs_block_n = 128: one consumer warpgroup, two CTAs per SM at 64 or 128 token
@@ -244,7 +257,7 @@ def cta_cost(
     return cta + split * block_m * split_row if split > 1 else cta
 
 
-def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
+def register_plans(problem: GemmProblem, sms: int, split_row: float | None = None) -> list[Plan]:
     """The register form's (token tile, K split, CTAs per SM) choices: the narrowest tile that
     holds M up to 64 rows, else 64- or 128-row tiles, from MID_MIN_M 96 rows, and from WIDE_MIN_M
     160 or 176 rows (split only from WIDE_SPLIT_MIN_M); every split leaving MIN_STEPS_PER_SPLIT
@@ -265,7 +278,7 @@ def register_plans(problem: GemmProblem, sms: int) -> list[Plan]:
                 break
             if split > 1 and block_m in RS_WIDE_BLOCK_MS and m < WIDE_SPLIT_MIN_M:
                 break
-            cta = cta_cost(steps, block_m, split)
+            cta = cta_cost(steps, block_m, split, split_row=split_row)
             plans.append(Plan(waves(tiles * split, sms) * cta, True, block_m, split))
             if block_m <= RS_MAX_BLOCK_M_2CTAS:
                 cost = waves(tiles * split, 2 * sms) * cta * PAIR_COST
@@ -325,14 +338,21 @@ def shared_plan(problem: GemmProblem, sms: int) -> Plan:
     return Plan(waves(tiles, sms) * (steps * SMEM_STEP_COST + FIXED_STEPS), False)
 
 
-def best_plan(problem: GemmProblem, caps: DeviceCaps, narrow_n: bool = False) -> Plan:
+def best_plan(
+    problem: GemmProblem, caps: DeviceCaps, narrow_n: bool = False, code_bits: int = 4
+) -> Plan:
     """The cheapest plan (ties: the earlier one: narrower tiles, fewer splits); the shared-memory
     form only from M = 128, a whole tile of its rows; with `narrow_n` (4-bit codes) the
     128-column tile (split-K, or stream-K up to STREAM_MAX_M rows) or, above that up to
-    STREAM_WIDE_MAX_M rows, the 256-column stream-K form where it clears N128_MARGIN."""
+    STREAM_WIDE_MAX_M rows, the 256-column stream-K form where it clears N128_MARGIN. 8-bit codes
+    up to BYTE_CODES_MAX_M rows: priced as the constants there say."""
     sms = caps.sm_count or DEFAULT_SMS
     m = problem.m or 0
-    plans = register_plans(problem, sms)
+    if code_bits == 8 and m <= BYTE_CODES_MAX_M:
+        plans = register_plans(problem, sms, BYTE_CODES_SPLIT_ROW_STEPS)
+        plans = [with_clusters(p, problem, caps) for p in plans]
+    else:
+        plans = register_plans(problem, sms)
     if m >= BLOCK_M:
         plans.append(shared_plan(problem, sms))
     best = min(plans, key=lambda p: p.cost)
@@ -374,9 +394,8 @@ def with_clusters(plan: Plan, problem: GemmProblem, caps: DeviceCaps) -> Plan:
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[WgmmaWna16Config]:
     """Configs for best_plan, best first (ring depths that fit the arch's shared memory)."""
-    plan = with_clusters(
-        best_plan(problem, caps, narrow_n=spec.weight.dtype.bits == 4), problem, caps
-    )
+    bits = spec.weight.dtype.bits
+    plan = with_clusters(best_plan(problem, caps, bits == 4, bits), problem, caps)
     group_m = 8 if spec.weight_bytes(problem.n, problem.k) > (caps.l2_bytes or _DEFAULT_L2) else 1
     if not plan.registers:
         shared = partial(WgmmaWna16Config, pdl=True)
