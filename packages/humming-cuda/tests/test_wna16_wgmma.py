@@ -771,7 +771,7 @@ def test_ring_stages_can_be_sized_for_the_specs_codes():
 # (run124_routed.json), and the points routed to clusters by with_clusters outside that sweep
 # (run125_ab_*.json: several waves of clusters of 2 and 3; split 4 in clusters for split 5).
 # Points whose token tile run127 moved (M = 384, 768 of some layers) are in WIDER_TILES_AB. The
-# split-K plan's column is best_plan's with 4-bit pricing (its default code_bits).
+# split-K plan's column is best_plan's without byte_codes (the 4-bit pricing).
 CLUSTER_SWEEP = [
     ("W4A16_G128", 4096, 14336, 32, 8, 22.6, "w8", 22.6),
     ("W4A16_G128", 4096, 14336, 64, 8, 26.9, "w8", 26.9),

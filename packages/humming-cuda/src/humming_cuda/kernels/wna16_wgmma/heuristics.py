@@ -339,16 +339,16 @@ def shared_plan(problem: GemmProblem, sms: int) -> Plan:
 
 
 def best_plan(
-    problem: GemmProblem, caps: DeviceCaps, narrow_n: bool = False, code_bits: int = 4
+    problem: GemmProblem, caps: DeviceCaps, narrow_n: bool = False, byte_codes: bool = False
 ) -> Plan:
     """The cheapest plan (ties: the earlier one: narrower tiles, fewer splits); the shared-memory
     form only from M = 128, a whole tile of its rows; with `narrow_n` (4-bit codes) the
     128-column tile (split-K, or stream-K up to STREAM_MAX_M rows) or, above that up to
-    STREAM_WIDE_MAX_M rows, the 256-column stream-K form where it clears N128_MARGIN. 8-bit codes
-    up to BYTE_CODES_MAX_M rows: priced as the constants there say."""
+    STREAM_WIDE_MAX_M rows, the 256-column stream-K form where it clears N128_MARGIN. With
+    `byte_codes` (8-bit codes) up to BYTE_CODES_MAX_M rows: priced as the constants there say."""
     sms = caps.sm_count or DEFAULT_SMS
     m = problem.m or 0
-    if code_bits == 8 and m <= BYTE_CODES_MAX_M:
+    if byte_codes and m <= BYTE_CODES_MAX_M:
         plans = register_plans(problem, sms, BYTE_CODES_SPLIT_ROW_STEPS)
         plans = [with_clusters(p, problem, caps) for p in plans]
     else:
@@ -395,7 +395,7 @@ def with_clusters(plan: Plan, problem: GemmProblem, caps: DeviceCaps) -> Plan:
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[WgmmaWna16Config]:
     """Configs for best_plan, best first (ring depths that fit the arch's shared memory)."""
     bits = spec.weight.dtype.bits
-    plan = with_clusters(best_plan(problem, caps, bits == 4, bits), problem, caps)
+    plan = with_clusters(best_plan(problem, caps, bits == 4, bits == 8), problem, caps)
     group_m = 8 if spec.weight_bytes(problem.n, problem.k) > (caps.l2_bytes or _DEFAULT_L2) else 1
     if not plan.registers:
         shared = partial(WgmmaWna16Config, pdl=True)
