@@ -35,6 +35,7 @@ from wgmma_conformance import (
     split_kernel,
     unsplit_kernels,
 )
+from wgmma_conformance import variant_kernels as shared_variant_kernels
 
 pytestmark = [
     pytest.mark.cuda,
@@ -151,9 +152,7 @@ def variant_kernels(device, cases: list[Case], update: dict) -> dict:
     """Each case's first candidate with `update` applied, by case id."""
     from humming_cuda.kernels.w4a8_wgmma import FAMILY
 
-    jobs = [(c, 0) for c in cases]
-    built = build_kernels(device, FAMILY, jobs, update=update)
-    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+    return shared_variant_kernels(device, FAMILY, cases, update)
 
 
 @pytest.fixture(scope="module")

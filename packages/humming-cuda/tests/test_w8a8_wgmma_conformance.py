@@ -35,6 +35,7 @@ from wgmma_conformance import (
     sm90_device,
     split_kernel,
     unsplit_kernels,
+    variant_kernels,
 )
 
 pytestmark = [
@@ -114,10 +115,8 @@ def cluster(device):
     count is a launch parameter): 64-row tiles for the cases of up to 64 rows, else 128."""
     from humming_cuda.kernels.w8a8_wgmma import FAMILY
 
-    jobs = [(c, 0) for c in SPLIT_CASES]
     update = {"split_k": 2, "cluster_split": True, "persistent": False, "staged_store": False}
-    built = build_kernels(device, FAMILY, jobs, update=update)
-    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+    return variant_kernels(device, FAMILY, SPLIT_CASES, update)
 
 
 @pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.id)
@@ -162,11 +161,8 @@ def narrow_kernels(device):
     with it as the first candidate of every M <= 64 case, split ones included)."""
     from humming_cuda.kernels.w8a8_wgmma import FAMILY
 
-    jobs = [(c, 0) for c in NARROW_CASES]
-    built = build_kernels(
-        device, FAMILY, jobs, update={"tile_rows": 64, "stages": 4, "split_k": 1, **WORKSPACE}
-    )
-    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+    update = {"tile_rows": 64, "stages": 4, "split_k": 1, **WORKSPACE}
+    return variant_kernels(device, FAMILY, NARROW_CASES, update)
 
 
 @pytest.mark.parametrize("case", NARROW_CASES, ids=lambda c: c.id)
@@ -185,14 +181,8 @@ def persistent_kernels(device):
     """Every case's first candidate made persistent (unsplit, 128-row tile)."""
     from humming_cuda.kernels.w8a8_wgmma import FAMILY
 
-    jobs = [(c, 0) for c in CASES]
-    built = build_kernels(
-        device,
-        FAMILY,
-        jobs,
-        update={"persistent": True, "split_k": 1, "tile_rows": 128, **WORKSPACE},
-    )
-    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+    update = {"persistent": True, "split_k": 1, "tile_rows": 128, **WORKSPACE}
+    return variant_kernels(device, FAMILY, CASES, update)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -215,13 +205,10 @@ def staged_kernels(device):
     from humming_cuda.kernels.w8a8_wgmma import FAMILY
 
     forms = {"persistent": True, "split_k": 1, "tile_rows": 128, "staged_store": True, **WORKSPACE}
-    jobs = [(c, 0) for c in STAGED_CASES]
-    built = build_kernels(device, FAMILY, jobs, update=forms)
-    split_jobs = [(c, 0) for c in SPLIT_CASES]
-    split_built = build_kernels(device, FAMILY, split_jobs, update={**forms, "persistent": False})
-    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}, {
-        c.id: b for (c, _), b in zip(split_jobs, split_built, strict=True)
-    }
+    return (
+        variant_kernels(device, FAMILY, STAGED_CASES, forms),
+        variant_kernels(device, FAMILY, SPLIT_CASES, {**forms, "persistent": False}),
+    )
 
 
 @pytest.mark.parametrize("case", STAGED_CASES, ids=lambda c: c.id)

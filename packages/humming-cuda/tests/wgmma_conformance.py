@@ -64,12 +64,17 @@ def ring_kernels(device, family, cases: list, deep: list) -> dict:
     return {(c.id, i): b for (c, i), b in zip(jobs, built, strict=True)}
 
 
+def variant_kernels(device, family, cases: list, update: dict) -> dict:
+    """(config, kernel) by case id: each case's first candidate with `update` applied."""
+    jobs = [(c, 0) for c in cases]
+    built = build_kernels(device, family, jobs, update=update)
+    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+
+
 def unsplit_kernels(device, family, cases: list) -> dict:
     """(config, kernel) by case id: the first candidate, unsplit; split counts bind the same
     loaded module (`split_kernel`: the split is a launch parameter)."""
-    jobs = [(c, 0) for c in cases]
-    built = build_kernels(device, family, jobs, update={"split_k": 1, **WORKSPACE})
-    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+    return variant_kernels(device, family, cases, {"split_k": 1, **WORKSPACE})
 
 
 def split_kernel(device, family, case, unsplit, split: int):

@@ -173,7 +173,7 @@ def clusters_where_measured(
     m = problem.m or 0
     if split < 2 or configs[0].tile_rows != BLOCK_M or not CLUSTER_MIN_M <= m <= CLUSTER_MAX_M:
         return configs
-    tiles = -(-problem.n // configs[0].tile_cols) * -(-problem.m // BLOCK_M)
+    tiles = -(-problem.n // configs[0].tile_cols) * -(-m // BLOCK_M)
     clusters = cluster_split_for(split, tiles, caps.sm_count or DEFAULT_SMS)
     if not clusters:
         return configs
