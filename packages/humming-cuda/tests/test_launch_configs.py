@@ -97,3 +97,15 @@ def test_clusters_follow_the_grids_z_for_split_k(issued, monkeypatch):
     assert plain == [(24, 1, 1)]
     with pytest.raises(ValueError, match="not both"):
         launch.Launcher(Function(), [], cluster=(1, 1, 2), cluster_z_from_grid=True)
+
+
+def test_clusters_of_a_divisor_of_the_grids_z(issued):
+    """cluster_z_divisor (several clusters of a tile's splits): clusters of gcd(grid z, divisor);
+    a grid whose z has none in common launches with no cluster attribute; the divisor alone is
+    refused."""
+    launcher = launch.Launcher(Function(), [], cluster_z_from_grid=True, cluster_z_divisor=4)
+    for grid in [(24, 1, 8), (24, 1, 6), (24, 1, 16), (24, 1, 3)]:
+        launcher.launch(grid, (256, 1, 1), 2048, 0, 0x10)
+    assert [fields[5] for _, fields in issued] == [[(1, 1, 4)], [(1, 1, 2)], [(1, 1, 4)], []]
+    with pytest.raises(ValueError, match="cluster_z_divisor"):
+        launch.Launcher(Function(), [], cluster_z_divisor=2)

@@ -874,6 +874,24 @@ def test_byte_codes_below_192_rows_price_the_read_back_twice_with_clusters_in_th
     assert [route(name, p) for name, p in others] == current
 
 
+def test_clusters_of_fewer_splits_divide_the_split_and_need_cluster_split():
+    """rs_cluster_ctas: a divisor of split_k from 2 to split_k - 1, with rs_cluster_split; it lets
+    split_k past a portable cluster (the clusters are smaller); the rest is refused by name."""
+    rs = {"arch": "sm_90a", "stages": 4, "weights_in_registers": True}
+    cfg = WgmmaWna16Config(**rs, split_k=16, rs_cluster_split=True, rs_cluster_ctas=4)
+    assert (cfg.split_k, cfg.rs_cluster_ctas) == (16, 4)
+    with pytest.raises(ValueError, match="rs_cluster_split needs"):  # 16 CTAs in one cluster
+        WgmmaWna16Config(**rs, split_k=16, rs_cluster_split=True)
+    for fields in (
+        {"split_k": 8, "rs_cluster_ctas": 2},  # without rs_cluster_split
+        {"split_k": 8, "rs_cluster_split": True, "rs_cluster_ctas": 3},  # not a divisor
+        {"split_k": 4, "rs_cluster_split": True, "rs_cluster_ctas": 4},  # the whole split: 0
+        {"split_k": 9, "rs_cluster_split": True, "rs_cluster_ctas": 9},  # past a cluster
+    ):
+        with pytest.raises(ValueError, match="rs_cluster_ctas"):
+            WgmmaWna16Config(**rs, **fields)
+
+
 def test_cluster_split_k_is_never_routed_beyond_a_portable_cluster_or_with_stream_k():
     """No routed config asks for a cluster of more than 8 CTAs, or for clusters with stream-K or
     without a split, across the family's M buckets on the four layers."""

@@ -23,6 +23,7 @@ from wgmma_conformance import (
 )
 from wna16_cases import Case, random_weight
 from wna16_wgmma_cases import (
+    CLUSTER_GROUP_SHAPES,
     CLUSTER_SPLIT_SHAPES,
     MID_M_SHAPES,
     NARROW_N_SHAPES,
@@ -171,6 +172,7 @@ STREAM = small_m_cases(first_seed=3400, shapes=STREAM_SHAPES)
 NARROW_N = small_m_cases(first_seed=3500, shapes=NARROW_N_SHAPES)
 NARROW_N_STREAM = small_m_cases(first_seed=3600, shapes=NARROW_N_STREAM_SHAPES)
 CLUSTER_SPLIT = small_m_cases(first_seed=3700, shapes=CLUSTER_SPLIT_SHAPES)
+CLUSTER_GROUPS = small_m_cases(first_seed=3800, shapes=CLUSTER_GROUP_SHAPES)
 # the stream-K form's fixed fields (the case's own: token tile, ring depth)
 STREAM_FIELDS = {"rs_stream_k": True, "split_k": 1, "rs_ctas_per_sm": 1}
 
@@ -242,6 +244,14 @@ def cluster_split_kernels(device):
     """CLUSTER_SPLIT's cases: splits of a tile summed within a cluster, at the case's fields."""
     fields = ("split_k", "rs_block_m", "rs_block_n", "rs_ctas_per_sm", "stages")
     cases = [(c, (True, *v)) for c, v in CLUSTER_SPLIT]
+    return _split_kernels(device, cases, ("rs_cluster_split", *fields))
+
+
+@pytest.fixture(scope="module")
+def cluster_group_kernels(device):
+    """CLUSTER_GROUPS' cases: a tile's splits in several clusters, at the case's fields."""
+    fields = ("split_k", "rs_cluster_ctas", "rs_block_m", "rs_block_n", "rs_ctas_per_sm", "stages")
+    cases = [(c, (True, *v)) for c, v in CLUSTER_GROUPS]
     return _split_kernels(device, cases, ("rs_cluster_split", *fields))
 
 
@@ -353,11 +363,28 @@ def test_cluster_split_k_matches_reference(case: Case, device, cluster_split_ker
     _check(case, device, config, kernel)
 
 
-@pytest.mark.parametrize("form", ["split", "stream", "cluster"])
+@pytest.mark.parametrize(
+    "case",
+    [c for c, _ in CLUSTER_GROUPS],
+    ids=[f"{c.id}-split{s}-of{g}-m{b}-n{n}" for c, (s, g, b, n, _, _) in CLUSTER_GROUPS],
+)
+def test_cluster_groups_split_k_matches_reference(case: Case, device, cluster_group_kernels):
+    """A tile's K splits in several clusters (rs_cluster_ctas), each summing over distributed
+    shared memory, their row shares then summed through the workspace: 2 to 16 splits in clusters
+    of 2, 3 or 4, even and uneven row shares, M / N / K tails, a split K cuts to one with no
+    common divisor (clusters of one CTA, the workspace alone)."""
+    config, kernel = cluster_group_kernels[(case.id, case.seed)]
+    assert config.rs_cluster_split and config.rs_cluster_ctas
+    assert kernel.launcher.cluster_z_divisor == config.rs_cluster_ctas
+    _check(case, device, config, kernel)
+
+
+@pytest.mark.parametrize("form", ["split", "stream", "cluster", "cluster_groups"])
 def test_split_k_replays_in_a_graph_and_resets_its_counters(device, form):
     """A split-K (or stream-K) launch leaves the tile counters at zero: graph replays and eager
     calls after them keep matching the first eager result, bit for bit (cluster split-K, which
-    has no counters, too: its clusters launch in the graph as eagerly)."""
+    has no counters, too: its clusters launch in the graph as eagerly; several clusters per tile
+    sum through the workspace in a fixed order, whichever arrives last)."""
     from humming_core.numerics import quantize_weight
     from humming_cuda.kernels.wna16_wgmma import FAMILY
 
@@ -365,6 +392,9 @@ def test_split_k_replays_in_a_graph_and_resets_its_counters(device, form):
     fields = {"split_k": split} if form == "split" else STREAM_FIELDS
     if form == "cluster":
         fields = {"split_k": split, "rs_cluster_split": True}
+    if form == "cluster_groups":  # 16 splits in clusters of 4: the workspace and its counters
+        case, split = next((c, s) for c, (s,) in SMALL_M if s == 16)
+        fields = {"split_k": split, "rs_cluster_split": True, "rs_cluster_ctas": 4}
     ((config, kernel),) = build_kernels(device, FAMILY, [(case, 0)], fields)
     gen = torch.Generator(device="cuda").manual_seed(case.seed)
     bias = torch.randn(case.n, device="cuda", generator=gen) if case.spec.epilogue.bias else None

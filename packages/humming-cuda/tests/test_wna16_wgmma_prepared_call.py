@@ -64,6 +64,7 @@ def cpu_workspace(monkeypatch):
         {"rs_block_m": 16, "split_k": 3},
         {"rs_stream_k": True, "stages": 4},
         {"rs_block_m": 16, "split_k": 3, "rs_cluster_split": True},
+        {"rs_block_m": 16, "split_k": 4, "rs_cluster_split": True, "rs_cluster_ctas": 2},
     ],
 )
 def test_prepared_calls_launch_what_the_full_check_computes(fields):
@@ -121,6 +122,32 @@ def test_cluster_split_k_takes_no_workspace(cpu_workspace):
         assert params[names.index("workspace")] == 0 and params[names.index("counters")] == 0
         assert params[names.index("iters_per_split")] == 4
     assert handed_out == [] and not call.uses_workspace
+
+
+def test_clusters_of_fewer_splits_sum_through_the_workspace(cpu_workspace):
+    """Splits in several clusters per tile (rs_cluster_ctas): the launcher's clusters are the
+    divisor, and the workspace and a counter per tile and cluster rank are handed out, in the
+    full check and on the quick path (grown with M); a K that cuts the split to 3 launches
+    clusters of gcd(3, 2) = 1 CTA, the workspace then summing whole tiles."""
+    handed_out = cpu_workspace
+    kernel = make_kernel(rs_block_m=32, split_k=4, rs_cluster_split=True, rs_cluster_ctas=2)
+    weights = packed()
+    call = kernel.prepare(**weights)
+    names = kernel.signature.names
+    real = bind.WgmmaWna16Kernel(FakeFunction(), W4A16_G128, kernel.config).launcher
+    assert real.cluster_z_from_grid and real.cluster_z_divisor == 2
+    for m in (20, 32, 200):
+        call(*operands(m))
+        grid, _, _, params = kernel.launcher.launches[-1]
+        assert grid == (N // 256, -(-m // 32), 4)
+        ws, ct = handed_out[-1]
+        assert params[names.index("workspace")] == ws.data_ptr()
+        assert params[names.index("counters")] == ct.data_ptr()
+        assert ct.numel() >= grid[0] * grid[1] * 2  # a counter per tile and rank
+    assert call.uses_workspace and len(handed_out) == 2
+    assert [kernel.cluster_ctas(s) for s in (4, 3, 2, 1)] == [2, 1, 2, 1]
+    whole = make_kernel(rs_block_m=32, split_k=4, rs_cluster_split=True)
+    assert [whole.cluster_ctas(s) for s in (4, 3)] == [4, 3]  # one cluster: no workspace
 
 
 def test_stream_k_launches_the_resident_ctas_with_a_workspace_fixed_per_device(cpu_workspace):

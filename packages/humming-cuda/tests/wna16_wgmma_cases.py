@@ -212,6 +212,26 @@ CLUSTER_SPLIT_SHAPES = (
 )
 
 
+# Clusters of fewer than a tile's splits (rs_cluster_ctas: each cluster sums its splits over
+# distributed shared memory, each rank's rows then summed over the tile's clusters through the
+# workspace): (M, N, K, split_k, rs_cluster_ctas, rs_block_m, rs_block_n, rs_ctas_per_sm, stages).
+# Split 8 as four clusters of 2 on the 128-column tile at two CTAs per SM (4096x14336's M=128
+# plan); two clusters of 4 with M and N tails and uneven K steps; 16 splits in clusters of 4 (past
+# a portable cluster); three clusters of 2; a 32-row tile's 16-row shares; clusters of 3 whose
+# 16-row tile gives ranks 5 / 5 / 6 rows; a split of 4 that K cuts to 3 (no common divisor with
+# 2: every split its own cluster, summed through the workspace whole); the 176-row tile.
+CLUSTER_GROUP_SHAPES = (
+    (128, 256, 4096, 8, 2, 128, 128, 2, 4),
+    (130, 1000, 3000, 8, 4, 128, 256, 1, 4),
+    (64, 520, 4096, 16, 4, 64, 128, 2, 4),
+    (100, 1000, 2056, 6, 2, 64, 128, 2, 4),
+    (17, 300, 1040, 4, 2, 32, 256, 1, 4),
+    (16, 200, 1040, 6, 3, 16, 256, 2, 4),
+    (64, 256, 192, 4, 2, 64, 256, 1, 4),
+    (350, 520, 2056, 4, 2, 176, 256, 1, 4),
+)
+
+
 def small_m_cases(first_seed: int = 3000, shapes=SMALL_M_SHAPES) -> list[tuple[Case, tuple]]:
     """(case, launch fields) of `shapes` (M, N, K, fields...) over the own formats and the float
     ones, rotating groups and dtypes as wgmma_cases does."""

@@ -11,6 +11,7 @@ drops the latter.
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -106,7 +107,8 @@ class Launcher:
     object); with them, cuLaunchKernelEx and a config cached per (grid, block, smem, stream): a
     cached config is never written again, so every thread can launch with it.
     `cluster_z_from_grid`: each launch's clusters are its grid's z extent, (1, 1, grid z) (split-K
-    whose splits of a tile form one cluster); a grid of z = 1 launches without clusters.
+    whose splits of a tile form one cluster), or with `cluster_z_divisor` the greatest common
+    divisor of the two (several clusters of a tile's splits); clusters of 1 launch without.
     """
 
     def __init__(
@@ -116,13 +118,17 @@ class Launcher:
         cluster: Dim3 | None = None,
         pdl: bool = False,
         cluster_z_from_grid: bool = False,
+        cluster_z_divisor: int = 0,
     ) -> None:
         if cluster is not None and cluster_z_from_grid:
             raise ValueError("give cluster dims or cluster_z_from_grid, not both")
+        if cluster_z_divisor and not cluster_z_from_grid:
+            raise ValueError("cluster_z_divisor goes with cluster_z_from_grid")
         self.function = function
         self.ctypes = tuple(ctypes_list)
         self.cluster = cluster
         self.cluster_z_from_grid = cluster_z_from_grid
+        self.cluster_z_divisor = cluster_z_divisor
         self.pdl = pdl and ENV.HUMMING_PDL
         self._attrs = _launch_attributes(cluster, self.pdl)
         self._configs: dict[tuple[Dim3, Dim3, int, int], Any] = {}
@@ -174,7 +180,11 @@ class Launcher:
 
     def _cluster(self, grid: Dim3) -> Dim3 | None:
         """The cluster dims of a launch of `grid`."""
-        return (1, 1, grid[2]) if self.cluster_z_from_grid else self.cluster
+        if not self.cluster_z_from_grid:
+            return self.cluster
+        if self.cluster_z_divisor:
+            return (1, 1, math.gcd(grid[2], self.cluster_z_divisor))
+        return (1, 1, grid[2])
 
     def _failed(self, err: Any, grid: Dim3, block: Dim3, smem: int, address: int, raw: int) -> None:
         if err == _INVALID_CONTEXT:  # a thread torch never touched has no current context

@@ -61,11 +61,11 @@ SPLIT_K_BUFFERS = SplitKBuffers()
 
 
 def tile_workspace(
-    device: torch.device, tiles: int, split: int, tile_floats: int
+    device: torch.device, tiles: int, split: int, tile_floats: int, counters: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The shared workspace for `split` fp32 partial tiles of `tile_floats` per output tile, and
-    counters for `tiles` tiles."""
-    return SPLIT_K_BUFFERS.get(device, tiles * split * tile_floats, tiles)
+    `counters` counters (one per tile unless given)."""
+    return SPLIT_K_BUFFERS.get(device, tiles * split * tile_floats, counters or tiles)
 
 
 def split_launch(

@@ -5,6 +5,7 @@ splits of a tile are one cluster)."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -69,9 +70,14 @@ class WgmmaWna16Kernel:
         self.function = function
         self.signature = signature(self.fmt, function.symbol, config.weights_in_registers)
         ctypes_list = (TensorMapParam, *self.signature.ctypes[1:])
-        # cluster split-K: a tile's splits (the grid's z) are one cluster
+        # cluster split-K: a tile's splits (the grid's z) are one cluster, or clusters of
+        # rs_cluster_ctas of them
         self.launcher = Launcher(
-            function, ctypes_list, pdl=config.pdl, cluster_z_from_grid=config.rs_cluster_split
+            function,
+            ctypes_list,
+            pdl=config.pdl,
+            cluster_z_from_grid=config.rs_cluster_split,
+            cluster_z_divisor=config.rs_cluster_ctas,
         )
         self.maps = ActMapCache(config.block_m)
         function.reserve_smem(config.smem_bytes)
@@ -116,7 +122,7 @@ class WgmmaWna16Kernel:
         m, n = out.shape
         grid_n, grid_m = -(-n // self.config.block_n), -(-m // self.config.block_m)
         split, ips = self.split_k(x.shape[1])
-        if (split > 1 and not self.config.rs_cluster_split) or self.resident:
+        if (split > 1 and self.cluster_ctas(split) < split) or self.resident:
             values = dict(values)
             values["workspace"], values["counters"] = self.split_k_buffers(
                 x.device, grid_n, grid_m, split
@@ -140,6 +146,14 @@ class WgmmaWna16Kernel:
             )
         return min(self.resident, iterations)
 
+    def cluster_ctas(self, split: int) -> int:
+        """CTAs per cluster of a launch of `split` splits (1: no clusters; `split`: the tile's
+        splits sum in one cluster, with no workspace)."""
+        cfg = self.config
+        if not cfg.rs_cluster_split:
+            return 1
+        return math.gcd(split, cfg.rs_cluster_ctas) if cfg.rs_cluster_ctas else split
+
     def split_k(self, k: int) -> tuple[int, int]:
         """(splits, K steps per split) for a reduction depth of `k`."""
         return split_iterations(-(-k // BLOCK_K), self.config.split_k)
@@ -148,9 +162,12 @@ class WgmmaWna16Kernel:
         self, device: torch.device, grid_n: int, grid_m: int, split: int
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Shared fp32 workspace (a block_m x block_n tile per split and tile) and zeroed tile
-        counters big enough for this grid; for stream-K two partial tiles and a counter per
-        resident CTA, whatever M is."""
+        counters big enough for this grid (one per tile, or per tile and rank of its clusters);
+        for stream-K two partial tiles and a counter per resident CTA, whatever M is."""
         cfg = self.config
         if self.resident:
             return tile_workspace(device, self.resident, 2, cfg.block_m * cfg.block_n)
-        return tile_workspace(device, grid_n * grid_m, split, cfg.block_m * cfg.block_n)
+        tiles = grid_n * grid_m
+        return tile_workspace(
+            device, tiles, split, cfg.block_m * cfg.block_n, tiles * self.cluster_ctas(split)
+        )

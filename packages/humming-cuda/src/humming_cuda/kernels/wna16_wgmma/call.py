@@ -26,7 +26,7 @@ class WgmmaWna16Call(PreparedDenseCall):
 
     def keep_template(self, grid: tuple[int, int, int], params: list, dims: dict[str, int]) -> None:
         super().keep_template(grid, params, dims)
-        if self.kernel.config.rs_cluster_split:
+        if self.kernel.cluster_ctas(self.split) == self.split:
             self.uses_workspace = False  # the splits sum over distributed shared memory
         if self.kernel.resident:
             # the tiles across N (the checked grid's x is its CTAs); every quick call patches the

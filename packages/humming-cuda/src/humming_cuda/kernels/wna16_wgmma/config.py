@@ -36,6 +36,7 @@ def rs_weight_stage_bytes(block_n: int, code_bits: int = 8) -> int:
     return block_n // 64 * 4 * 32 * code_bits * 4 + 2 * 4 * block_n * 2
 
 
+MAX_SPLIT = 16  # K splits of a register-form tile
 RS_BLOCK_MS = (16, 32, 64, 128)  # wgmma N of the register form's token side
 # Wider token tiles (humming/mma/wgmma_wide.cuh) for large M: more tensor work per dequantized
 # fragment and per stage. Routed by the cost model (heuristics.RS_STEP_COST, measured 2026-12-05).
@@ -71,7 +72,7 @@ class WgmmaWna16Config(WgmmaTileConfig):
     # The register form's token rows per tile (wgmma n16 / n32 / n64 at small M) and K splits
     # across CTAs (reduced in a workspace, humming/epilogue/split_tile.cuh).
     rs_block_m: Literal[16, 32, 64, 96, 128, 160, 176] = 128
-    split_k: int = Field(1, ge=1, le=16)
+    split_k: int = Field(1, ge=1, le=MAX_SPLIT)
     # CTAs per SM the register form's registers are split for (WgmmaWna16RsTile::CTAS): 2 halves
     # each consumer's registers (104) for twice the warps per scheduler; narrow tiles only, or any
     # tile of 128 columns (rs_block_n), whose one consumer warpgroup keeps 232.
@@ -100,6 +101,14 @@ class WgmmaWna16Config(WgmmaTileConfig):
     # (humming/epilogue/cluster_split.cuh), instead of through split-K's global workspace, whose
     # last CTA reads every split back alone. At most MAX_CLUSTER_SPLIT splits (a portable cluster).
     rs_cluster_split: bool = False
+    # With rs_cluster_split: clusters of this many of a tile's splits (a divisor of split_k, 2 up
+    # to MAX_CLUSTER_SPLIT), each CTA's share of the rows then summed over the tile's clusters
+    # through the workspace; 0: all of them in one cluster (no workspace). Why: a grid of clusters
+    # of all its splits may not fit at once (wgmma_tile.CLUSTER_SLOTS), while the workspace's
+    # last CTA reads every other split's whole tile; in clusters of 2, it reads the other
+    # clusters' half tiles. A launch whose split count (K steps permitting) is not a multiple
+    # runs in clusters of their greatest common divisor.
+    rs_cluster_ctas: int = Field(0, ge=0, le=MAX_CLUSTER_SPLIT)
 
     @model_validator(mode="after")
     def _register_form_options(self) -> WgmmaWna16Config:
@@ -151,16 +160,27 @@ class WgmmaWna16Config(WgmmaTileConfig):
                 f"rs_block_n={self.rs_block_n}, split_k={self.split_k}, "
                 f"rs_block_m={self.rs_block_m}"
             )
+        most_splits = MAX_SPLIT if self.rs_cluster_ctas else MAX_CLUSTER_SPLIT
         if self.rs_cluster_split and not (
-            self.weights_in_registers
-            and not self.rs_stream_k
-            and 2 <= self.split_k <= MAX_CLUSTER_SPLIT
+            self.weights_in_registers and not self.rs_stream_k and 2 <= self.split_k <= most_splits
         ):
             raise ValueError(
                 "rs_cluster_split needs the register-A form without stream-K and split_k from 2 "
-                f"to {MAX_CLUSTER_SPLIT} (the CTAs of a portable cluster); got "
+                f"to {MAX_CLUSTER_SPLIT} (the CTAs of a portable cluster; to {MAX_SPLIT} in "
+                "clusters of rs_cluster_ctas); got "
                 f"weights_in_registers={self.weights_in_registers}, "
                 f"rs_stream_k={self.rs_stream_k}, split_k={self.split_k}"
+            )
+        if self.rs_cluster_ctas and not (
+            self.rs_cluster_split
+            and self.rs_cluster_ctas >= 2
+            and self.rs_cluster_ctas < self.split_k
+            and self.split_k % self.rs_cluster_ctas == 0
+        ):
+            raise ValueError(
+                f"rs_cluster_ctas={self.rs_cluster_ctas} needs rs_cluster_split and a divisor of "
+                f"split_k from 2 to split_k - 1 (0: all splits in one cluster); got "
+                f"rs_cluster_split={self.rs_cluster_split}, split_k={self.split_k}"
             )
         return self
 

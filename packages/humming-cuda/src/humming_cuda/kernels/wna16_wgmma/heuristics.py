@@ -30,6 +30,7 @@ from ..wna16.heuristics import DEFAULT_SMS
 from ..wna16.heuristics import _spec_reason as wna16_spec_reason
 from .config import (
     BLOCK_K,
+    MAX_SPLIT,
     RS_BLOCK_MS,
     RS_BLOCK_N,
     RS_MAX_BLOCK_M_2CTAS,
@@ -120,7 +121,6 @@ SPLIT_ROW_STEPS = 0.012  # small since the read-back batches its loads (epilogue
 BYTE_CODES_MAX_M = MID_MIN_M - 1
 BYTE_CODES_SPLIT_ROW_STEPS = 2 * SPLIT_ROW_STEPS
 MIN_STEPS_PER_SPLIT = 8
-MAX_SPLIT = 16
 # The 128-column tile (rs_block_n = 128: one consumer warpgroup, two CTAs per SM at 64 or 128 token
 # rows), in the same units: a CTA's K step at its token rows while another CTA shares the SM
 # (N128_STEP_COST), its fixed part, and a CTA alone on its SM in a grid's last round taking

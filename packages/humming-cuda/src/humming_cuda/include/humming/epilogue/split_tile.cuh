@@ -23,59 +23,67 @@ HM_DEVICE bool named_barrier_any(int id, bool pred) {
   return any != 0;
 }
 
+// Sum `vecs` float4s over the `parts` CTAs that share `counter` (zero between launches) and the
+// workspace slots at `slots` (part p's `vecs` float4s at slots + p * stride). `own` (16-byte
+// aligned shared memory, complete: the caller synchronised) is part `part`'s; every part stores
+// it, and the last to arrive replaces it by the sum of all parts in part order (the same sum
+// whichever CTA is last), zeroes the counter and returns true (synchronised again); the others
+// return false.
+template <int THREADS, int BAR>
+HM_DEVICE bool sum_parts(float4* own, int vecs, float4* slots, long long stride, int parts,
+                         int part, int* counter) {
+  // float4s each thread sums at once: the last CTA reads every part's slot alone, and one L2
+  // round trip per slot and float4 left it latency-bound (8 independent loads in flight)
+  constexpr int BATCH = 8;
+  const int t = threadIdx.x % THREADS;
+  for (int i = t; i < vecs; i += THREADS) __stcg(slots + part * stride + i, own[i]);
+  __threadfence();
+  named_barrier<THREADS>(BAR);
+  bool last = false;
+  if (t == 0) last = atomicAdd(counter, 1) == parts - 1;
+  if (!named_barrier_any<THREADS>(BAR, last)) return false;
+  __threadfence();
+  for (int base = t; base < vecs; base += THREADS * BATCH) {
+    float4 sum[BATCH];
+#pragma unroll
+    for (int b = 0; b < BATCH; ++b) {
+      if (base + b * THREADS < vecs) sum[b] = __ldcg(slots + base + b * THREADS);
+    }
+    for (int z = 1; z < parts; ++z) {
+      float4 v[BATCH];
+#pragma unroll
+      for (int b = 0; b < BATCH; ++b) {
+        if (base + b * THREADS < vecs) v[b] = __ldcg(slots + z * stride + base + b * THREADS);
+      }
+#pragma unroll
+      for (int b = 0; b < BATCH; ++b) {
+        sum[b].x += v[b].x, sum[b].y += v[b].y, sum[b].z += v[b].z, sum[b].w += v[b].w;
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < BATCH; ++b) {
+      if (base + b * THREADS < vecs) own[base + b * THREADS] = sum[b];
+    }
+  }
+  if (t == 0) *counter = 0;
+  named_barrier<THREADS>(BAR);
+  return true;
+}
+
 template <int FLOATS, int THREADS, int BAR>
 struct SplitTileReducer {
   static_assert(FLOATS % 4 == 0, "the tile moves in float4s");
   static constexpr int VECS = FLOATS / 4;
-  // float4s each thread sums at once: the last CTA reads every split's slot alone, and one
-  // L2 round trip per slot and float4 left it latency-bound (8 independent loads in flight).
-  static constexpr int PER_THREAD = VECS / THREADS;
-  // the most (up to 8) that divides a thread's share: 176-row tiles give each of 256 threads 44
-  static constexpr int BATCH = largest_divisor_at_most(PER_THREAD, 8);
-  // whole batches per thread (or one float4 for some threads of a tile smaller than THREADS)
-  static_assert(VECS % (THREADS * BATCH) == 0 || VECS < THREADS, "whole batches per thread");
 
   // `tile` (16-byte aligned shared memory, complete: the caller synchronised) is this split's
   // partial tile `tile_id`; split gridDim.z slots per tile in `workspace`. Returns true in the CTA
   // that must finish the tile, whose `tile` then holds the full sum (synchronised again).
   HM_DEVICE static bool reduce(float* tile, float* workspace, int* counters, int tile_id) {
-    const int splits = gridDim.z, t = threadIdx.x % THREADS;
+    const int splits = gridDim.z;
     float4* slots =
         reinterpret_cast<float4*>(workspace) + static_cast<long long>(tile_id) * splits * VECS;
-    float4* own = reinterpret_cast<float4*>(tile);
-    for (int i = t; i < VECS; i += THREADS) __stcg(slots + blockIdx.z * VECS + i, own[i]);
-    __threadfence();
-    named_barrier<THREADS>(BAR);
-    bool last = false;
-    if (t == 0) last = atomicAdd(counters + tile_id, 1) == splits - 1;
-    if (!named_barrier_any<THREADS>(BAR, last)) return false;
-    __threadfence();
-    // Each float4 is summed in split order 0, 1, ...: the same sum whichever CTA is last.
-    for (int base = t; base < VECS; base += THREADS * BATCH) {
-      float4 sum[BATCH];
-#pragma unroll
-      for (int b = 0; b < BATCH; ++b) {
-        sum[b] = __ldcg(slots + base + b * THREADS);
-      }
-      for (int z = 1; z < splits; ++z) {
-        float4 v[BATCH];
-#pragma unroll
-        for (int b = 0; b < BATCH; ++b) {
-          v[b] = __ldcg(slots + z * VECS + base + b * THREADS);
-        }
-#pragma unroll
-        for (int b = 0; b < BATCH; ++b) {
-          sum[b].x += v[b].x, sum[b].y += v[b].y, sum[b].z += v[b].z, sum[b].w += v[b].w;
-        }
-      }
-#pragma unroll
-      for (int b = 0; b < BATCH; ++b) {
-        own[base + b * THREADS] = sum[b];
-      }
-    }
-    if (t == 0) counters[tile_id] = 0;
-    named_barrier<THREADS>(BAR);
-    return true;
+    return sum_parts<THREADS, BAR>(reinterpret_cast<float4*>(tile), VECS, slots, VECS, splits,
+                                   blockIdx.z, counters + tile_id);
   }
 };
 

@@ -32,7 +32,8 @@
 // Split-K (gridDim.z > 1, small grids): each split runs a range of K steps and the epilogue's
 // shared tile is summed across splits in a workspace (humming/epilogue/split_tile.cuh), or
 // (Tile::CLUSTER_SPLIT) over distributed shared memory by the splits of one cluster, each
-// summing and storing a share of the rows (humming/epilogue/cluster_split.cuh).
+// summing and storing a share of the rows (humming/epilogue/cluster_split.cuh), the shares of
+// several clusters per tile then summed through the workspace.
 // The epilogue scales each column, converts, and transposes through shared memory (the ring's
 // space) into coalesced 16-byte row stores.
 // Tails: TMA zero-fills x past M and K; a step's layout tiles past K (and the group rows only they
@@ -74,7 +75,10 @@ namespace humming {
 // benchmarks/kernel_resources.py --loop).
 // CLUSTER_SPLIT: the K splits of a tile are the CTAs of one cluster (launched with cluster dims
 // (1, 1, splits)) and sum their partial tiles over distributed shared memory
-// (humming/epilogue/cluster_split.cuh) instead of through split-K's workspace.
+// (humming/epilogue/cluster_split.cuh) instead of through split-K's workspace; or, launched with
+// clusters of fewer CTAs (a divisor of the splits), each cluster sums its splits so, and each
+// CTA's share of the rows is then summed over the tile's clusters through the workspace (the
+// last of them reads the others' shares of its rows, not every split's whole tile).
 template <int STAGES_, int GROUP_M_, bool PRODUCER_ = false, int FRAG_BUFS_ = 2, int BM_ = 128,
           int CTAS_ = 1, int CONSUMERS_ = 2, bool CLUSTER_SPLIT_ = false>
 struct WgmmaWna16RsTile {
@@ -209,7 +213,7 @@ struct Wna16WgmmaRsKernel {
   // counter again (no memset between launches or graph replays).
   struct Split {
     float* workspace = nullptr;  // [tiles][splits][BM * BN]
-    int* counters = nullptr;     // [tiles], zero between launches
+    int* counters = nullptr;     // [tiles], or [tiles][c] for clusters of c; zero between launches
     int iters_per_split = 0;     // 0: one split over all of K
   };
 
@@ -516,11 +520,15 @@ struct Wna16WgmmaRsKernel {
     stage(acc, tile);
     if constexpr (Tile::CLUSTER_SPLIT) {
       if (gridDim.z > 1) {
-        // a launch whose clusters are not the tile's splits would store partial sums
-        if (cluster_size() != gridDim.z) __trap();
+        const int ctas = static_cast<int>(cluster_size());
+        // clusters that do not tile the splits, or several per tile and no workspace, would
+        // store partial sums
+        if (gridDim.z % ctas != 0 || (ctas < gridDim.z && sp.workspace == nullptr)) __trap();
         using Reducer = ClusterSplitReducer<BM, BN, 128 * Tile::CONSUMERS, 1>;
         const typename Reducer::Rows rows = Reducer::reduce(tile);
-        store_row_range(a, tile, m0, n0, rows.first, rows.last);
+        if (ctas == gridDim.z || sum_cluster_rows(sp, tile, rows.first, rows.last, ctas)) {
+          store_row_range(a, tile, m0, n0, rows.first, rows.last);
+        }
         Reducer::done();
         return;
       }
@@ -531,6 +539,24 @@ struct Wna16WgmmaRsKernel {
       return;
     }
     store_rows<BM>(a, tile, m0, n0);
+  }
+
+  // Several clusters per tile (launched with clusters of `ctas` < gridDim.z splits): rows first ..
+  // last - 1 of `tile`, this CTA's share summed over its cluster, summed again over the tile's
+  // clusters through the workspace (split_tile.cuh's sum_parts; each rank's rows have their own
+  // counter). Split z's share lies where its whole partial tile would (the workspace form's
+  // slot); the sum runs cluster by cluster, each cluster's in rank order: the same sum on every
+  // launch. Returns true in the CTA that must store the rows.
+  HM_DEVICE static bool sum_cluster_rows(const Split& sp, float* tile, int first, int last,
+                                         int ctas) {
+    constexpr int VECS = BM * BN / 4;
+    const int z = blockIdx.z, rank = z % ctas, tile_id = blockIdx.y * gridDim.x + blockIdx.x;
+    float4* slots = reinterpret_cast<float4*>(sp.workspace) +
+                    (static_cast<long long>(tile_id) * gridDim.z + rank) * VECS + first * BN / 4;
+    return sum_parts<128 * Tile::CONSUMERS, 1>(
+        reinterpret_cast<float4*>(tile) + first * BN / 4, (last - first) * BN / 4, slots,
+        static_cast<long long>(ctas) * VECS, gridDim.z / ctas, z / ctas,
+        sp.counters + tile_id * ctas + rank);
   }
 
   // Rows 0 .. ROWS - 1 of a staged tile (out_index) through the epilogue to out rows m0 .. and
