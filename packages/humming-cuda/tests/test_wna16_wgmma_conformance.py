@@ -56,9 +56,13 @@ def device():
     return sm90_device("wna16_wgmma")
 
 
+# Fixtures that build another form from the routed config (which may sum its splits in
+# clusters) set the cluster fields back unless they test them.
+UNCLUSTERED = {"rs_cluster_split": False, "rs_cluster_ctas": 0}
 # The shared-memory form, which the cost model keeps for grids it fills in one wave (the
 # register forms have their own tests below), at the ring depths of its candidates.
 SHARED = {
+    **UNCLUSTERED,
     "weights_in_registers": False,
     "rs_block_m": 128,
     "rs_block_n": 256,
@@ -174,7 +178,7 @@ NARROW_N_STREAM = small_m_cases(first_seed=3600, shapes=NARROW_N_STREAM_SHAPES)
 CLUSTER_SPLIT = small_m_cases(first_seed=3700, shapes=CLUSTER_SPLIT_SHAPES)
 CLUSTER_GROUPS = small_m_cases(first_seed=3800, shapes=CLUSTER_GROUP_SHAPES)
 # the stream-K form's fixed fields (the case's own: token tile, ring depth)
-STREAM_FIELDS = {"rs_stream_k": True, "split_k": 1, "rs_ctas_per_sm": 1}
+STREAM_FIELDS = {"rs_stream_k": True, "split_k": 1, "rs_ctas_per_sm": 1, **UNCLUSTERED}
 
 
 def _split_kernels(device, cases, fields) -> dict:
@@ -183,7 +187,8 @@ def _split_kernels(device, cases, fields) -> dict:
 
     def build(item):
         case, values = item
-        update = {"weights_in_registers": True, **dict(zip(fields, values, strict=True))}
+        update = {"weights_in_registers": True, **UNCLUSTERED}
+        update.update(zip(fields, values, strict=True))
         (built,) = build_kernels(device, FAMILY, [(case, 0)], update)
         return built
 
@@ -389,7 +394,7 @@ def test_split_k_replays_in_a_graph_and_resets_its_counters(device, form):
     from humming_cuda.kernels.wna16_wgmma import FAMILY
 
     case, split = next((c, s) for c, (s,) in SMALL_M if s >= 3)
-    fields = {"split_k": split} if form == "split" else STREAM_FIELDS
+    fields = {"split_k": split, **UNCLUSTERED} if form == "split" else STREAM_FIELDS
     if form == "cluster":
         fields = {"split_k": split, "rs_cluster_split": True}
     if form == "cluster_groups":  # 16 splits in clusters of 4: the workspace and its counters
