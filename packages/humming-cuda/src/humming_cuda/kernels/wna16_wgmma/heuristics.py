@@ -191,6 +191,16 @@ STREAM_WIDE_MAX_M = 256
 # 192 of 264 slots at 6144x4096 M = 64-256) keep their clusters (W4A16 g128 18.0 -> 14.6,
 # 26.1 -> 19.1, 35.2 -> 30.5 us), where the grids past the cluster capacity lost 1.20-1.52x.
 CLUSTER_SPLITS = (2, 3, 4, 5, 6, 8)
+# A 128-column split-K plan's splits in clusters of N128_CLUSTER_CTAS (rs_cluster_ctas; 0: not
+# offered): each cluster sums its splits over distributed shared memory and the last CTA of each
+# rank reads the other clusters' shares of its rows, not every other split's whole tile. Same-run
+# H100 sweep (benchmarks/notes/session43.md, session43/h100/run137_sweep.json), the plan's split
+# through the workspace -> in clusters of 2, us: W4A16 g128 4096x14336 M=128 split 8 39.6 -> 36.2
+# (one cluster of 6, which the model prices dearer, 35.9), M=64 26.9 -> 26.5, 8192x28672 M=64
+# split 4 76.7 -> 75.4, MXFP4 4096x14336 M=128 41.8 -> 38.1. Clusters of 4 (past the slots of 2
+# CTAs per SM at 256 CTAs) took 1.3-1.6x. The 256-column tile, one CTA per SM (W8A16 4096x14336
+# M=128), measured 41.7 in clusters of 2 against 36.4 in its routed cluster of 6: not offered.
+N128_CLUSTER_CTAS = 2
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -231,6 +241,7 @@ class Plan:
     block_n: int = RS_BLOCK_N
     stream_k: bool = False
     cluster: bool = False
+    cluster_ctas: int = 0  # with `cluster`: CTAs per cluster, 0 for all the tile's splits
 
 
 def output_tiles(problem: GemmProblem, block_m: int, block_n: int) -> int:
@@ -389,7 +400,29 @@ def with_clusters(plan: Plan, problem: GemmProblem, caps: DeviceCaps) -> Plan:
         cost = waves(tiles * split, slots) * cta
         if cost < best.cost:
             best = replace(plan, cost=cost, split_k=split, cluster=True)
-    return best
+    return min(best, clusters_of_two(plan, problem, sms), key=lambda p: p.cost)
+
+
+def clusters_of_two(plan: Plan, problem: GemmProblem, sms: int) -> Plan:
+    """A 128-column split-K plan as clusters of N128_CLUSTER_CTAS of its splits (rs_cluster_ctas),
+    priced as the plan with a read-back of 1 / N128_CLUSTER_CTAS^2 of its own (the last CTA of a
+    rank reads the other clusters' shares of its rows), where the grid's clusters all fit at
+    once as its CTAs do; `plan` itself otherwise."""
+    ctas = N128_CLUSTER_CTAS
+    if not ctas or plan.block_n != RS_NARROW_BLOCK_N or plan.split_k <= ctas:
+        return plan
+    if plan.split_k % ctas or plan.cluster:
+        return plan
+    grid = output_tiles(problem, plan.block_m, plan.block_n) * plan.split_k
+    if waves(grid, int(CLUSTER_SLOTS[2][ctas] * 2 * sms)) != waves(grid, 2 * sms):
+        return plan
+    steps = -(-problem.k // BLOCK_K)
+    split_row = SPLIT_ROW_STEPS / 2  # narrow_n_plans' price
+    own = cta_cost(steps, plan.block_m, plan.split_k, N128_STEP_COST, N128_FIXED_STEPS, split_row)
+    shares = cta_cost(
+        steps, plan.block_m, plan.split_k, N128_STEP_COST, N128_FIXED_STEPS, split_row / ctas**2
+    )
+    return replace(plan, cost=plan.cost * shares / own, cluster=True, cluster_ctas=ctas)
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[WgmmaWna16Config]:
@@ -410,6 +443,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
             rs_ctas_per_sm=plan.ctas_per_sm,
             rs_stream_k=plan.stream_k,
             rs_cluster_split=plan.cluster,
+            rs_cluster_ctas=plan.cluster_ctas,
             pdl=True,
             **fields,
         )
