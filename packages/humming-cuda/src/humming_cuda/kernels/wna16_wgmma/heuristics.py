@@ -201,6 +201,7 @@ CLUSTER_SPLITS = (2, 3, 4, 5, 6, 8)
 # CTAs per SM at 256 CTAs) took 1.3-1.6x. The 256-column tile, one CTA per SM (W8A16 4096x14336
 # M=128), measured 41.7 in clusters of 2 against 36.4 in its routed cluster of 6: not offered.
 N128_CLUSTER_CTAS = 2
+N128_CLUSTER_MIN_SPLIT = 8
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -409,7 +410,7 @@ def clusters_of_two(plan: Plan, problem: GemmProblem, sms: int) -> Plan:
     rank reads the other clusters' shares of its rows), where the grid's clusters all fit at
     once as its CTAs do; `plan` itself otherwise."""
     ctas = N128_CLUSTER_CTAS
-    if not ctas or plan.block_n != RS_NARROW_BLOCK_N or plan.split_k <= ctas:
+    if not ctas or plan.block_n != RS_NARROW_BLOCK_N or plan.split_k < N128_CLUSTER_MIN_SPLIT:
         return plan
     if plan.split_k % ctas or plan.cluster:
         return plan
