@@ -774,8 +774,9 @@ def test_ring_stages_can_be_sized_for_the_specs_codes():
 # split-K plan's column is best_plan's without byte_codes (the 4-bit pricing).
 CLUSTER_SWEEP = [
     ("W4A16_G128", 4096, 14336, 32, 8, 22.6, "w8", 22.6),
-    ("W4A16_G128", 4096, 14336, 64, 8, 26.9, "w8", 26.9),
-    ("W4A16_G128", 4096, 14336, 128, 8, 39.3, "w8", 39.3),
+    # split 8 in clusters of 2 since session 43 (heuristics.N128_CLUSTER_CTAS; its run137 sweep)
+    ("W4A16_G128", 4096, 14336, 64, 8, 26.9, "c8/2", 26.5),
+    ("W4A16_G128", 4096, 14336, 128, 8, 39.6, "c8/2", 36.2),
     ("W4A16_G128", 4096, 14336, 256, 4, 54.4, "w4", 54.4),
     ("W4A16_G128", 6144, 4096, 32, 5, 12.6, "w5", 12.6),
     ("W4A16_G128", 6144, 4096, 48, 5, 16.8, "c4", 15.4),
@@ -819,6 +820,12 @@ CLUSTER_SWEEP = [
 ]
 
 
+def route_label(cfg) -> str:
+    """ "w<split>" (workspace), "c<split>" (one cluster per tile), "c<split>/<CTAs per cluster>"."""
+    clusters = f"/{cfg.rs_cluster_ctas}" if cfg.rs_cluster_ctas else ""
+    return f"{'c' if cfg.rs_cluster_split else 'w'}{cfg.split_k}{clusters}"
+
+
 @pytest.mark.parametrize("spec, n, k, m, split, workspace_us, routed, routed_us", CLUSTER_SWEEP)
 def test_cluster_split_k_routed_where_it_measured_faster(
     spec, n, k, m, split, workspace_us, routed, routed_us
@@ -828,7 +835,7 @@ def test_cluster_split_k_routed_where_it_measured_faster(
     it measured no slower than the plan's workspace form; the tile and CTAs per SM stay."""
     problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
     cfg = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
-    assert f"{'c' if cfg.rs_cluster_split else 'w'}{cfg.split_k}" == routed
+    assert route_label(cfg) == routed
     assert routed_us <= workspace_us
     plain = heuristics.best_plan(
         problem, SM90, narrow_n=presets.preset(spec).weight.dtype.bits == 4
@@ -839,6 +846,40 @@ def test_cluster_split_k_routed_where_it_measured_faster(
         cfg.block_n,
         cfg.rs_ctas_per_sm,
     )
+
+
+# The 128-column split plans in clusters of 2 (heuristics.N128_CLUSTER_CTAS), H200 same run
+# (session 43's run139, benchmarks/notes/session43/h200/run139_ab.json), us: (spec, N, K, M,
+# the route before (split through the workspace), its time, the route now, its time).
+N128_CLUSTER_AB = [
+    ("W4A16_G128", 4096, 14336, 64, "w8", 26.1, "c8/2", 25.7),
+    ("W4A16_G128", 4096, 14336, 96, "w8", 37.8, "c8/2", 34.9),
+    ("W4A16_G128", 4096, 14336, 128, "w8", 38.5, "c8/2", 35.6),
+    ("MXFP4", 4096, 14336, 64, "w8", 28.2, "c8/2", 28.4),
+    ("MXFP4", 4096, 14336, 96, "w8", 37.8, "c8/2", 37.3),
+    ("MXFP4", 4096, 14336, 128, "w8", 38.6, "c8/2", 37.6),
+    # split 4 in clusters of 2 measured 1.01-1.02x: not taken (N128_CLUSTER_MIN_SPLIT)
+    ("W4A16_G128", 4096, 14336, 256, "w4", 53.4, "w4", 53.4),
+    ("W4A16_G128", 8192, 28672, 64, "w4", 74.1, "w4", 74.1),
+    ("W4A16_G128", 8192, 28672, 128, "w4", 99.4, "w4", 99.4),
+    ("MXFP4", 8192, 28672, 96, "w4", 104.3, "w4", 104.3),
+]
+
+
+@pytest.mark.parametrize("spec, n, k, m, before, before_us, now, now_us", N128_CLUSTER_AB)
+def test_128_column_split_8_runs_in_clusters_of_two_where_it_measured_faster(
+    spec, n, k, m, before, before_us, now, now_us, monkeypatch
+):
+    """The measured points route as the table says, and did as it says before (the constant set
+    back to 0); where the route moved it measured faster, or within 1% (MXFP4 M=64: 1.005x, kept
+    with its layer's rule); tile and CTAs per SM stay."""
+    problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
+    cfg = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
+    assert route_label(cfg) == now and (cfg.block_n, cfg.rs_ctas_per_sm) == (128, 2)
+    monkeypatch.setattr(heuristics, "N128_CLUSTER_CTAS", 0)
+    old = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
+    assert route_label(old) == before and (old.block_m, old.block_n) == (cfg.block_m, 128)
+    assert now == before or now_us < 1.01 * before_us
 
 
 # 8-bit codes below MID_MIN_M rows (heuristics.BYTE_CODES_MAX_M): H100, same run (session 42's
