@@ -1,0 +1,32 @@
+#!/bin/bash
+# Session 43 (carry .whl), any sm_90 card, <= 5 min: run140's stream-K sweep, then where split-K's
+# time goes at W4A16 g128 4096x14336 M=128: the same configs (split 8 through the workspace, split
+# 8 in clusters of 2) timed with split_tile.cuh's sum_parts patched on this copy only -- (B) every
+# split stores its partial and counts, none sums or stores the tile; (A) no split stores
+# anything (main loop, staging, exit) -- against the real kernel. Diagnostics: A and B write no
+# output, their times are only the parts' costs.
+bash benchmarks/notes/session43/run140.sh
+source scripts/gpu_setup.sh >/dev/null 2>&1 || { echo setup failed; exit 1; }
+export PYTHONPATH=$PWD/packages/humming-cuda/src:$PWD/packages/humming-core/src:$PWD/packages/humming-cuda/tests:$PWD/benchmarks:/tmp/site
+H=packages/humming-cuda/src/humming_cuda/include/humming/epilogue/split_tile.cuh
+SW="python3 benchmarks/wgmma_config_sweep.py --set split_k=8 --set rs_cluster_split=false,true --set rs_cluster_ctas=0,2 W4A16_G128:4096x14336:128 MXFP4:4096x14336:128"
+timeout 60 $SW --out $OUT/diag_full.json 2>&1 | grep "us " | tee $OUT/diag_full.txt
+python3 - $H <<'P'
+import sys; p=sys.argv[1]; s=open(p).read()
+a='  if (!named_barrier_any<THREADS>(BAR, last)) return false;\n'
+assert a in s
+s=s.replace(a, a+'  if (parts > 1) { if (t == 0) *counter = 0; named_barrier<THREADS>(BAR); return false; }  // DIAG B\n')
+open(p,'w').write(s)
+P
+timeout 60 $SW --out $OUT/diag_b.json 2>&1 | grep "us " | tee $OUT/diag_b.txt
+git checkout -q -- $H
+python3 - $H <<'P'
+import sys; p=sys.argv[1]; s=open(p).read()
+a='  const int t = threadIdx.x % THREADS;\n  for (int i = t; i < vecs'
+assert a in s
+s=s.replace(a, '  if (parts > 1) return false;  // DIAG A\n'+a)
+open(p,'w').write(s)
+P
+timeout 60 $SW --out $OUT/diag_a.json 2>&1 | grep "us " | tee $OUT/diag_a.txt
+git checkout -q -- $H
+cd $OUT && tar czf run141.tgz *.txt *.json
