@@ -88,9 +88,15 @@ def test_prepared_calls_launch_what_the_full_check_computes(fields):
     assert len(kernel.launcher.launches) == 5
 
 
-def test_split_k_workspace_is_patched_and_grown(cpu_workspace):
+@pytest.mark.parametrize(
+    "clusters", [{}, {"rs_cluster_split": True, "rs_cluster_ctas": 2}], ids=["workspace", "of2"]
+)
+def test_split_k_workspace_is_patched_and_grown(cpu_workspace, clusters):
+    """Split-K's workspace and counters reach the full check's launch and the quick path's,
+    grown with M; splits in clusters of 2 (rs_cluster_ctas) sum their rows' shares through it
+    too, with a counter per tile and cluster rank."""
     handed_out = cpu_workspace
-    kernel, weights = make_kernel(rs_block_m=32, split_k=4), packed()
+    kernel, weights = make_kernel(rs_block_m=32, split_k=4, **clusters), packed()
     call = kernel.prepare(**weights)
     names = kernel.signature.names
     cfg = kernel.config
@@ -103,7 +109,8 @@ def test_split_k_workspace_is_patched_and_grown(cpu_workspace):
         assert params[names.index("counters")] == ct.data_ptr()
         assert params[names.index("iters_per_split")] == 4  # 16 steps of 64 over 4 splits
         assert ws.numel() >= grid[0] * grid[1] * 4 * cfg.block_m * cfg.block_n
-    assert call.ws_rows == -(-200 // 32)
+        assert ct.numel() >= grid[0] * grid[1] * (2 if clusters else 1)
+    assert call.ws_rows == -(-200 // 32) and call.uses_workspace
     assert len(handed_out) == 2  # the full check's, then one growth (M = 200)
 
 
@@ -124,30 +131,16 @@ def test_cluster_split_k_takes_no_workspace(cpu_workspace):
     assert handed_out == [] and not call.uses_workspace
 
 
-def test_clusters_of_fewer_splits_sum_through_the_workspace(cpu_workspace):
-    """Splits in several clusters per tile (rs_cluster_ctas): the launcher's clusters are the
-    divisor, and the workspace and a counter per tile and cluster rank are handed out, in the
-    full check and on the quick path (grown with M); a K that cuts the split to 3 launches
-    clusters of gcd(3, 2) = 1 CTA, the workspace then summing whole tiles."""
-    handed_out = cpu_workspace
+def test_clusters_of_fewer_splits_launch_as_a_common_divisor():
+    """Splits in clusters of rs_cluster_ctas: the launcher's clusters are gcd(split, 2) (a K
+    that cuts the split to 3 launches clusters of one CTA, the workspace then summing whole
+    tiles); with one cluster per tile they are the whole split (no workspace)."""
     kernel = make_kernel(rs_block_m=32, split_k=4, rs_cluster_split=True, rs_cluster_ctas=2)
-    weights = packed()
-    call = kernel.prepare(**weights)
-    names = kernel.signature.names
     real = bind.WgmmaWna16Kernel(FakeFunction(), W4A16_G128, kernel.config).launcher
     assert real.cluster_z_from_grid and real.cluster_z_divisor == 2
-    for m in (20, 32, 200):
-        call(*operands(m))
-        grid, _, _, params = kernel.launcher.launches[-1]
-        assert grid == (N // 256, -(-m // 32), 4)
-        ws, ct = handed_out[-1]
-        assert params[names.index("workspace")] == ws.data_ptr()
-        assert params[names.index("counters")] == ct.data_ptr()
-        assert ct.numel() >= grid[0] * grid[1] * 2  # a counter per tile and rank
-    assert call.uses_workspace and len(handed_out) == 2
     assert [kernel.cluster_ctas(s) for s in (4, 3, 2, 1)] == [2, 1, 2, 1]
     whole = make_kernel(rs_block_m=32, split_k=4, rs_cluster_split=True)
-    assert [whole.cluster_ctas(s) for s in (4, 3)] == [4, 3]  # one cluster: no workspace
+    assert [whole.cluster_ctas(s) for s in (4, 3)] == [4, 3]
 
 
 def test_stream_k_launches_the_resident_ctas_with_a_workspace_fixed_per_device(cpu_workspace):
