@@ -5,7 +5,8 @@ picks the register-A form's token tile (16 / 32 / 64 / 96 / 128 / 160 / 176 rows
 for tiles of up to 32 rows, one or two CTAs per SM, or at M = 64-256 the 128-column tile at two
 CTAs per SM or a stream-K form (persistent CTAs sharing the iterations evenly), or the
 shared-memory form where its waves of 128 x 128 tiles finish first. A split plan's tile may sum
-its splits within thread-block clusters instead, where the model prices that cheaper. Smaller
+its splits within thread-block clusters instead, where the model prices that cheaper (the
+128-column split 8 plans: in clusters of 2, summed across them through the workspace). Smaller
 M goes to the mma.sync families (wna16_decode, wna16). An unknown M is refused with a reason.
 """
 
@@ -200,6 +201,11 @@ CLUSTER_SPLITS = (2, 3, 4, 5, 6, 8)
 # split 4 76.7 -> 75.4, MXFP4 4096x14336 M=128 41.8 -> 38.1. Clusters of 4 (past the slots of 2
 # CTAs per SM at 256 CTAs) took 1.3-1.6x. The 256-column tile, one CTA per SM (W8A16 4096x14336
 # M=128), measured 41.7 in clusters of 2 against 36.4 in its routed cluster of 6: not offered.
+# Taken from split N128_CLUSTER_MIN_SPLIT: H200 route A/B, same run (session 43's run139,
+# session43/h200/run139_ab.txt), workspace -> clusters of 2: split 8 at 4096x14336 M = 64 / 96 /
+# 128 W4A16 g128 26.1 -> 25.7, 37.8 -> 34.9, 38.5 -> 35.6 us, MXFP4 28.2 -> 28.4, 37.8 -> 37.3,
+# 38.6 -> 37.6; split 4 (8192x28672 M = 64-128, 4096x14336 M=256, both specs) 1.005-1.018x, where
+# three reads of a whole tile are cheap enough.
 N128_CLUSTER_CTAS = 2
 N128_CLUSTER_MIN_SPLIT = 8
 
@@ -401,10 +407,10 @@ def with_clusters(plan: Plan, problem: GemmProblem, caps: DeviceCaps) -> Plan:
         cost = waves(tiles * split, slots) * cta
         if cost < best.cost:
             best = replace(plan, cost=cost, split_k=split, cluster=True)
-    return min(best, clusters_of_two(plan, problem, sms), key=lambda p: p.cost)
+    return min(best, n128_clusters(plan, problem, sms), key=lambda p: p.cost)
 
 
-def clusters_of_two(plan: Plan, problem: GemmProblem, sms: int) -> Plan:
+def n128_clusters(plan: Plan, problem: GemmProblem, sms: int) -> Plan:
     """A 128-column split-K plan as clusters of N128_CLUSTER_CTAS of its splits (rs_cluster_ctas),
     priced as the plan with a read-back of 1 / N128_CLUSTER_CTAS^2 of its own (the last CTA of a
     rank reads the other clusters' shares of its rows), where the grid's clusters all fit at
