@@ -1,10 +1,10 @@
 #!/bin/bash
-# Session 43 (carry .whl), any sm_90 card, <= 5 min: run140's stream-K sweep, then where split-K's
+# Session 43 (carry .whl), any sm_90 card, <= 7 min: run140's stream-K sweep, then where split-K's
 # time goes at W4A16 g128 4096x14336 M=128: the same configs (split 8 through the workspace, split
 # 8 in clusters of 2) timed with split_tile.cuh's sum_parts patched on this copy only -- (B) every
 # split stores its partial and counts, none sums or stores the tile; (A) no split stores
 # anything (main loop, staging, exit) -- against the real kernel. Diagnostics: A and B write no
-# output, their times are only the parts' costs.
+# output, their times are only the parts' costs. Last, split 7 in one cluster of 7 per tile.
 bash benchmarks/notes/session43/run140.sh
 source scripts/gpu_setup.sh >/dev/null 2>&1 || { echo setup failed; exit 1; }
 export PYTHONPATH=$PWD/packages/humming-cuda/src:$PWD/packages/humming-core/src:$PWD/packages/humming-cuda/tests:$PWD/benchmarks:/tmp/site
@@ -30,4 +30,10 @@ open(p,'w').write(s)
 P
 timeout 60 $SW --out $OUT/diag_a.json 2>&1 | grep "us " | tee $OUT/diag_a.txt
 cp /tmp/split_tile.orig $H
+# split 7 in one cluster per tile (224 CTAs at 4096x14336 M = 64-128): the tile's whole sum over
+# distributed shared memory, if clusters of 7 fit at once (CLUSTER_SLOTS has no 7)
+timeout 40 python3 benchmarks/cluster_occupancy.py W4A16_G128:4096x14336:128 --splits 6,7,8 2>&1 | tee $OUT/occ7.txt
+timeout 90 python3 benchmarks/wgmma_config_sweep.py --set split_k=7,8 --set rs_cluster_split=true --set rs_cluster_ctas=0 \
+  W4A16_G128:4096x14336:64 W4A16_G128:4096x14336:96 W4A16_G128:4096x14336:128 MXFP4:4096x14336:128 \
+  --out $OUT/c7.json 2>&1 | grep -v "not a valid\|Warning" | tee $OUT/c7.txt
 cd $OUT && rm -f run140.tgz && tar czf run141.tgz *.txt *.json && rm -f *.txt *.json
