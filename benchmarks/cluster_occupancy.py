@@ -41,7 +41,9 @@ def main() -> None:
         point = Point.parse(text)
         routed = device.candidates(point.spec, point.problem)[0]
         for split in (int(s) for s in args.splits.split(",")):
-            cfg = with_fields(routed, {"split_k": split, "rs_cluster_split": True})
+            # one cluster of all the splits (the routed config may take smaller clusters)
+            fields = {"split_k": split, "rs_cluster_split": True, "rs_cluster_ctas": 0}
+            cfg = with_fields(routed, fields)
             kernel = device.load(device.compile(device.render(point.spec, cfg)))
             function = kernel.function
             alone = function.resident_ctas(cfg.threads, cfg.smem_bytes)
