@@ -25,7 +25,6 @@ from w4a8_wgmma_cases import split_cases, staged_tail_cases, wgmma_cases
 from w8a8_cases import Case
 from w8a8_wgmma_cases import SHAPES, SPLITS
 from wgmma_conformance import (
-    build_kernels,
     check_act8_case,
     check_cluster_split_case,
     check_routed_graph_replay,
@@ -82,17 +81,13 @@ def test_deeper_ring_matches_reference(case: Case, device, kernels):
 def shared_memory_kernels(device):
     """The shared-memory form (weights_in_registers off, 128-token tiles): every case with the
     heuristic's config so changed."""
-    from humming_cuda.kernels.w4a8_wgmma import FAMILY
-
-    jobs = [(c, 0) for c in CASES]
     shared = {
         "weights_in_registers": False,
         "rs_block_m": 128,
         "rs_ctas_per_sm": 1,
         "staged_store": False,
     }
-    built = build_kernels(device, FAMILY, jobs, update=shared)
-    return {c.id: b for (c, _), b in zip(jobs, built, strict=True)}
+    return variant_kernels(device, CASES, shared)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

@@ -25,7 +25,6 @@ from wgmma_conformance import (
     TORCH_DTYPES,
     WORKSPACE,
     act8_inputs,
-    build_kernels,
     check_act8_case,
     check_cluster_split_case,
     check_routed_graph_replay,
@@ -245,12 +244,10 @@ def wide_kernels(device):
     from humming_cuda.kernels.w8a8_wgmma import FAMILY
 
     forms = {"persistent": True, "split_k": 1, "tile_rows": 128, "tile_cols": 192, **WORKSPACE}
-    jobs = [(c, 0) for c in WIDE_CASES]
-    staged = build_kernels(device, FAMILY, jobs, update={**forms, "staged_store": True})
-    plain = build_kernels(
-        device, FAMILY, jobs, update={**forms, "persistent": False, "staged_store": False}
-    )
-    return {c.id: (s, p) for (c, _), s, p in zip(jobs, staged, plain, strict=True)}
+    staged = variant_kernels(device, FAMILY, WIDE_CASES, {**forms, "staged_store": True})
+    plain_forms = {**forms, "persistent": False, "staged_store": False}
+    plain = variant_kernels(device, FAMILY, WIDE_CASES, plain_forms)
+    return {cid: (built, plain[cid]) for cid, built in staged.items()}
 
 
 @pytest.mark.parametrize("case", WIDE_CASES, ids=lambda c: c.id)

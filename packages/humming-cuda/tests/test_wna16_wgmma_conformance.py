@@ -395,8 +395,8 @@ def test_split_k_replays_in_a_graph_and_resets_its_counters(device, form):
 
     case, split = next((c, s) for c, (s,) in SMALL_M if s >= 3)
     fields = {"split_k": split, **UNCLUSTERED} if form == "split" else STREAM_FIELDS
-    if form == "cluster":
-        fields = {"split_k": split, "rs_cluster_split": True}
+    if form == "cluster":  # one cluster per tile, whatever cluster size the routed config has
+        fields = {"split_k": split, **UNCLUSTERED, "rs_cluster_split": True}
     if form == "cluster_groups":  # 16 splits in clusters of 4: the workspace and its counters
         case, split = next((c, s) for c, (s,) in SMALL_M if s == 16)
         fields = {"split_k": split, "rs_cluster_split": True, "rs_cluster_ctas": 4}

@@ -100,6 +100,12 @@ def stream_handle(raw: int) -> Any:
     return handle
 
 
+def split_cluster_z(splits: int, divisor: int = 0) -> int:
+    """CTAs per cluster of a launch whose grid z holds a tile's `splits` K splits: all of them,
+    or with `divisor` (several clusters per tile) the greatest common divisor of the two."""
+    return math.gcd(splits, divisor) if divisor else splits
+
+
 class Launcher:
     """Launches one loaded function with a fixed parameter list (C types) and launch attributes.
 
@@ -182,9 +188,7 @@ class Launcher:
         """The cluster dims of a launch of `grid`."""
         if not self.cluster_z_from_grid:
             return self.cluster
-        if self.cluster_z_divisor:
-            return (1, 1, math.gcd(grid[2], self.cluster_z_divisor))
-        return (1, 1, grid[2])
+        return (1, 1, split_cluster_z(grid[2], self.cluster_z_divisor))
 
     def _failed(self, err: Any, grid: Dim3, block: Dim3, smem: int, address: int, raw: int) -> None:
         if err == _INVALID_CONTEXT:  # a thread torch never touched has no current context

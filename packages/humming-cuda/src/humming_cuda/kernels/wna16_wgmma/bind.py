@@ -5,7 +5,6 @@ splits of a tile are one cluster)."""
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -13,7 +12,7 @@ import torch
 from humming_core.spec import QuantSpec
 
 from ...args import ScalarArg, Signature, TensorArg
-from ...launch import Dim3, Launcher
+from ...launch import Dim3, Launcher, split_cluster_z
 from ..common_bind import out_arg
 from ..split_k import split_iterations, tile_workspace
 from ..wna16.bind import layout_args
@@ -152,7 +151,7 @@ class WgmmaWna16Kernel:
         cfg = self.config
         if not cfg.rs_cluster_split:
             return 1
-        return math.gcd(split, cfg.rs_cluster_ctas) if cfg.rs_cluster_ctas else split
+        return split_cluster_z(split, cfg.rs_cluster_ctas)
 
     def split_k(self, k: int) -> tuple[int, int]:
         """(splits, K steps per split) for a reduction depth of `k`."""
