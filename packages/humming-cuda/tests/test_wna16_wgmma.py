@@ -191,7 +191,8 @@ def _param_names(text: str) -> list[str]:
 
 
 def test_signatures_follow_the_entry_macros():
-    """Both forms' parameters (HM_WNA16_WGMMA_PARAMS; the register-A entry appends split-K's)."""
+    """Both forms' parameters (HM_WNA16_WGMMA_PARAMS; the register-A entry appends split-K's and
+    the resident CTAs that rs_split_scatter waits on)."""
     fmt = KernelFormat.from_spec(presets.GPTQ_INT4)
     shared = re.search(r"PARAMS\(ACT, OUT\)(.*?)#define", HEADER, re.S).group(1)
     params = _param_names(shared)
@@ -199,7 +200,7 @@ def test_signatures_follow_the_entry_macros():
     extra = re.search(r"PARAMS\(ACT, OUT\), (.*?)\)\s*\{", RS_HEADER, re.S).group(1)
     split = signature(fmt, "k", split=True).names[1:]
     assert tuple(params[1:] + _param_names(extra)) == split
-    assert split[-3:] == ("workspace", "counters", "iters_per_split")
+    assert split[-4:] == ("workspace", "counters", "iters_per_split", "resident")
 
 
 def test_float_weights_take_this_family_at_large_m(monkeypatch):
@@ -931,6 +932,22 @@ def test_clusters_of_fewer_splits_divide_the_split_and_need_cluster_split():
     ):
         with pytest.raises(ValueError, match="rs_cluster_ctas"):
             WgmmaWna16Config(**rs, **fields)
+
+
+def test_split_scatter_needs_the_register_forms_workspace_split():
+    """rs_split_scatter sums split-K's workspace: the register-A form with split_k >= 2 and
+    neither stream-K nor clusters (which sum their splits their own ways); refused by name."""
+    rs = {"arch": "sm_90a", "stages": 4, "weights_in_registers": True}
+    assert WgmmaWna16Config(**rs, split_k=16, rs_split_scatter=True).rs_split_scatter
+    for fields in (
+        {"split_k": 1},
+        {"split_k": 8, "rs_cluster_split": True},
+        {"split_k": 8, "rs_cluster_split": True, "rs_cluster_ctas": 2},
+        {"split_k": 1, "rs_stream_k": True, "rs_block_m": 64},
+        {"split_k": 1, "weights_in_registers": False},
+    ):
+        with pytest.raises(ValueError, match="rs_split_scatter needs"):
+            WgmmaWna16Config(**{**rs, **fields, "rs_split_scatter": True})
 
 
 def test_cluster_split_k_is_never_routed_beyond_a_portable_cluster_or_with_stream_k():

@@ -28,6 +28,7 @@ from wna16_wgmma_cases import (
     MID_M_SHAPES,
     NARROW_N_SHAPES,
     NARROW_N_STREAM_SHAPES,
+    SCATTER_SHAPES,
     SHAPES,
     STREAM_SHAPES,
     TWO_CTAS_SHAPES,
@@ -57,8 +58,9 @@ def device():
 
 
 # Fixtures that build another form from the routed config (which may sum its splits in
-# clusters) set the cluster fields back unless they test them.
-UNCLUSTERED = {"rs_cluster_split": False, "rs_cluster_ctas": 0}
+# clusters, or all at once) set those fields back unless they test them: split-K through the
+# workspace, summed by the last split to arrive.
+UNCLUSTERED = {"rs_cluster_split": False, "rs_cluster_ctas": 0, "rs_split_scatter": False}
 # The shared-memory form, which the cost model keeps for grids it fills in one wave (the
 # register forms have their own tests below), at the ring depths of its candidates.
 SHARED = {
@@ -85,7 +87,8 @@ def kernels(device):
     return built
 
 
-def _check(case: Case, device, config, kernel) -> None:
+def _check(case: Case, device, config, kernel) -> torch.Tensor:
+    """The case's output (checked against the reference)."""
     from humming_core.numerics import quantize_weight, reference_gemm
 
     act = TORCH_DTYPES[case.spec.act.dtype.name]
@@ -100,6 +103,7 @@ def _check(case: Case, device, config, kernel) -> None:
     err = (out.double() - ref.double()).abs()
     worst = (err / error_bound(x, cw, ref)).max().item()
     assert worst <= 1.0, f"max err/bound {worst:.3f} (max err {err.max().item():.3g}, {config})"
+    return out
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.id}-s{c.seed}" for c in CASES])
@@ -177,6 +181,7 @@ NARROW_N = small_m_cases(first_seed=3500, shapes=NARROW_N_SHAPES)
 NARROW_N_STREAM = small_m_cases(first_seed=3600, shapes=NARROW_N_STREAM_SHAPES)
 CLUSTER_SPLIT = small_m_cases(first_seed=3700, shapes=CLUSTER_SPLIT_SHAPES)
 CLUSTER_GROUPS = small_m_cases(first_seed=3800, shapes=CLUSTER_GROUP_SHAPES)
+SCATTER = small_m_cases(first_seed=3900, shapes=SCATTER_SHAPES)
 # the stream-K form's fixed fields (the case's own: token tile, ring depth)
 STREAM_FIELDS = {"rs_stream_k": True, "split_k": 1, "rs_ctas_per_sm": 1, **UNCLUSTERED}
 
@@ -258,6 +263,19 @@ def cluster_group_kernels(device):
     fields = ("split_k", "rs_cluster_ctas", "rs_block_m", "rs_block_n", "rs_ctas_per_sm", "stages")
     cases = [(c, (True, *v)) for c, v in CLUSTER_GROUPS]
     return _split_kernels(device, cases, ("rs_cluster_split", *fields))
+
+
+@pytest.fixture(scope="module")
+def scatter_kernels(device):
+    """SCATTER's cases summed by all splits at once (index True) and by the last split (False),
+    at the case's fields."""
+    fields = ("split_k", "rs_block_m", "rs_block_n", "rs_ctas_per_sm", "stages")
+    return {
+        scatter: _split_kernels(
+            device, [(c, (scatter, *v)) for c, v in SCATTER], ("rs_split_scatter", *fields)
+        )
+        for scatter in (True, False)
+    }
 
 
 @pytest.fixture(scope="module")
@@ -384,12 +402,34 @@ def test_cluster_groups_split_k_matches_reference(case: Case, device, cluster_gr
     _check(case, device, config, kernel)
 
 
-@pytest.mark.parametrize("form", ["split", "stream", "cluster", "cluster_groups"])
+@pytest.mark.parametrize(
+    "case",
+    [c for c, _ in SCATTER],
+    ids=[f"{c.id}-split{s}-m{b}-n{n}" for c, (s, b, n, _, _) in SCATTER],
+)
+def test_split_scatter_matches_reference_and_the_last_split_sum(
+    case: Case, device, scatter_kernels
+):
+    """A tile's K splits each summing and storing a share of its rows inside M once all have
+    stored their partial tiles: even and uneven shares, splits with no rows, 16 splits, M / N / K
+    tails, a split K cuts. The same sums in the same order as the workspace form's last split:
+    the output matches it bit for bit. A grid larger than the device holds at once sums the
+    workspace form's way (a split waiting for one that cannot start would hang)."""
+    config, kernel = scatter_kernels[True][(case.id, case.seed)]
+    plain_config, plain = scatter_kernels[False][(case.id, case.seed)]
+    assert config.rs_split_scatter and not plain_config.rs_split_scatter
+    assert kernel.scatter_ctas > 0 and plain.scatter_ctas == 0
+    out = _check(case, device, config, kernel)
+    torch.testing.assert_close(out, _check(case, device, plain_config, plain), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("form", ["split", "stream", "cluster", "cluster_groups", "scatter"])
 def test_split_k_replays_in_a_graph_and_resets_its_counters(device, form):
     """A split-K (or stream-K) launch leaves the tile counters at zero: graph replays and eager
     calls after them keep matching the first eager result, bit for bit (cluster split-K, which
     has no counters, too: its clusters launch in the graph as eagerly; several clusters per tile
-    sum through the workspace in a fixed order, whichever arrives last)."""
+    sum through the workspace in a fixed order, whichever arrives last; splits that sum a share
+    each wait on the counter, which must be back at zero for the next launch's wait)."""
     from humming_core.numerics import quantize_weight
     from humming_cuda.kernels.wna16_wgmma import FAMILY
 
@@ -400,6 +440,8 @@ def test_split_k_replays_in_a_graph_and_resets_its_counters(device, form):
     if form == "cluster_groups":  # 16 splits in clusters of 4: the workspace and its counters
         case, split = next((c, s) for c, (s,) in SMALL_M if s == 16)
         fields = {"split_k": split, "rs_cluster_split": True, "rs_cluster_ctas": 4}
+    if form == "scatter":  # the counters count arrivals and departures, the last zeroes them
+        fields = {"split_k": split, **UNCLUSTERED, "rs_split_scatter": True}
     ((config, kernel),) = build_kernels(device, FAMILY, [(case, 0)], fields)
     gen = torch.Generator(device="cuda").manual_seed(case.seed)
     bias = torch.randn(case.n, device="cuda", generator=gen) if case.spec.epilogue.bias else None

@@ -143,6 +143,26 @@ def test_clusters_of_fewer_splits_launch_as_a_common_divisor():
     assert [whole.cluster_ctas(s) for s in (4, 3)] == [4, 3]
 
 
+def test_split_scatter_passes_the_resident_ctas_and_the_plain_split_passes_none(cpu_workspace):
+    """rs_split_scatter's splits wait for each other only when the whole grid is resident at
+    once: the launch passes the CTAs the device holds (FakeFunction: 132), which the kernel
+    compares with its grid; every other form passes 0 (never wait). Eager and prepared calls
+    launch the same value, with the workspace for every split."""
+    names = None
+    for scatter, expected in ((True, 132), (False, 0)):
+        kernel, weights = make_kernel(rs_block_m=32, split_k=4, rs_split_scatter=scatter), packed()
+        names = kernel.signature.names
+        call = kernel.prepare(**weights)
+        for m in (17, 100):
+            x, out = operands(m)
+            kernel(x=x, out=out, **weights)
+            call(x, out)
+            (grid, _, _, eager), (_, _, _, prepared) = kernel.launcher.launches[-2:]
+            assert grid[2] == 4 and eager == prepared
+            assert eager[names.index("resident")] == expected
+            assert eager[names.index("workspace")] != 0
+
+
 def test_stream_k_launches_the_resident_ctas_with_a_workspace_fixed_per_device(cpu_workspace):
     """Persistent stream-K: at most one CTA per SM (FakeFunction: 132) and per (tile, K step)
     iteration, one row of them; two partial tiles and a counter per CTA, the same buffers for

@@ -232,6 +232,26 @@ CLUSTER_GROUP_SHAPES = (
 )
 
 
+# Split-K summed by all of a tile's splits at once (rs_split_scatter: each sums and stores a share
+# of the rows inside M once every split has stored its partial tile): (M, N, K, split_k,
+# rs_block_m, rs_block_n, rs_ctas_per_sm, stages). Split 8 of the 128-column tile at two CTAs per
+# SM (4096x14336's M=128 plan); 100 rows of a 128-row tile over 5 splits (20 rows each, cutting
+# the 8-row swizzle groups) with an N tail; 17 rows over 4 (4-5 rows); 16 splits (the sum's parts
+# in four batches); 3 rows over 7 splits (four with no rows, which still store, count and wait);
+# a split of 4 that K cuts to 3; the 176-row tile with M and N tails; and 1024 CTAs, more than an
+# H100 or H200 holds at once, which sum the workspace form's way (the last split alone).
+SCATTER_SHAPES = (
+    (128, 256, 4096, 8, 128, 128, 2, 4),
+    (100, 1000, 3000, 5, 128, 256, 1, 4),
+    (17, 300, 1040, 4, 32, 256, 1, 4),
+    (64, 520, 4096, 16, 64, 128, 2, 4),
+    (3, 256, 2056, 7, 16, 256, 1, 4),
+    (64, 256, 192, 4, 64, 256, 1, 4),
+    (350, 520, 2056, 4, 176, 256, 1, 4),
+    (4096, 4096, 1024, 2, 128, 256, 1, 4),
+)
+
+
 def small_m_cases(first_seed: int = 3000, shapes=SMALL_M_SHAPES) -> list[tuple[Case, tuple]]:
     """(case, launch fields) of `shapes` (M, N, K, fields...) over the own formats and the float
     ones, rotating groups and dtypes as wgmma_cases does."""

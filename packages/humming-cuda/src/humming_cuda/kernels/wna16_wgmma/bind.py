@@ -26,13 +26,15 @@ if TYPE_CHECKING:
 
 def signature(fmt: KernelFormat, name: str, split: bool = False) -> Signature:
     """Parameters in the order of HUMMING_WNA16_WGMMA_ENTRY, and with `split` (the register-A
-    form's HUMMING_WNA16_WGMMA_RS_ENTRY) split-K's workspace, counters and K steps per split. `x`
-    is checked here but reaches the kernel as the tensor map that replaces it; TMA needs 16-byte
-    aligned, K-contiguous rows."""
+    form's HUMMING_WNA16_WGMMA_RS_ENTRY) split-K's workspace, counters, K steps per split and the
+    CTAs the device holds at once (0 unless the config sums splits all at once). `x` is checked
+    here but reaches the kernel as the tensor map that replaces it; TMA needs 16-byte aligned,
+    K-contiguous rows."""
     split_args = (
         TensorArg("workspace", torch.float32, ("WS",), optional=True),
         TensorArg("counters", torch.int32, ("CT",), optional=True),
         ScalarArg("iters_per_split", "int32", dim="IPS"),
+        ScalarArg("resident", "int32", dim="RES"),
     )
     return Signature(
         *layout_args(fmt),
@@ -84,6 +86,13 @@ class WgmmaWna16Kernel:
         self.resident = (
             function.resident_ctas(config.threads, config.smem_bytes) if config.rs_stream_k else 0
         )
+        # rs_split_scatter: the grids whose splits may wait for each other (all resident at once;
+        # the kernel sums a larger grid's splits the workspace form's way)
+        self.scatter_ctas = (
+            function.resident_ctas(config.threads, config.smem_bytes)
+            if config.rs_split_scatter
+            else 0
+        )
 
     def _dims(self, x: torch.Tensor, out: torch.Tensor, ips: int) -> dict[str, int]:
         """The wna16 layout's padded sizes for this N and K: a packed tensor of another shape
@@ -96,6 +105,7 @@ class WgmmaWna16Kernel:
             "KT": -(-x.shape[1] // LAYOUT_TILE_K),
             "GS": group_shift(self.fmt),
             "IPS": ips,
+            "RES": self.scatter_ctas,
         }
 
     def __call__(self, **values: Any) -> None:

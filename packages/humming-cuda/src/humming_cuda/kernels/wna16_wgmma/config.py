@@ -8,7 +8,8 @@ Two forms, both with 64-deep K steps (128 bytes of 16-bit activations: one 128B-
   tokens are wgmma's narrow N, or 160 / 176 at large M), or one over 128 (`rs_block_n`), codes
   and scales streamed through the ring with x by a producer warpgroup (`rs_producer`, the
   default) or by consumer thread 0, and K split `split_k` ways across CTAs (small grids; summed
-  through a workspace, or within a thread-block cluster: `rs_cluster_split`), or
+  through a workspace by the last split or by all at once, `rs_split_scatter`, or within a
+  thread-block cluster: `rs_cluster_split`), or
   (`rs_stream_k`, wna16_wgmma_stream.cuh) persistent CTAs sharing the (tile, K step) iterations
   evenly.
 The depth of the ring varies.
@@ -109,6 +110,13 @@ class WgmmaWna16Config(WgmmaTileConfig):
     # clusters' half tiles. A launch whose split count (K steps permitting) is not a multiple
     # runs in clusters of their greatest common divisor.
     rs_cluster_ctas: int = Field(0, ge=0, le=MAX_CLUSTER_SPLIT)
+    # Split-K through the workspace summed by all of a tile's splits at once, each summing and
+    # storing a share of the rows after every split has stored its partial tile (they wait on
+    # the tile's counter), instead of by the last to arrive alone: one tile's worth of reads per
+    # CTA, all in parallel, where the last CTA reads every other split's whole tile. Only where
+    # the launch's grid is resident at once (the bind passes the device's capacity; a larger
+    # grid sums the workspace form's way): a CTA waiting for one that cannot start would hang.
+    rs_split_scatter: bool = False
 
     @model_validator(mode="after")
     def _register_form_options(self) -> WgmmaWna16Config:
@@ -170,6 +178,18 @@ class WgmmaWna16Config(WgmmaTileConfig):
                 "clusters of rs_cluster_ctas); got "
                 f"weights_in_registers={self.weights_in_registers}, "
                 f"rs_stream_k={self.rs_stream_k}, split_k={self.split_k}"
+            )
+        if self.rs_split_scatter and not (
+            self.weights_in_registers
+            and not self.rs_stream_k
+            and not self.rs_cluster_split
+            and self.split_k >= 2
+        ):
+            raise ValueError(
+                "rs_split_scatter needs the register-A form's split-K through the workspace: "
+                "weights_in_registers, split_k >= 2, no rs_stream_k and no rs_cluster_split; got "
+                f"weights_in_registers={self.weights_in_registers}, split_k={self.split_k}, "
+                f"rs_stream_k={self.rs_stream_k}, rs_cluster_split={self.rs_cluster_split}"
             )
         if self.rs_cluster_ctas and not (
             self.rs_cluster_split

@@ -24,10 +24,10 @@ struct ClusterSplitReducer {
     int first, last;
   };
 
-  // This CTA's rows of the tile: rank r of `splits`.
-  HM_DEVICE static Rows share(u32 rank, u32 splits) {
+  // This CTA's rows of the tile's first `rows`: rank r of `splits`.
+  HM_DEVICE static Rows share(u32 rank, u32 splits, int rows = ROWS) {
     const int r = static_cast<int>(rank), s = static_cast<int>(splits);
-    return Rows{r * ROWS / s, (r + 1) * ROWS / s};
+    return Rows{r * rows / s, (r + 1) * rows / s};
   }
 
   // Run by the THREADS threads of every CTA of the cluster once each has staged its partial tile

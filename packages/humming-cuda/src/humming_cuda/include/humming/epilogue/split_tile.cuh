@@ -70,6 +70,76 @@ HM_DEVICE bool sum_parts(float4* own, int vecs, float4* slots, long long stride,
   return true;
 }
 
+// ld.acquire.gpu: a counter's value, and every write released before it (by other CTAs).
+HM_DEVICE int load_acquire(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Split-K summed by all of a tile's parts at once, for launches whose CTAs are all resident
+// together (the caller checks; a CTA waiting here for one that cannot start would never finish).
+// Every part stores its float4s 0 .. vecs - 1 at its slot but its own share [first, last), counts
+// itself on `counter` and waits until every part has; then it sums its share over all parts in
+// part order (its own from `own`; the same sum as sum_parts) into `own` (synchronised when this
+// returns). Why: sum_parts' last CTA reads every other part's whole tile alone while the others
+// have exited (split 8 of a 128 x 128 tile: 448 KB through one SM); here each CTA reads one
+// tile's worth, all at once. The counter counts arrivals, then departures past the wait: the
+// last to leave (2 x parts) zeroes it.
+template <int THREADS, int BAR>
+HM_DEVICE void scatter_parts(float4* own, int vecs, int first, int last, float4* slots,
+                             long long stride, int parts, int part, int* counter) {
+  // float4s of one part a thread loads at once, and parts loaded before their sums: a share of
+  // 4 float4s per thread (128 threads, 128 x 128 tile, split 8) is 16 loads in flight
+  constexpr int BATCH = 4, AT_ONCE = 4;
+  const int t = threadIdx.x % THREADS;
+  float4* mine = slots + part * stride;
+  for (int i = t; i < first; i += THREADS) __stcg(mine + i, own[i]);
+  for (int i = last + t; i < vecs; i += THREADS) __stcg(mine + i, own[i]);
+  __threadfence();
+  named_barrier<THREADS>(BAR);
+  if (t == 0) {
+    atomicAdd(counter, 1);
+    while (load_acquire(counter) < parts) __nanosleep(64);
+    if (atomicAdd(counter, 1) == 2 * parts - 1) atomicExch(counter, 0);
+  }
+  named_barrier<THREADS>(BAR);
+  __threadfence();
+  for (int base = first + t; base < last; base += THREADS * BATCH) {
+    float4 sum[BATCH];
+    for (int z0 = 0; z0 < parts; z0 += AT_ONCE) {
+      float4 v[AT_ONCE][BATCH];
+#pragma unroll
+      for (int a = 0; a < AT_ONCE; ++a) {
+        const int z = z0 + a;
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+          const int i = base + b * THREADS;
+          if (z < parts && i < last) v[a][b] = z == part ? own[i] : __ldcg(slots + z * stride + i);
+        }
+      }
+#pragma unroll
+      for (int a = 0; a < AT_ONCE; ++a) {
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+          if (z0 + a >= parts) continue;
+          if (z0 + a == 0) {
+            sum[b] = v[a][b];
+          } else {
+            sum[b].x += v[a][b].x, sum[b].y += v[a][b].y, sum[b].z += v[a][b].z,
+                sum[b].w += v[a][b].w;
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < BATCH; ++b) {
+      if (base + b * THREADS < last) own[base + b * THREADS] = sum[b];
+    }
+  }
+  named_barrier<THREADS>(BAR);
+}
+
 template <int FLOATS, int THREADS, int BAR>
 struct SplitTileReducer {
   static_assert(FLOATS % 4 == 0, "the tile moves in float4s");

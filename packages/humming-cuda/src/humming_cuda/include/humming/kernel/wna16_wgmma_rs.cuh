@@ -210,11 +210,14 @@ struct Wna16WgmmaRsKernel {
   // Split-K over gridDim.z: split z runs K steps [z * iters_per_split, + iters_per_split), writes
   // its fp32 tile to `workspace` and bumps the tile's counter; the last to arrive sums the tiles
   // in split order (the same result whichever CTA is last), runs the epilogue and zeroes the
-  // counter again (no memset between launches or graph replays).
+  // counter again (no memset between launches or graph replays). When the whole grid is
+  // resident at once (at most `resident` CTAs), every split instead sums and stores a share of
+  // the tile's rows once all have written theirs (split_tile.cuh's scatter_parts; the same sums).
   struct Split {
     float* workspace = nullptr;  // [tiles][splits][BM * BN]
     int* counters = nullptr;     // [tiles], or [tiles][c] for clusters of c; zero between launches
     int iters_per_split = 0;     // 0: one split over all of K
+    int resident = 0;            // CTAs the device holds at once (0: never wait on other CTAs)
   };
 
   struct Smem {
@@ -533,6 +536,19 @@ struct Wna16WgmmaRsKernel {
         return;
       }
     }
+    if (gridDim.z > 1 && sp.resident >= gridDim.x * gridDim.y * gridDim.z) {
+      const int rows = min(BM, a.M - m0);  // the tile's rows inside M: all that is summed
+      const auto share = ClusterSplitReducer<BM, BN, 128 * Tile::CONSUMERS, 1>::share(
+          blockIdx.z, gridDim.z, rows);
+      const int tile_id = blockIdx.y * gridDim.x + blockIdx.x;
+      scatter_parts<128 * Tile::CONSUMERS, 1>(
+          reinterpret_cast<float4*>(tile), rows * BN / 4, share.first * BN / 4,
+          share.last * BN / 4,
+          reinterpret_cast<float4*>(sp.workspace) + static_cast<long long>(tile_id) * gridDim.z * (BM * BN / 4),
+          BM * BN / 4, gridDim.z, blockIdx.z, sp.counters + tile_id);
+      store_row_range(a, tile, m0, n0, share.first, share.last);
+      return;
+    }
     if (gridDim.z > 1 &&
         !SplitTileReducer<BM * BN, 128 * Tile::CONSUMERS, 1>::reduce(
             tile, sp.workspace, sp.counters, blockIdx.y * gridDim.x + blockIdx.x)) {
@@ -660,11 +676,12 @@ struct Wna16WgmmaRsKernel {
 }  // namespace humming
 
 // The entry every rendered register-A-form translation unit instantiates: the shared-memory form's
-// parameters, then split-K's workspace, counters and K steps per split (Split).
+// parameters, then split-K's workspace, counters, K steps per split and resident CTAs (Split).
 #define HUMMING_WNA16_WGMMA_RS_ENTRY(NAME, FMT, TILE, ACT, OUT, BIAS)                           \
   extern "C" __global__ void __launch_bounds__(TILE::THREADS, TILE::CTAS) NAME(                  \
-      HM_WNA16_WGMMA_PARAMS(ACT, OUT), float* workspace, int* counters, int iters_per_split) {   \
+      HM_WNA16_WGMMA_PARAMS(ACT, OUT), float* workspace, int* counters, int iters_per_split,     \
+      int resident) {                                                                            \
     using Kern = humming::Wna16WgmmaRsKernel<FMT, TILE, ACT, OUT, BIAS>;                        \
     Kern::run(tmap_x, HM_WNA16_WGMMA_ARGS(Kern),                                                \
-              typename Kern::Split{workspace, counters, iters_per_split});                      \
+              typename Kern::Split{workspace, counters, iters_per_split, resident});            \
   }
