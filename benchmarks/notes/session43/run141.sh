@@ -9,28 +9,8 @@
 bash benchmarks/notes/session43/run140.sh
 source scripts/gpu_setup.sh >/dev/null 2>&1 || { echo setup failed; exit 1; }
 export PYTHONPATH=$PWD/packages/humming-cuda/src:$PWD/packages/humming-core/src:$PWD/packages/humming-cuda/tests:$PWD/benchmarks:/tmp/site
-H=packages/humming-cuda/src/humming_cuda/include/humming/epilogue/split_tile.cuh
-cp $H /tmp/split_tile.orig
-SW="python3 benchmarks/wgmma_config_sweep.py --set split_k=8 --set rs_cluster_split=false,true --set rs_cluster_ctas=0,2 W4A16_G128:4096x14336:128 MXFP4:4096x14336:128"
-timeout 60 $SW --out $OUT/diag_full.json 2>&1 | grep "us " | tee $OUT/diag_full.txt
-python3 - $H <<'P'
-import sys; p=sys.argv[1]; s=open(p).read()
-a='  if (!named_barrier_any<THREADS>(BAR, last)) return false;\n'
-assert a in s
-s=s.replace(a, a+'  if (parts > 1) { if (t == 0) *counter = 0; named_barrier<THREADS>(BAR); return false; }  // DIAG B\n')
-open(p,'w').write(s)
-P
-timeout 60 $SW --out $OUT/diag_b.json 2>&1 | grep "us " | tee $OUT/diag_b.txt
-cp /tmp/split_tile.orig $H
-python3 - $H <<'P'
-import sys; p=sys.argv[1]; s=open(p).read()
-a='  const int t = threadIdx.x % THREADS;\n  for (int i = t; i < vecs'
-assert a in s
-s=s.replace(a, '  if (parts > 1) return false;  // DIAG A\n'+a)
-open(p,'w').write(s)
-P
-timeout 60 $SW --out $OUT/diag_a.json 2>&1 | grep "us " | tee $OUT/diag_a.txt
-cp /tmp/split_tile.orig $H
+# (moved to session44/diag.sh, which session 44 runs alone)
+bash benchmarks/notes/session44/diag.sh
 # split 7 in one cluster per tile (224 CTAs at 4096x14336 M = 64-128): the tile's whole sum over
 # distributed shared memory, if clusters of 7 fit at once (CLUSTER_SLOTS has no 7)
 timeout 40 python3 benchmarks/cluster_occupancy.py W4A16_G128:4096x14336:128 --splits 6,7,8 2>&1 | tee $OUT/occ7.txt
