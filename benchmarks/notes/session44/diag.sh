@@ -11,7 +11,7 @@ nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/diag_gpu.txt
 H=packages/humming-cuda/src/humming_cuda/include/humming/epilogue/split_tile.cuh
 cp $H /tmp/split_tile.orig
 SW="python3 benchmarks/wgmma_config_sweep.py --set split_k=8 --set rs_cluster_split=false,true --set rs_cluster_ctas=0,2 W4A16_G128:4096x14336:128 MXFP4:4096x14336:128"
-timeout 60 $SW --out $OUT/diag_full.json 2>&1 | grep "us " | tee $OUT/diag_full.txt
+timeout 40 $SW --out $OUT/diag_full.json 2>&1 | grep "us " | tee $OUT/diag_full.txt
 python3 - $H <<'P'
 import sys; p=sys.argv[1]; s=open(p).read()
 a='  if (!named_barrier_any<THREADS>(BAR, last)) return false;\n'
@@ -19,7 +19,7 @@ assert a in s
 s=s.replace(a, a+'  if (parts > 1) { if (t == 0) *counter = 0; named_barrier<THREADS>(BAR); return false; }  // DIAG B\n')
 open(p,'w').write(s)
 P
-timeout 60 $SW --out $OUT/diag_b.json 2>&1 | grep "us " | tee $OUT/diag_b.txt
+timeout 40 $SW --out $OUT/diag_b.json 2>&1 | grep "us " | tee $OUT/diag_b.txt
 cp /tmp/split_tile.orig $H
 python3 - $H <<'P'
 import sys; p=sys.argv[1]; s=open(p).read()
@@ -28,6 +28,6 @@ assert a in s
 s=s.replace(a, '  if (parts > 1) return false;  // DIAG A\n'+a)
 open(p,'w').write(s)
 P
-timeout 60 $SW --out $OUT/diag_a.json 2>&1 | grep "us " | tee $OUT/diag_a.txt
+timeout 40 $SW --out $OUT/diag_a.json 2>&1 | grep "us " | tee $OUT/diag_a.txt
 cp /tmp/split_tile.orig $H
 cd $OUT && tar czf diag.tgz diag_* && rm -f diag_*
