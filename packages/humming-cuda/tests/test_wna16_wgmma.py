@@ -775,10 +775,10 @@ def test_ring_stages_can_be_sized_for_the_specs_codes():
 # split-K plan's column is best_plan's without byte_codes (the 4-bit pricing).
 CLUSTER_SWEEP = [
     ("W4A16_G128", 4096, 14336, 32, 8, 22.6, "w8", 22.6),
-    # split 8 in clusters of 2 since session 43 (heuristics.N128_CLUSTER_CTAS; its run137 sweep)
-    ("W4A16_G128", 4096, 14336, 64, 8, 26.9, "c8/2", 26.5),
-    ("W4A16_G128", 4096, 14336, 128, 8, 39.6, "c8/2", 36.2),
-    ("W4A16_G128", 4096, 14336, 256, 4, 54.4, "w4", 54.4),
+    # splits summed all at once since session 44 (heuristics.with_scatter; SCATTER_AB below)
+    ("W4A16_G128", 4096, 14336, 64, 8, 27.7, "s8", 25.3),
+    ("W4A16_G128", 4096, 14336, 128, 8, 39.4, "s8", 32.9),
+    ("W4A16_G128", 4096, 14336, 256, 4, 55.0, "s4", 52.3),
     ("W4A16_G128", 6144, 4096, 32, 5, 12.6, "w5", 12.6),
     ("W4A16_G128", 6144, 4096, 48, 5, 16.8, "c4", 15.4),
     ("W4A16_G128", 6144, 4096, 64, 4, 17.8, "c4", 14.5),
@@ -786,8 +786,8 @@ CLUSTER_SWEEP = [
     ("W4A16_G128", 6144, 4096, 192, 2, 34.8, "c2", 30.5),
     ("W4A16_G128", 6144, 4096, 256, 2, 35.1, "c2", 30.1),
     ("W4A16_G128", 8192, 28672, 32, 8, 56.0, "w8", 56.0),
-    ("W4A16_G128", 8192, 28672, 64, 4, 72.7, "w4", 72.7),
-    ("W4A16_G128", 8192, 28672, 128, 4, 99.3, "w4", 99.3),
+    ("W4A16_G128", 8192, 28672, 64, 4, 76.1, "s4", 72.3),
+    ("W4A16_G128", 8192, 28672, 128, 4, 102.6, "s4", 99.0),
     ("W4A16_G128", 8192, 28672, 256, 2, 184.2, "c2", 182.6),
     ("MXFP4", 6144, 4096, 64, 4, 19.0, "c4", 15.8),
     ("MXFP4", 6144, 4096, 128, 4, 26.9, "c4", 20.1),
@@ -799,9 +799,7 @@ CLUSTER_SWEEP = [
     # (heuristics.BYTE_CODES_MAX_M)
     ("W8A16", 4096, 14336, 64, 8, 34.5, "c6", 28.9),
     ("W8A16", 4096, 14336, 128, 8, 46.0, "c6", 35.9),
-    ("W8A16", 4096, 14336, 256, 4, 55.6, "w4", 55.6),
-    ("W8A16", 8192, 28672, 64, 4, 90.3, "w4", 90.3),
-    ("W8A16", 8192, 28672, 128, 4, 104.9, "w4", 104.9),
+    ("W8A16", 4096, 14336, 256, 4, 58.9, "s4", 51.7),
     ("E4M3_G128", 6144, 4096, 256, 2, 40.6, "c2", 34.6),
     ("W4A16_G128", 8192, 28672, 192, 2, 178.9, "c2", 175.7),
     ("W4A16_G128", 8192, 28672, 768, 2, 549.0, "c2", 541.8),
@@ -822,9 +820,11 @@ CLUSTER_SWEEP = [
 
 
 def route_label(cfg) -> str:
-    """ "w<split>" (workspace), "c<split>" (one cluster per tile), "c<split>/<CTAs per cluster>"."""
+    """ "w<split>" (workspace, the last split sums), "s<split>" (workspace, all splits sum at
+    once), "c<split>" (one cluster per tile), "c<split>/<CTAs per cluster>"."""
     clusters = f"/{cfg.rs_cluster_ctas}" if cfg.rs_cluster_ctas else ""
-    return f"{'c' if cfg.rs_cluster_split else 'w'}{cfg.split_k}{clusters}"
+    form = "c" if cfg.rs_cluster_split else "s" if cfg.rs_split_scatter else "w"
+    return f"{form}{cfg.split_k}{clusters}"
 
 
 @pytest.mark.parametrize("spec, n, k, m, split, workspace_us, routed, routed_us", CLUSTER_SWEEP)
@@ -849,38 +849,61 @@ def test_cluster_split_k_routed_where_it_measured_faster(
     )
 
 
-# The 128-column split plans in clusters of 2 (heuristics.N128_CLUSTER_CTAS), H200 same run
-# (session 43's run139, benchmarks/notes/session43/h200/run139_ab.json), us: (spec, N, K, M,
-# the route before (split through the workspace), its time, the route now, its time).
-N128_CLUSTER_AB = [
-    ("W4A16_G128", 4096, 14336, 64, "w8", 26.1, "c8/2", 25.7),
-    ("W4A16_G128", 4096, 14336, 96, "w8", 37.8, "c8/2", 34.9),
-    ("W4A16_G128", 4096, 14336, 128, "w8", 38.5, "c8/2", 35.6),
-    ("MXFP4", 4096, 14336, 64, "w8", 28.2, "c8/2", 28.4),
-    ("MXFP4", 4096, 14336, 96, "w8", 37.8, "c8/2", 37.3),
-    ("MXFP4", 4096, 14336, 128, "w8", 38.6, "c8/2", 37.6),
-    # split 4 in clusters of 2 measured 1.01-1.02x: not taken (N128_CLUSTER_MIN_SPLIT)
-    ("W4A16_G128", 4096, 14336, 256, "w4", 53.4, "w4", 53.4),
-    ("W4A16_G128", 8192, 28672, 64, "w4", 74.1, "w4", 74.1),
-    ("W4A16_G128", 8192, 28672, 128, "w4", 99.4, "w4", 99.4),
-    ("MXFP4", 8192, 28672, 96, "w4", 104.3, "w4", 104.3),
+# Split-K summed by all of a tile's splits at once (heuristics.with_scatter), H100 same run
+# (session 44, benchmarks/notes/session44/h100/wide.json and scatter.json), us: (spec, N, K, M,
+# the route without it (the workspace form's last split sums), its time, the route now, its
+# time). The 128-column split 8 ran in clusters of 2 before (session 43): 26.7 / 35.8 / 36.3 us at
+# M = 64 / 96 / 128, MXFP4 M=128 38.1, all slower than scatter. The 32-row tiles keep the
+# workspace form (SCATTER_MIN_BLOCK_M): 6144x4096 M=32 measured 12.8 -> 14.1 with scatter.
+SCATTER_AB = [
+    ("W4A16_G128", 4096, 14336, 64, "w8", 27.7, "s8", 25.3),
+    ("W4A16_G128", 4096, 14336, 96, "w8", 39.1, "s8", 31.1),
+    ("W4A16_G128", 4096, 14336, 128, "w8", 39.4, "s8", 32.9),
+    ("W4A16_G128", 4096, 14336, 256, "w4", 55.0, "s4", 52.3),
+    ("MXFP4", 4096, 14336, 128, "w8", 40.9, "s8", 34.9),
+    ("W4A16_G128", 8192, 28672, 64, "w4", 76.1, "s4", 72.3),
+    ("W4A16_G128", 8192, 28672, 128, "w4", 102.6, "s4", 99.0),
+    ("W8A16", 4096, 14336, 256, "w4", 58.9, "s4", 51.7),
+    ("W4A16_G128", 6144, 4096, 32, "w5", 12.8, "w5", 12.8),
+    ("W4A16_G128", 4096, 14336, 32, "w8", 23.2, "w8", 23.2),
 ]
 
 
-@pytest.mark.parametrize("spec, n, k, m, before, before_us, now, now_us", N128_CLUSTER_AB)
-def test_128_column_split_8_runs_in_clusters_of_two_where_it_measured_faster(
+@pytest.mark.parametrize("spec, n, k, m, before, before_us, now, now_us", SCATTER_AB)
+def test_split_k_sums_all_at_once_where_it_measured_faster(
     spec, n, k, m, before, before_us, now, now_us, monkeypatch
 ):
-    """The measured points route as the table says, and did as it says before (the constant set
-    back to 0); where the route moved it measured faster, or within 1% (MXFP4 M=64: 1.005x, kept
-    with its layer's rule); tile and CTAs per SM stay."""
+    """The measured points route as the table says, and as it says before (SCATTER_MIN_BLOCK_M
+    past every tile); where the route moved it measured faster; tile and CTAs per SM stay."""
     problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
     cfg = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
-    assert route_label(cfg) == now and (cfg.block_n, cfg.rs_ctas_per_sm) == (128, 2)
-    monkeypatch.setattr(heuristics, "N128_CLUSTER_CTAS", 0)
+    assert route_label(cfg) == now
+    monkeypatch.setattr(heuristics, "SCATTER_MIN_BLOCK_M", 1 << 20)
     old = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
-    assert route_label(old) == before and (old.block_m, old.block_n) == (cfg.block_m, 128)
-    assert now == before or now_us < 1.01 * before_us
+    assert route_label(old) == before
+    assert (old.block_m, old.block_n, old.rs_ctas_per_sm) == (
+        cfg.block_m,
+        cfg.block_n,
+        cfg.rs_ctas_per_sm,
+    )
+    assert now == before or now_us < before_us
+
+
+def test_scatter_is_routed_only_where_the_grid_is_resident_at_once():
+    """Every routed scatter config's grid fits the CTAs the GPU holds at once (its CTAs per SM
+    on the caps' SMs), over the family's M buckets on the four layers and five specs: a larger grid
+    would sum the workspace form's way, and the route would say otherwise."""
+    for spec in ("W4A16_G128", "MXFP4", "W8A16", "W3A16_G128", "E4M3_G128"):
+        for n, k in ((57344, 8192), (8192, 28672), (6144, 4096), (4096, 14336)):
+            for m in (17, 48, 64, 96, 128, 192, 256, 384, 512, 1024, 4096):
+                problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
+                cfg = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
+                if cfg.family != "wna16_wgmma" or not cfg.rs_split_scatter:
+                    continue
+                tiles = -(-m // cfg.block_m) * -(-n // cfg.block_n)
+                sms = SM90.sm_count or heuristics.DEFAULT_SMS
+                assert tiles * cfg.split_k <= cfg.rs_ctas_per_sm * sms
+                assert cfg.block_m >= heuristics.SCATTER_MIN_BLOCK_M
 
 
 # 8-bit codes below MID_MIN_M rows (heuristics.BYTE_CODES_MAX_M): H100, same run (session 42's

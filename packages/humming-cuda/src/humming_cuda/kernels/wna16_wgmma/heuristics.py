@@ -5,8 +5,8 @@ picks the register-A form's token tile (16 / 32 / 64 / 96 / 128 / 160 / 176 rows
 for tiles of up to 32 rows, one or two CTAs per SM, or at M = 64-256 the 128-column tile at two
 CTAs per SM or a stream-K form (persistent CTAs sharing the iterations evenly), or the
 shared-memory form where its waves of 128 x 128 tiles finish first. A split plan's tile may sum
-its splits within thread-block clusters instead, where the model prices that cheaper (the
-128-column split 8 plans: in clusters of 2, summed across them through the workspace). Smaller
+its splits within thread-block clusters instead, where the model prices that cheaper, else (from
+64-row tiles) with all its splits at once through the workspace (rs_split_scatter). Smaller
 M goes to the mma.sync families (wna16_decode, wna16). An unknown M is refused with a reason.
 """
 
@@ -192,22 +192,19 @@ STREAM_WIDE_MAX_M = 256
 # 192 of 264 slots at 6144x4096 M = 64-256) keep their clusters (W4A16 g128 18.0 -> 14.6,
 # 26.1 -> 19.1, 35.2 -> 30.5 us), where the grids past the cluster capacity lost 1.20-1.52x.
 CLUSTER_SPLITS = (2, 3, 4, 5, 6, 8)
-# A 128-column split-K plan's splits in clusters of N128_CLUSTER_CTAS (rs_cluster_ctas; 0: not
-# offered): each cluster sums its splits over distributed shared memory and the last CTA of each
-# rank reads the other clusters' shares of its rows, not every other split's whole tile. Same-run
-# H100 sweep (benchmarks/notes/session43.md, session43/h100/run137_sweep.json), the plan's split
-# through the workspace -> in clusters of 2, us: W4A16 g128 4096x14336 M=128 split 8 39.6 -> 36.2
-# (one cluster of 6, which the model prices dearer, 35.9), M=64 26.9 -> 26.5, 8192x28672 M=64
-# split 4 76.7 -> 75.4, MXFP4 4096x14336 M=128 41.8 -> 38.1. Clusters of 4 (past the slots of 2
-# CTAs per SM at 256 CTAs) took 1.3-1.6x. The 256-column tile, one CTA per SM (W8A16 4096x14336
-# M=128), measured 41.7 in clusters of 2 against 36.4 in its routed cluster of 6: not offered.
-# Taken from split N128_CLUSTER_MIN_SPLIT: H200 route A/B, same run (session 43's run139,
-# session43/h200/run139_ab.txt), workspace -> clusters of 2: split 8 at 4096x14336 M = 64 / 96 /
-# 128 W4A16 g128 26.1 -> 25.7, 37.8 -> 34.9, 38.5 -> 35.6 us, MXFP4 28.2 -> 28.4, 37.8 -> 37.3,
-# 38.6 -> 37.6; split 4 (8192x28672 M = 64-128, 4096x14336 M=256, both specs) 1.005-1.018x, where
-# three reads of a whole tile are cheap enough.
-N128_CLUSTER_CTAS = 2
-N128_CLUSTER_MIN_SPLIT = 8
+# A split-K plan through the workspace sums its splits all at once (rs_split_scatter: each split
+# sums and stores a share of the rows once every split has stored its partial, where the grid is
+# resident at once) on token tiles of SCATTER_MIN_BLOCK_M rows or more; one-cluster plans stay
+# (with_clusters prices them; they measured faster than scatter at every point it routes them).
+# Same-run H100 sweep (benchmarks/notes/session44.md, session44/h100/wide.json, scatter.json), the
+# plan's split through the workspace (or the 128-column split 8 in clusters of 2, session 43's
+# route) -> scatter, us: W4A16 g128 4096x14336 M = 64 / 96 / 128 26.7 -> 25.3, 35.8 -> 31.1,
+# 36.3 -> 32.9 (clusters of 2), M=256 55.0 -> 52.3; 8192x28672 M = 64 / 128 76.1 -> 72.3,
+# 102.6 -> 99.0; MXFP4 4096x14336 M=128 38.1 -> 34.9; W8A16 4096x14336 M=256 58.9 -> 51.7.
+# The 32-row tiles (one CTA per SM) read back little and lost or tied: W4A16 g128 6144x4096
+# M=32 12.8 -> 14.1, 4096x14336 M=32 23.2 -> 23.3 (W8A16 29.9 against 32.2, and 8192x28672 M=32 at
+# two CTAs per SM 57.0 against 62.5, gained: not taken, one rule for the narrow tiles).
+SCATTER_MIN_BLOCK_M = 64
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -249,6 +246,7 @@ class Plan:
     stream_k: bool = False
     cluster: bool = False
     cluster_ctas: int = 0  # with `cluster`: CTAs per cluster, 0 for all the tile's splits
+    scatter: bool = False  # split-K summed by all of a tile's splits at once (rs_split_scatter)
 
 
 def output_tiles(problem: GemmProblem, block_m: int, block_n: int) -> int:
@@ -407,35 +405,27 @@ def with_clusters(plan: Plan, problem: GemmProblem, caps: DeviceCaps) -> Plan:
         cost = waves(tiles * split, slots) * cta
         if cost < best.cost:
             best = replace(plan, cost=cost, split_k=split, cluster=True)
-    return min(best, n128_clusters(plan, problem, sms), key=lambda p: p.cost)
+    return best
 
 
-def n128_clusters(plan: Plan, problem: GemmProblem, sms: int) -> Plan:
-    """A 128-column split-K plan as clusters of N128_CLUSTER_CTAS of its splits (rs_cluster_ctas),
-    priced as the plan with a read-back of 1 / N128_CLUSTER_CTAS^2 of its own (the last CTA of a
-    rank reads the other clusters' shares of its rows), where the grid's clusters all fit at
-    once as its CTAs do; `plan` itself otherwise."""
-    ctas = N128_CLUSTER_CTAS
-    if not ctas or plan.block_n != RS_NARROW_BLOCK_N or plan.split_k < N128_CLUSTER_MIN_SPLIT:
-        return plan
-    if plan.split_k % ctas or plan.cluster:
+def with_scatter(plan: Plan, problem: GemmProblem, sms: int) -> Plan:
+    """A split-K plan through the workspace summed by all its splits at once, on tiles of
+    SCATTER_MIN_BLOCK_M rows and more whose grid the GPU holds at once (a larger one would sum
+    the workspace form's way anyway); any other plan as it is. Not priced: it replaces the
+    reduction only."""
+    if plan.stream_k or not plan.registers or plan.split_k < 2 or plan.cluster:
         return plan
     grid = output_tiles(problem, plan.block_m, plan.block_n) * plan.split_k
-    if waves(grid, int(CLUSTER_SLOTS[2][ctas] * 2 * sms)) != waves(grid, 2 * sms):
+    if plan.block_m < SCATTER_MIN_BLOCK_M or grid > plan.ctas_per_sm * sms:
         return plan
-    steps = -(-problem.k // BLOCK_K)
-    split_row = SPLIT_ROW_STEPS / 2  # narrow_n_plans' price
-    own = cta_cost(steps, plan.block_m, plan.split_k, N128_STEP_COST, N128_FIXED_STEPS, split_row)
-    shares = cta_cost(
-        steps, plan.block_m, plan.split_k, N128_STEP_COST, N128_FIXED_STEPS, split_row / ctas**2
-    )
-    return replace(plan, cost=plan.cost * shares / own, cluster=True, cluster_ctas=ctas)
+    return replace(plan, scatter=True)
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[WgmmaWna16Config]:
     """Configs for best_plan, best first (ring depths that fit the arch's shared memory)."""
     bits = spec.weight.dtype.bits
     plan = with_clusters(best_plan(problem, caps, bits == 4, bits == 8), problem, caps)
+    plan = with_scatter(plan, problem, caps.sm_count or DEFAULT_SMS)
     group_m = 8 if spec.weight_bytes(problem.n, problem.k) > (caps.l2_bytes or _DEFAULT_L2) else 1
     if not plan.registers:
         shared = partial(WgmmaWna16Config, pdl=True)
@@ -451,6 +441,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
             rs_stream_k=plan.stream_k,
             rs_cluster_split=plan.cluster,
             rs_cluster_ctas=plan.cluster_ctas,
+            rs_split_scatter=plan.scatter,
             pdl=True,
             **fields,
         )
