@@ -143,13 +143,17 @@ def test_clusters_of_fewer_splits_launch_as_a_common_divisor():
     assert [whole.cluster_ctas(s) for s in (4, 3)] == [4, 3]
 
 
-def test_split_scatter_passes_the_resident_ctas_and_the_plain_split_passes_none(cpu_workspace):
+def test_split_scatter_passes_the_resident_ctas_and_the_plain_split_passes_none(
+    cpu_workspace, monkeypatch
+):
     """rs_split_scatter's splits wait for each other only when the whole grid is resident at
     once: the launch passes the CTAs the device holds (FakeFunction: 132), which the kernel
-    compares with its grid; every other form passes 0 (never wait). Eager and prepared calls
-    launch the same value, with the workspace for every split."""
+    compares with its grid; every other form, and every form under HUMMING_SPLIT_SCATTER=0,
+    passes 0 (never wait). Eager and prepared calls launch the same value, with the workspace for
+    every split."""
     names = None
-    for scatter, expected in ((True, 132), (False, 0)):
+    for scatter, env, expected in ((True, "1", 132), (False, "1", 0), (True, "0", 0)):
+        monkeypatch.setenv("HUMMING_SPLIT_SCATTER", env)
         kernel, weights = make_kernel(rs_block_m=32, split_k=4, rs_split_scatter=scatter), packed()
         names = kernel.signature.names
         call = kernel.prepare(**weights)

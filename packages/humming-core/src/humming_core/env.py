@@ -98,6 +98,13 @@ VARIABLES: tuple[EnvVar, ...] = (
         "launch the kernels built for it with programmatic dependent launch (sm_90+); 0: plain launches",
     ),
     EnvVar(
+        "HUMMING_SPLIT_SCATTER",
+        _bool,
+        True,
+        "let split-K kernels whose whole grid is resident sum their splits all at once (the CTAs "
+        "wait on each other); 0: the last split sums alone",
+    ),
+    EnvVar(
         "HUMMING_UNVERIFIED_KERNELS",
         _bool,
         False,

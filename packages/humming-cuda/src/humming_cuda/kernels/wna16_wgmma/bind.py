@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from humming_core.env import ENV
 from humming_core.spec import QuantSpec
 
 from ...args import ScalarArg, Signature, TensorArg
@@ -87,10 +88,11 @@ class WgmmaWna16Kernel:
             function.resident_ctas(config.threads, config.smem_bytes) if config.rs_stream_k else 0
         )
         # rs_split_scatter: the grids whose splits may wait for each other (all resident at once;
-        # the kernel sums a larger grid's splits the workspace form's way)
+        # the kernel sums a larger grid's splits the workspace form's way, as all of them with
+        # HUMMING_SPLIT_SCATTER=0)
         self.scatter_ctas = (
             function.resident_ctas(config.threads, config.smem_bytes)
-            if config.rs_split_scatter
+            if config.rs_split_scatter and ENV.HUMMING_SPLIT_SCATTER
             else 0
         )
 

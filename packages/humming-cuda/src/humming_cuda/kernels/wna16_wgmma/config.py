@@ -116,6 +116,8 @@ class WgmmaWna16Config(WgmmaTileConfig):
     # CTA, all in parallel, where the last CTA reads every other split's whole tile. Only where
     # the launch's grid is resident at once (the bind passes the device's capacity; a larger
     # grid sums the workspace form's way): a CTA waiting for one that cannot start would hang.
+    # HUMMING_SPLIT_SCATTER=0 makes every launch sum the workspace form's way (docs/environment.md:
+    # for processes that cannot use every SM the device reports).
     rs_split_scatter: bool = False
 
     @model_validator(mode="after")
