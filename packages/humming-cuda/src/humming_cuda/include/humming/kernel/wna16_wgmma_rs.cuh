@@ -536,16 +536,19 @@ struct Wna16WgmmaRsKernel {
         return;
       }
     }
-    if (gridDim.z > 1 && sp.resident >= gridDim.x * gridDim.y * gridDim.z) {
-      const int rows = min(BM, a.M - m0);  // the tile's rows inside M: all that is summed
+    if (gridDim.z > 1 && static_cast<u32>(sp.resident) >= gridDim.x * gridDim.y * gridDim.z) {
+      // the whole grid is resident: every split sums and stores its share of the rows inside M
+      // (the cluster form's shares)
+      constexpr int VECS = BM * BN / 4;
+      const int rows = min(BM, a.M - m0);
       const auto share = ClusterSplitReducer<BM, BN, 128 * Tile::CONSUMERS, 1>::share(
           blockIdx.z, gridDim.z, rows);
       const int tile_id = blockIdx.y * gridDim.x + blockIdx.x;
+      float4* slots = reinterpret_cast<float4*>(sp.workspace) +
+                      static_cast<long long>(tile_id) * gridDim.z * VECS;
       scatter_parts<128 * Tile::CONSUMERS, 1>(
           reinterpret_cast<float4*>(tile), rows * BN / 4, share.first * BN / 4,
-          share.last * BN / 4,
-          reinterpret_cast<float4*>(sp.workspace) + static_cast<long long>(tile_id) * gridDim.z * (BM * BN / 4),
-          BM * BN / 4, gridDim.z, blockIdx.z, sp.counters + tile_id);
+          share.last * BN / 4, slots, VECS, gridDim.z, blockIdx.z, sp.counters + tile_id);
       store_row_range(a, tile, m0, n0, share.first, share.last);
       return;
     }

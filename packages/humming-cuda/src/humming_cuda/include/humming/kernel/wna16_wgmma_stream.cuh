@@ -254,8 +254,8 @@ struct Wna16WgmmaStreamKernel {
 }  // namespace humming
 
 // The entry of a rendered stream-K translation unit: the register-A form's parameters (its
-// `iters_per_split` and `resident` unused: the range of each CTA follows from gridDim.x); `workspace` holds two
-// partial tiles per CTA, `counters` one per CTA (zero between launches).
+// `iters_per_split` and `resident` unused: the range of each CTA follows from gridDim.x);
+// `workspace` holds two partial tiles per CTA, `counters` one per CTA (zero between launches).
 #define HUMMING_WNA16_WGMMA_STREAM_ENTRY(NAME, FMT, TILE, ACT, OUT, BIAS)                       \
   extern "C" __global__ void __launch_bounds__(TILE::THREADS, TILE::CTAS) NAME(                  \
       HM_WNA16_WGMMA_PARAMS(ACT, OUT), float* workspace, int* counters, int iters_per_split,     \
