@@ -238,10 +238,12 @@ CLUSTER_GROUP_SHAPES = (
 # SM (4096x14336's M=128 plan); 100 rows of a 128-row tile over 5 splits (20 rows each, cutting
 # the 8-row swizzle groups) with an N tail; 17 rows over 4 (4-5 rows); 16 splits (the sum's parts
 # in four batches); 3 rows over 7 splits (four with no rows, which still store, count and wait);
-# a split of 4 that K cuts to 3; the 176-row tile with M and N tails; and 1024 CTAs, more than an
-# H100 or H200 holds at once, which sum the workspace form's way (the last split alone).
+# a split of 4 that K cuts to 3; the 176-row tile with M and N tails; the 32-row tile at two
+# CTAs per SM (8192x28672's M=32 plan, 28 rows); and 1024 CTAs, more than an H100 or H200 holds
+# at once, which sum the workspace form's way (the last split alone).
 SCATTER_SHAPES = (
     (128, 256, 4096, 8, 128, 128, 2, 4),
+    (28, 512, 4096, 8, 32, 256, 2, 4),
     (100, 1000, 3000, 5, 128, 256, 1, 4),
     (17, 300, 1040, 4, 32, 256, 1, 4),
     (64, 520, 4096, 16, 64, 128, 2, 4),

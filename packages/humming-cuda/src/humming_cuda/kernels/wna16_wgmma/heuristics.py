@@ -6,7 +6,8 @@ for tiles of up to 32 rows, one or two CTAs per SM, or at M = 64-256 the 128-col
 CTAs per SM or a stream-K form (persistent CTAs sharing the iterations evenly), or the
 shared-memory form where its waves of 128 x 128 tiles finish first. A split plan's tile may sum
 its splits within thread-block clusters instead, where the model prices that cheaper, else (from
-64-row tiles) with all its splits at once through the workspace (rs_split_scatter). Smaller
+64-row tiles, 32 at two CTAs per SM) with all its splits at once through the workspace
+(rs_split_scatter). Smaller
 M goes to the mma.sync families (wna16_decode, wna16). An unknown M is refused with a reason.
 """
 
@@ -194,17 +195,19 @@ STREAM_WIDE_MAX_M = 256
 CLUSTER_SPLITS = (2, 3, 4, 5, 6, 8)
 # A split-K plan through the workspace sums its splits all at once (rs_split_scatter: each split
 # sums and stores a share of the rows once every split has stored its partial, where the grid is
-# resident at once) on token tiles of SCATTER_MIN_BLOCK_M rows or more; one-cluster plans stay
-# (with_clusters prices them; they measured faster than scatter at every point it routes them).
-# Same-run H100 sweep (benchmarks/notes/session44.md, session44/h100/wide.json, scatter.json), the
-# plan's split through the workspace (or the 128-column split 8 in clusters of 2, session 43's
-# route) -> scatter, us: W4A16 g128 4096x14336 M = 64 / 96 / 128 26.7 -> 25.3, 35.8 -> 31.1,
-# 36.3 -> 32.9 (clusters of 2), M=256 55.0 -> 52.3; 8192x28672 M = 64 / 128 76.1 -> 72.3,
-# 102.6 -> 99.0; MXFP4 4096x14336 M=128 38.1 -> 34.9; W8A16 4096x14336 M=256 58.9 -> 51.7.
-# The 32-row tiles (one CTA per SM) read back little and lost or tied: W4A16 g128 6144x4096
-# M=32 12.8 -> 14.1, 4096x14336 M=32 23.2 -> 23.3 (W8A16 29.9 against 32.2, and 8192x28672 M=32 at
-# two CTAs per SM 57.0 against 62.5, gained: not taken, one rule for the narrow tiles).
+# resident at once) on token tiles of SCATTER_MIN_BLOCK_M rows or more, or of
+# SCATTER_MIN_BLOCK_M_2CTAS at two CTAs per SM; one-cluster plans stay (with_clusters prices
+# them; they measured faster than scatter at every point it routes them). Same-run H100 sweep
+# (benchmarks/notes/session44.md, session44/h100/wide.json, scatter.json), the plan's split
+# through the workspace (or the 128-column split 8 in clusters of 2, session 43's route) ->
+# scatter, us: W4A16 g128 4096x14336 M = 64 / 96 / 128 26.7 -> 25.3, 35.8 -> 31.1, 36.3 -> 32.9
+# (clusters of 2), M=256 55.0 -> 52.3; 8192x28672 M = 64 / 128 76.1 -> 72.3, 102.6 -> 99.0,
+# M=32 (32 rows, two CTAs per SM) 62.5 -> 57.0; MXFP4 4096x14336 M=128 38.1 -> 34.9; W8A16
+# 4096x14336 M=256 58.9 -> 51.7, 8192x28672 M=32 104.5 -> 89.8. The 32-row tiles at one CTA per
+# SM lost or tied with 4-bit codes: W4A16 g128 6144x4096 M=32 12.8 -> 14.1, 4096x14336 M=32
+# 23.2 -> 23.3 (W8A16 4096x14336 M=32 gained, 32.2 -> 29.9: not taken, one rule for the tile).
 SCATTER_MIN_BLOCK_M = 64
+SCATTER_MIN_BLOCK_M_2CTAS = 32
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -410,13 +413,14 @@ def with_clusters(plan: Plan, problem: GemmProblem, caps: DeviceCaps) -> Plan:
 
 def with_scatter(plan: Plan, problem: GemmProblem, sms: int) -> Plan:
     """A split-K plan through the workspace summed by all its splits at once, on tiles of
-    SCATTER_MIN_BLOCK_M rows and more whose grid the GPU holds at once (a larger one would sum
-    the workspace form's way anyway); any other plan as it is. Not priced: it replaces the
-    reduction only."""
+    SCATTER_MIN_BLOCK_M rows and more (SCATTER_MIN_BLOCK_M_2CTAS at two CTAs per SM) whose grid
+    the GPU holds at once (a larger one would sum the workspace form's way anyway); any other
+    plan as it is. Not priced: it replaces the reduction only."""
     if plan.stream_k or not plan.registers or plan.split_k < 2 or plan.cluster:
         return plan
+    least = SCATTER_MIN_BLOCK_M_2CTAS if plan.ctas_per_sm == 2 else SCATTER_MIN_BLOCK_M
     grid = output_tiles(problem, plan.block_m, plan.block_n) * plan.split_k
-    if plan.block_m < SCATTER_MIN_BLOCK_M or grid > plan.ctas_per_sm * sms:
+    if plan.block_m < least or grid > plan.ctas_per_sm * sms:
         return plan
     return replace(plan, scatter=True)
 
