@@ -77,6 +77,15 @@ HM_DEVICE int load_acquire(const int* p) {
   return v;
 }
 
+// Run by one thread of each of the `parts` CTAs sharing `counter` (zero between launches): counts
+// its CTA in and waits until every part has, then counts it out; the last out zeroes the counter.
+// Only for CTAs that all run at once (scatter_parts says why).
+HM_DEVICE void meet_parts(int* counter, int parts) {
+  atomicAdd(counter, 1);
+  while (load_acquire(counter) < parts) __nanosleep(64);
+  if (atomicAdd(counter, 1) == 2 * parts - 1) atomicExch(counter, 0);
+}
+
 // Split-K summed by all of a tile's parts at once, for launches whose CTAs are all resident
 // together (the caller checks; a CTA waiting here for one that cannot start would never finish).
 // Every part stores its float4s 0 .. vecs - 1 at its slot but its own share [first, last), counts
@@ -98,11 +107,7 @@ HM_DEVICE void scatter_parts(float4* own, int vecs, int first, int last, float4*
   for (int i = last + t; i < vecs; i += THREADS) __stcg(mine + i, own[i]);
   __threadfence();
   named_barrier<THREADS>(BAR);
-  if (t == 0) {
-    atomicAdd(counter, 1);
-    while (load_acquire(counter) < parts) __nanosleep(64);
-    if (atomicAdd(counter, 1) == 2 * parts - 1) atomicExch(counter, 0);
-  }
+  if (t == 0) meet_parts(counter, parts);
   named_barrier<THREADS>(BAR);
   __threadfence();
   for (int base = first + t; base < last; base += THREADS * BATCH) {
