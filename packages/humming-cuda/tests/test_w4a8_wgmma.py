@@ -270,9 +270,11 @@ def test_the_kernel_takes_the_split_k_arguments_in_the_signature_order():
     from humming_cuda.kernels.w8a8.config import W8a8Format
 
     names = signature(W8a8Format.from_spec(presets.W4A8_FP8), "k").names
-    assert names[-4:] == ("ldc", "workspace", "counters", "iters_per_split")
+    assert names[-5:] == ("ldc", "workspace", "counters", "iters_per_split", "resident")
     assert re.search(
-        r"int ldc,\s*\\\s*float\* workspace, int\* counters, int iters_per_split\)", HEADER
+        r"int ldc,\s*\\\s*float\* workspace, int\* counters, int iters_per_split, "
+        r"int resident\)",
+        HEADER,
     )
 
 
@@ -346,3 +348,22 @@ def test_cluster_split_configs_render_the_cluster_tile():
             **{**base, "rs_block_m": 176, "rs_ctas_per_sm": 1, "stages": 2}, cluster_split=True
         )
     assert "store_t(a, total, m0, n0, wg - 1, tokens.x, tokens.y);" in HEADER
+
+
+def test_split_scatter_configs_render_the_scatter_tile():
+    """split_scatter: the out^T form's workspace split plans stored from registers; the tile's
+    last template argument says so (after the cluster flag, off), each split storing the share of
+    the tokens reduce_wgmma_scatter returns; refused by name in any other form."""
+    base = {"arch": "sm_90a", "stages": 6, "split_k": 5, "rs_block_m": 32, "rs_ctas_per_sm": 2}
+    cfg = W4a8WgmmaConfig(**base, split_scatter=True)
+    code = FAMILY.render(presets.W4A8_FP8, cfg, SM90).code
+    assert f"WgmmaW4a8Tile<6, {cfg.group_m}, true, 32, 2, false, false, false, true>" in code
+    for bad in (
+        {"split_k": 1},
+        {"staged_store": True},
+        {"cluster_split": True},
+        {"weights_in_registers": False, "rs_block_m": 128, "rs_ctas_per_sm": 1},
+    ):
+        with pytest.raises(ValueError, match="split_scatter needs"):
+            W4a8WgmmaConfig(**{**base, **bad}, split_scatter=True)
+    assert "reduce_wgmma_scatter<ACC, Tile::CONSUMERS>(a.workspace, a.counters," in HEADER

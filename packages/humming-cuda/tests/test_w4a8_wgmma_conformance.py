@@ -8,7 +8,7 @@ device routes W4A8-fp8 above decode size here (M <= 16 stays w8a8, one packed co
 serves both); a call replays correctly from a CUDA graph. The heuristics split K on these small
 grids and take 32- / 64-token tiles up to M = 64 (tests/test_w4a8_wgmma.py); split-K runs 2, 3 and
 5 splits of uneven K ranges twice in a row (the tile counters must be back at zero), and as
-clusters (bit for bit the workspace form's output). Staged output
+clusters and summed by all splits at once (both bit for bit the workspace form's output). Staged output
 rows (2-byte outputs through shared memory and bulk copies, the out^T form) run on every token
 tile, unsplit and split, into 16-byte aligned rows (the staged path), misaligned ones (the register
 stores it falls back to) and N tails of 6 columns; so do the large-M 160- and 176-token tiles,
@@ -28,6 +28,7 @@ from wgmma_conformance import (
     check_act8_case,
     check_cluster_split_case,
     check_routed_graph_replay,
+    check_scatter_split_case,
     check_user_api_switch,
     ring_kernels,
     sm90_device,
@@ -141,6 +142,23 @@ def test_cluster_split_k_matches_reference_and_the_workspace_form(case, device, 
     from humming_cuda.kernels.w4a8_wgmma import FAMILY
 
     check_cluster_split_case(FAMILY, case, device, cluster[case.id], unsplit[case.id], SPLITS)
+
+
+@pytest.fixture(scope="module")
+def scatter(device):
+    """SPLIT_CASES' first candidates with split-K summed by all splits at once (split_scatter)."""
+    update = {"split_k": 2, "split_scatter": True, "cluster_split": False, "staged_store": False}
+    return variant_kernels(device, SPLIT_CASES, update)
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.id)
+def test_split_scatter_matches_reference_and_the_workspace_form(case, device, unsplit, scatter):
+    """SPLITS summed by all splits at once (each sums and stores a share of the tile's tokens
+    once every split has stored its partial): within the bound twice in a row, and the
+    workspace form's output bit for bit."""
+    from humming_cuda.kernels.w4a8_wgmma import FAMILY
+
+    check_scatter_split_case(FAMILY, case, device, scatter[case.id], unsplit[case.id], SPLITS)
 
 
 def variant_kernels(device, cases: list[Case], update: dict) -> dict:

@@ -82,7 +82,8 @@ def test_configs_mirror_the_header():
     ]
     assert (
         "template <int STAGES_, int GROUP_M_, int CONSUMERS_ = 2, bool PERSISTENT_ = false,\n"
-        "          bool STAGED_ = false, int BN_ = 128, bool CLUSTER_ = false>" in HEADER
+        "          bool STAGED_ = false, int BN_ = 128, bool CLUSTER_ = false, bool SCATTER_ = false>"
+        in HEADER
     )
     # the kernel's tile constants that the Python side computes with
     assert "BM = 64 * CONSUMERS, BN = BN_, BK = 128" in HEADER
@@ -185,6 +186,42 @@ def test_cluster_split_configs_render_the_cluster_tile_and_launch_without_a_work
     assert (splits, buffers, dims) == (4, {}, {"IPS": 8})
     header = (KERNEL_DIR / "wgmma_cta.cuh").read_text()
     assert "if (splits != gridDim.z) __trap();" in header
+
+
+def test_split_scatter_configs_render_the_scatter_tile_and_pass_the_resident_ctas(monkeypatch):
+    """split_scatter: a one-CTA-per-tile workspace split stored from registers; the tile's last
+    template argument says so, and the bound kernel passes the CTAs the device holds at once
+    (which the kernel compares with its grid) only for it and only with HUMMING_SPLIT_SCATTER on:
+    W8A8's and W4A8's binds alike. Any other form is refused by name."""
+    from fake_launch import FakeFunction  # 132 resident CTAs
+
+    from humming_cuda.kernels.w4a8_wgmma import W4a8WgmmaConfig, W4a8WgmmaKernel
+    from humming_cuda.kernels.w8a8_wgmma import bind
+    from humming_cuda.kernels.w8a8_wgmma.bind import W8a8WgmmaKernel
+
+    base = {"arch": "sm_90a", "stages": 4, "split_k": 4}
+    cfg = W8a8WgmmaConfig(**base, split_scatter=True)
+    code = FAMILY.render(presets.W8A8_FP8, cfg, SM90).code
+    assert f"WgmmaFp8Tile<4, {cfg.group_m}, 2, false, false, 128, false, true>" in code
+    for bad in ({"split_k": 1}, {"staged_store": True}, {"cluster_split": True}):
+        with pytest.raises(ValueError, match="split_scatter needs"):
+            W8a8WgmmaConfig(**{**base, **bad}, split_scatter=True)
+    with pytest.raises(ValueError, match="needs persistent=False"):
+        W8a8WgmmaConfig(**{**base, "persistent": True}, split_scatter=True)
+
+    w4 = W4a8WgmmaConfig(**base, split_scatter=True)
+    # the activation quantizer's entries load from the module: none on the fake
+    monkeypatch.setattr(bind.ActQuantizer, "from_module", staticmethod(lambda *a: None))
+    for kind, scattered in ((W8a8WgmmaKernel, cfg), (W4a8WgmmaKernel, w4)):
+        spec = presets.W8A8_FP8 if kind is W8a8WgmmaKernel else presets.W4A8_FP8
+        for env, config, expected in (
+            ("1", scattered, 132),
+            ("1", scattered.model_copy(update={"split_scatter": False}), 0),
+            ("0", scattered, 0),
+        ):
+            monkeypatch.setenv("HUMMING_SPLIT_SCATTER", env)
+            assert kind(FakeFunction(), spec, config).scatter_ctas == expected, (kind, env)
+    assert "static_cast<u32>(a.resident) >= gridDim.x * gridDim.y * gridDim.z" in HEADER
 
 
 def test_persistent_launch_walks_the_tiles_on_the_resident_ctas():
@@ -290,19 +327,21 @@ def test_tensor_maps_travel_as_128_byte_launch_parameters():
     sig = signature(W8a8Format.from_spec(presets.FP8_BLOCK128), "k")
     # HUMMING_W8A8_WGMMA_ENTRY's parameters; a and qweight are replaced by their tensor maps
     entry = ("a", "qweight", "a_scales", "weight_scale", "bias", "out", "M", "N", "K", "ldc")
-    assert sig.names == (*entry, "ws_ld", "workspace", "counters", "iters_per_split", "a_rows")
+    split = ("workspace", "counters", "iters_per_split", "a_rows", "resident")
+    assert sig.names == (*entry, "ws_ld", *split)
     assert ctypes.sizeof(TensorMapParam) == 128
     block = ParamBlock((TensorMapParam, TensorMapParam, *sig.ctypes[2:]))
     maps = TensorMapParam(*range(16)), TensorMapParam(*range(100, 116))
-    values = [*maps, 0x1000, 0x2000, 0, 0x3000, 300, 136, 1040, 136, 9, 0x4000, 0x5000, 3, 64]
+    values = [*maps, 0x1000, 0x2000, 0, 0x3000, 300, 136, 1040, 136, 9, 0x4000, 0x5000, 3, 64, 264]
     address = block.fill(values)
-    pointers = (ctypes.c_void_p * 15).from_address(address)
+    pointers = (ctypes.c_void_p * 16).from_address(address)
     assert ctypes.string_at(pointers[0], 128) == bytes(maps[0])
     assert ctypes.string_at(pointers[1], 128) == bytes(maps[1])
     assert ctypes.c_int32.from_address(pointers[10]).value == 9
     assert ctypes.c_uint64.from_address(pointers[12]).value == 0x5000
     assert ctypes.c_int32.from_address(pointers[13]).value == 3
     assert ctypes.c_int32.from_address(pointers[14]).value == 64
+    assert ctypes.c_int32.from_address(pointers[15]).value == 264
 
 
 @pytest.mark.parametrize(

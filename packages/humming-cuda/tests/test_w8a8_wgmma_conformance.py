@@ -28,6 +28,7 @@ from wgmma_conformance import (
     check_act8_case,
     check_cluster_split_case,
     check_routed_graph_replay,
+    check_scatter_split_case,
     check_user_api_switch,
     replay_in_graph,
     ring_kernels,
@@ -125,6 +126,31 @@ def test_cluster_split_k_matches_reference_and_the_workspace_form(case, device, 
     from humming_cuda.kernels.w8a8_wgmma import FAMILY
 
     check_cluster_split_case(FAMILY, case, device, cluster[case.id], unsplit[case.id], SPLITS)
+
+
+@pytest.fixture(scope="module")
+def scatter(device):
+    """SPLIT_CASES' first candidates with split-K summed by all splits at once (split_scatter)."""
+    from humming_cuda.kernels.w8a8_wgmma import FAMILY
+
+    update = {
+        "split_k": 2,
+        "split_scatter": True,
+        "cluster_split": False,
+        "persistent": False,
+        "staged_store": False,
+    }
+    return variant_kernels(device, FAMILY, SPLIT_CASES, update)
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=lambda c: c.id)
+def test_split_scatter_matches_reference_and_the_workspace_form(case, device, unsplit, scatter):
+    """SPLITS summed by all splits at once (each sums and stores a share of the tile's columns
+    once every split has stored its partial): within the bound twice in a row (the counters back
+    at zero), and the workspace form's output bit for bit."""
+    from humming_cuda.kernels.w8a8_wgmma import FAMILY
+
+    check_scatter_split_case(FAMILY, case, device, scatter[case.id], unsplit[case.id], SPLITS)
 
 
 @pytest.mark.parametrize("m", [40, 100])

@@ -160,9 +160,28 @@ def check_cluster_split_case(family, case, device, cluster, workspace, splits) -
         config, kernel = split_kernel(device, family, case, cluster, split)
         assert config.cluster_split and kernel.launcher.cluster_z_from_grid
         check_act8_case(case, device, config, kernel)
-        ws_config, ws_kernel = split_kernel(device, family, case, workspace, split)
-        ours = act8_output(case, device, config, kernel)
-        assert torch.equal(ours, act8_output(case, device, ws_config, ws_kernel)), split
+        check_same_as_workspace_form(family, case, device, config, kernel, workspace, split)
+
+
+def check_scatter_split_case(family, case, device, scatter, workspace, splits) -> None:
+    """Each count of `splits` summed by all of a tile's splits at once (`scatter`: the case's
+    split_scatter kernel, reduce_wgmma_scatter, passed the device's resident CTAs) within the
+    bound twice in a row (the tile counters back at zero after each launch), and bit for bit the
+    output of the workspace form (`workspace`: the same case unsplit)."""
+    for split in splits:
+        config, kernel = split_kernel(device, family, case, scatter, split)
+        assert config.split_scatter and kernel.scatter_ctas > 0
+        check_act8_case(case, device, config, kernel)
+        check_act8_case(case, device, config, kernel)
+        check_same_as_workspace_form(family, case, device, config, kernel, workspace, split)
+
+
+def check_same_as_workspace_form(family, case, device, config, kernel, workspace, split) -> None:
+    """`kernel`'s output bit for bit that of the case's workspace split (`workspace`: the case
+    unsplit, launched with `split` splits): both add the splits' partials in split order."""
+    ws_config, ws_kernel = split_kernel(device, family, case, workspace, split)
+    ours = act8_output(case, device, config, kernel)
+    assert torch.equal(ours, act8_output(case, device, ws_config, ws_kernel)), split
 
 
 def check_act8_case(case, device, config, kernel, aligned: bool = False) -> None:

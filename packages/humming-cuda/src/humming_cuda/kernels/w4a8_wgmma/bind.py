@@ -17,7 +17,7 @@ from ..w8a8_wgmma.bind import W8a8WgmmaKernel
 def signature(fmt: W8a8Format, name: str) -> Signature:
     """The checked arguments. `a` and `qweight` are checked here but reach the kernel as the
     tensor maps that replace them (HUMMING_W4A8_WGMMA_ENTRY's first two parameters); the split-K
-    arguments are W8A8-wgmma's."""
+    arguments (resident included) are W8A8-wgmma's."""
     return Signature(
         TensorArg("a", torch.float8_e4m3fn, ("M", "K")),
         TensorArg("qweight", torch.int32, ("N", "KW")),
@@ -30,6 +30,7 @@ def signature(fmt: W8a8Format, name: str) -> Signature:
         TensorArg("workspace", torch.float32, ("WS",), optional=True, align=4),
         TensorArg("counters", torch.int32, ("CT",), optional=True, align=4),
         ScalarArg("iters_per_split", "int32", dim="IPS"),
+        ScalarArg("resident", "int32", dim="RES"),
         kernel=name,
     )
 

@@ -69,6 +69,11 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
     # memory, each CTA storing a share of the tile's tokens (as W8a8WgmmaConfig.cluster_split).
     # The out^T form stored from registers (no staged_store), 2 to MAX_CLUSTER_SPLIT splits.
     cluster_split: bool = False
+    # split-K through the workspace summed by all of a tile's splits at once, each summing and
+    # storing a share of the tile's tokens (as W8a8WgmmaConfig.split_scatter, where the launch's
+    # whole grid is resident). The out^T form stored from registers (no staged_store), not in
+    # clusters.
+    split_scatter: bool = False
 
     @model_validator(mode="after")
     def _tile(self) -> W4a8WgmmaConfig:
@@ -95,6 +100,18 @@ class W4a8WgmmaConfig(WgmmaTileConfig):
                 "CTAs of a portable cluster) and staged_store=False; got "
                 f"weights_in_registers={self.weights_in_registers}, split_k={self.split_k}, "
                 f"staged_store={self.staged_store}"
+            )
+        if self.split_scatter and not (
+            self.weights_in_registers
+            and not self.staged_store
+            and not self.cluster_split
+            and self.split_k >= 2
+        ):
+            raise ValueError(
+                "split_scatter needs the out^T form, split_k >= 2, staged_store=False and "
+                f"cluster_split=False; got weights_in_registers={self.weights_in_registers}, "
+                f"split_k={self.split_k}, staged_store={self.staged_store}, "
+                f"cluster_split={self.cluster_split}"
             )
         if self.cluster_split and 4 * self.rs_block_m * BLOCK_N > self.stages * self.stage_bytes:
             raise ValueError(

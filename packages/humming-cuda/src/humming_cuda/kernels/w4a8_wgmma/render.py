@@ -18,9 +18,10 @@ def template_arguments(fmt: W8a8Format, cfg: W4a8WgmmaConfig) -> tuple[str, str]
     words = ", ".join(f"0x{w:08x}u" for w in table_words(nibble_table(fmt.weight, fmt.code, False)))
     weight = f"humming::WgmmaW4a8Format<{fmt.group}, {words}>"
     reg_a = ", true" if cfg.weights_in_registers else ""
-    if cfg.cluster_split:  # the out^T form without staged rows (the config refuses others)
+    if cfg.cluster_split or cfg.split_scatter:  # the out^T form, no staged rows (as validated)
         turns = str(cfg.issue_turns).lower()
-        tile = f", true, {cfg.rs_block_m}, {cfg.rs_ctas_per_sm}, false, {turns}, true"
+        tile = f", true, {cfg.rs_block_m}, {cfg.rs_ctas_per_sm}, false, {turns}, "
+        tile += "true" if cfg.cluster_split else "false, true"
         return weight, f"humming::WgmmaW4a8Tile<{cfg.stages}, {cfg.group_m}{tile}>"
     # the 128-token tiles' text (and so their kernels' names) stay as they were
     if cfg.rs_block_m != BLOCK_M or cfg.rs_ctas_per_sm != 1 or cfg.staged_store or cfg.issue_turns:

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from humming_core.env import ENV
 from humming_core.spec import QuantSpec
 
 from ...args import ScalarArg, Signature, TensorArg
@@ -31,7 +32,8 @@ def signature(fmt: W8a8Format, name: str) -> Signature:
     tensor maps that replace them (HUMMING_W8A8_WGMMA_ENTRY's first two parameters); TMA needs
     16-byte aligned, K-contiguous rows. workspace / counters are the split-K buffers (absent when
     unsplit); iters_per_split is the K blocks per split (all of them when unsplit); a_rows is the
-    rows of a's tensor-map box (a_box_rows)."""
+    rows of a's tensor-map box (a_box_rows); resident the CTAs the device holds at once (0 unless
+    the config sums splits all at once)."""
     return Signature(
         TensorArg("a", _FP8, ("M", "K")),
         TensorArg("qweight", _FP8, ("N", "K")),
@@ -46,6 +48,7 @@ def signature(fmt: W8a8Format, name: str) -> Signature:
         TensorArg("counters", torch.int32, ("CT",), optional=True, align=4),
         ScalarArg("iters_per_split", "int32", dim="IPS"),
         ScalarArg("a_rows", "int32", dim="AR"),
+        ScalarArg("resident", "int32", dim="RES"),
         kernel=name,
     )
 
@@ -80,6 +83,9 @@ class W8a8WgmmaKernel:
         # a persistent config's grid: the CTAs the device holds at once (one per SM)
         persistent = getattr(config, "persistent", False)
         self.resident = function.resident_ctas(config.threads, self.smem) if persistent else 0
+        # split_scatter: the grids whose splits may wait for each other (all resident at once)
+        scatter = getattr(config, "split_scatter", False) and ENV.HUMMING_SPLIT_SCATTER
+        self.scatter_ctas = function.resident_ctas(config.threads, self.smem) if scatter else 0
 
     def __call__(self, **values: Any) -> None:
         grid, params, _, quantize = self.checked(values)
@@ -110,7 +116,8 @@ class W8a8WgmmaKernel:
         splits, buffers, split_dims = self.split_k(x.shape[1], grid_n * grid_m, x.device)
         values.update(buffers)
         a_rows = self.a_box_rows(m)  # one value for the map and the kernel's expected bytes
-        dims = {"LDC": out.stride(0), "AR": a_rows, **self.k_dims(x.shape[1]), **split_dims}
+        dims = {"LDC": out.stride(0), "AR": a_rows, "RES": self.scatter_ctas}
+        dims.update(**self.k_dims(x.shape[1]), **split_dims)
         dims, params = self.signature.bind(values, dims, self.function.device_index)
         if not m:
             return (0, 0, 0), params, dims, quantize

@@ -60,6 +60,12 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
     # whose last split reads every partial back alone. 2 to MAX_CLUSTER_SPLIT splits, not
     # persistent, stored from registers (no staged_store).
     cluster_split: bool = False
+    # split-K through the workspace summed by all of a tile's splits at once, each summing and
+    # storing a share of the tile's columns once every split has stored its partial
+    # (reduce_wgmma_scatter, kernel/wgmma_cta.cuh), where the launch's whole grid is resident
+    # (the bind passes the device's capacity; a larger grid, or HUMMING_SPLIT_SCATTER=0, sums
+    # the workspace form's way). Stored from registers: no staged_store, no cluster_split.
+    split_scatter: bool = False
 
     @model_validator(mode="after")
     def _persistent_form(self) -> W8a8WgmmaConfig:
@@ -90,6 +96,17 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
                 "portable cluster), persistent=False and staged_store=False; got "
                 f"split_k={self.split_k}, persistent={self.persistent}, "
                 f"staged_store={self.staged_store}"
+            )
+        if self.split_scatter and not (
+            self.split_k >= 2
+            and not self.persistent
+            and not self.staged_store
+            and not self.cluster_split
+        ):
+            raise ValueError(
+                "split_scatter needs split_k >= 2, persistent=False, staged_store=False and "
+                f"cluster_split=False; got split_k={self.split_k}, persistent={self.persistent}, "
+                f"staged_store={self.staged_store}, cluster_split={self.cluster_split}"
             )
         if (
             self.cluster_split

@@ -21,6 +21,8 @@ def template_arguments(fmt: W8a8Format, cfg: W8a8WgmmaConfig) -> tuple[str, str]
     extra = ""
     if cfg.cluster_split:  # never persistent or staged (the config refuses them)
         extra = f", {cfg.consumers}, false, false, {cfg.tile_cols}, true"
+    elif cfg.split_scatter:  # neither (the config refuses them), nor in clusters
+        extra = f", {cfg.consumers}, false, false, {cfg.tile_cols}, false, true"
     elif cfg.tile_cols != BLOCK_N:
         staged, persistent = str(cfg.staged_store).lower(), str(cfg.persistent).lower()
         extra = f", {cfg.consumers}, {persistent}, {staged}, {cfg.tile_cols}"

@@ -64,12 +64,18 @@ struct WgmmaW4a8Format {
 // CLUSTER: split-K's splits of a tile sum within a thread-block cluster (launched with cluster
 // dims (1, 1, splits); reduce_wgmma_cluster, kernel/wgmma_cta.cuh), the partials staged in the
 // ring; the out^T form, stored from registers, each CTA a share of the tile's tokens.
+// SCATTER: split-K's splits of a tile sum all at once through the workspace where the launch's
+// grid is resident (reduce_wgmma_scatter, kernel/wgmma_cta.cuh), each a share of the tile's
+// tokens, else the last split alone; the out^T form, stored from registers. A template flag as
+// in WgmmaFp8Tile (w8a8_wgmma.cuh says why).
 template <int STAGES_, int GROUP_M_, bool REG_A_ = false, int BM_ = 128, int CTAS_ = 1,
-          bool STAGED_ = false, bool TURNS_ = false, bool CLUSTER_ = false>
+          bool STAGED_ = false, bool TURNS_ = false, bool CLUSTER_ = false, bool SCATTER_ = false>
 struct WgmmaW4a8Tile {
   static constexpr int BM = BM_, BN = 128, BK = 128, STAGES = STAGES_, GROUP_M = GROUP_M_;
   static constexpr bool REG_A = REG_A_, STAGED = STAGED_, TURNS = TURNS_, CLUSTER = CLUSTER_;
+  static constexpr bool SCATTER = SCATTER_;
   static_assert(!CLUSTER || (REG_A && !STAGED), "cluster split-K: the out^T form's registers");
+  static_assert(!SCATTER || (REG_A && !STAGED && !CLUSTER), "scatter: the out^T form's registers");
   static_assert(!STAGED || REG_A, "staged rows: the out^T form's");
   static_assert(!TURNS || REG_A, "issue turns: the out^T form's");
   static constexpr int CTAS = CTAS_;
@@ -118,6 +124,7 @@ struct W4a8WgmmaKernel {
     float* workspace;  // split-K partials: [tiles, gridDim.z, BM * BN] (unused when unsplit)
     int* counters;     // split-K arrivals per tile, zero between launches
     int iters_per_split;
+    int resident;  // CTAs the device holds at once: split-K sums all at once when the grid fits
   };
 
   struct Smem {
@@ -494,6 +501,14 @@ struct W4a8WgmmaKernel {
       cluster_wait();  // the peers have read this CTA's partial
       return;
     }
+    if constexpr (Tile::SCATTER) {
+      if (gridDim.z > 1 && static_cast<u32>(a.resident) >= gridDim.x * gridDim.y * gridDim.z) {
+        const int2 tokens = reduce_wgmma_scatter<ACC, Tile::CONSUMERS>(a.workspace, a.counters,
+                                                                       total, true);
+        store_t(a, total, m0, n0, wg - 1, tokens.x, tokens.y);
+        return;
+      }
+    }
     if (gridDim.z > 1 && !reduce_wgmma_splits<ACC, Tile::CONSUMERS>(a.workspace, a.counters,
                                                                      total, true, shared_int(flag))) {
       return;
@@ -522,9 +537,9 @@ struct W4a8WgmmaKernel {
       const __grid_constant__ humming::TmaDescriptor tmap_a,                                   \
       const __grid_constant__ humming::TmaDescriptor tmap_w, const float* a_scales,            \
       const float* w_scales, const float* bias, OUT* out, int M, int N, int K, int ldc,        \
-      float* workspace, int* counters, int iters_per_split) {                                  \
+      float* workspace, int* counters, int iters_per_split, int resident) {                    \
     using Kern = humming::W4a8WgmmaKernel<FMT, TILE, OUT, BIAS>;                                \
     Kern::run(tmap_a, tmap_w,                                                                   \
               typename Kern::Args{a_scales, w_scales, bias, out, M, N, K, ldc, workspace,       \
-                                  counters, iters_per_split});                                  \
+                                  counters, iters_per_split, resident});                        \
   }

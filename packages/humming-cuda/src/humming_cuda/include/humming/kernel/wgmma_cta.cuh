@@ -4,6 +4,7 @@
 // layout (acc[4j + 2h + c]: row 16 warp + lane/4 + 8h, column 8j + 2(lane%4) + c).
 #pragma once
 #include "humming/arith/common.cuh"
+#include "humming/epilogue/split_tile.cuh"  // meet_parts
 #include "humming/mma/wgmma.cuh"
 #include "humming/ptx/cluster.cuh"
 #include "humming/ptx/sm90_tma.cuh"
@@ -105,6 +106,50 @@ HM_DEVICE bool reduce_wgmma_splits(float* workspace, int* counters, float (&tota
   }
   if (c == 0) counters[tile] = 0;
   return true;
+}
+
+// Split-K summed by all of a tile's splits at once, for launches whose whole grid is resident
+// (the host checks: a CTA waiting here for one that cannot start would never finish). Each split
+// writes its partial `total` to its slot as reduce_wgmma_splits does, counts itself on the tile's
+// counter and waits until every split has (split_tile.cuh's meet_parts); then split r of S sums
+// column groups [r G / S, (r + 1) G / S) (G = ACC / 4 groups of 8 columns) of all S partials in
+// split order
+// (reduce_wgmma_splits' sum, bit for bit) and returns those columns' range in the tile, which
+// `total` then holds; the caller stores them (store_wgmma_columns). A warpgroup whose rows all lie
+// outside the output (`live` false) writes and reads nothing but meets every barrier.
+template <int ACC, int CONSUMERS>
+HM_DEVICE int2 reduce_wgmma_scatter(float* workspace, int* counters, float (&total)[ACC],
+                                    bool live) {
+  constexpr int THREADS = 128 * CONSUMERS, TILE_FLOATS = ACC * THREADS, GROUPS = ACC / 4;
+  const int c = threadIdx.x - 128;  // consumer thread: the producer is warpgroup 0
+  const int tile = blockIdx.y * gridDim.x + blockIdx.x, splits = gridDim.z, z = blockIdx.z;
+  float* const part = workspace + static_cast<long long>(tile) * splits * TILE_FLOATS + c;
+  if (live) {
+    float* const mine = part + static_cast<long long>(z) * TILE_FLOATS;
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) __stcg(mine + i * THREADS, total[i]);
+    __threadfence();
+  }
+  named_barrier<THREADS>(1);
+  if (c == 0) meet_parts(counters + tile, splits);
+  named_barrier<THREADS>(1);
+  __threadfence();
+  const int g0 = z * GROUPS / splits, g1 = (z + 1) * GROUPS / splits;
+  if (live) {
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) {
+      if (i / 4 >= g0 && i / 4 < g1) total[i] = -0.f;  // x + -0 is x: the same sum, bit for bit
+    }
+    // one pointer stepped across the splits: a pointer per split took ptxas past the registers
+    const float* p = part;
+    for (int s = 0; s < splits; ++s, p += TILE_FLOATS) {
+#pragma unroll
+      for (int i = 0; i < ACC; ++i) {
+        if (i / 4 >= g0 && i / 4 < g1) total[i] += __ldcg(p + i * THREADS);
+      }
+    }
+  }
+  return make_int2(8 * g0, 8 * g1);
 }
 
 // Split-K within a thread-block cluster: the splits of a tile are the CTAs of one cluster (launch
