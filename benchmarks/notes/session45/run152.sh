@@ -14,20 +14,23 @@ T=packages/humming-cuda/tests
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/gpu.txt
 case "$1" in
 e)
-  # the essentials of a and b in one call (a short device budget): conformance first
-  timeout 140 python3 -m pytest -q -p no:cacheprovider $T/test_wna16_wgmma_conformance.py \
+  # the essentials of a and b in one call, under a deadline ($2 seconds, default 540): each step
+  # gets its usual limit or what is left, whichever is less, conformance first
+  D=${2:-540}
+  left() { local l=$((D - SECONDS)); [ $l -gt $1 ] && echo $1 || echo $((l > 5 ? l : 5)); }
+  timeout $(left 140) python3 -m pytest -q -p no:cacheprovider $T/test_wna16_wgmma_conformance.py \
     -k "register or small_m or mid_m or scatter" 2>&1 | tail -4 > $OUT/conformance.txt
-  timeout 110 python3 -m pytest -q -p no:cacheprovider $T/test_w8a8_wgmma_conformance.py \
+  timeout $(left 110) python3 -m pytest -q -p no:cacheprovider $T/test_w8a8_wgmma_conformance.py \
     $T/test_w4a8_wgmma_conformance.py -k scatter 2>&1 | tail -4 >> $OUT/conformance.txt
   cat $OUT/conformance.txt
-  P="W8A8_FP8:4096x14336:64 W8A8_FP8:4096x14336:256 W8A8_FP8:8192x28672:64 FP8_BLOCK128:6144x4096:64"
-  P="$P W4A8_FP8:6144x4096:32 W4A8_FP8:4096x14336:64 W4A8_FP8:4096x14336:128 W4A8_FP8:8192x28672:32"
-  timeout 190 python3 benchmarks/wgmma_config_sweep.py --set cluster_split=false --set staged_store=false \
+  P="W8A8_FP8:4096x14336:64 W8A8_FP8:4096x14336:256 W4A8_FP8:4096x14336:64 W4A8_FP8:8192x28672:32"
+  P="$P W8A8_FP8:8192x28672:64 FP8_BLOCK128:6144x4096:64 W4A8_FP8:6144x4096:32 W4A8_FP8:4096x14336:128"
+  timeout $(left 190) python3 benchmarks/wgmma_config_sweep.py --set cluster_split=false --set staged_store=false \
     --set split_scatter=false,true $P --out $OUT/sweep_act8.json 2>&1 | grep -v Warning | tee $OUT/sweep_act8.txt
   P="W3A16_G128:4096x14336:128 W8A16:8192x28672:64 E4M3_G128:4096x14336:192 MXFP4:8192x28672:96"
-  timeout 100 python3 benchmarks/route_ab.py --module humming_cuda.kernels.wna16_wgmma.heuristics \
-    --old SCATTER_MIN_BLOCK_M=100000 --old SCATTER_MIN_BLOCK_M_2CTAS=100000 $P --out $OUT/ab.json 2>&1 \
-    | grep -v Warning | tee $OUT/ab.txt ;;
+  [ $((D - SECONDS)) -gt 40 ] && timeout $(left 100) python3 benchmarks/route_ab.py \
+    --module humming_cuda.kernels.wna16_wgmma.heuristics --old SCATTER_MIN_BLOCK_M=100000 \
+    --old SCATTER_MIN_BLOCK_M_2CTAS=100000 $P --out $OUT/ab.json 2>&1 | grep -v Warning | tee $OUT/ab.txt ;;
 a)
   bash benchmarks/notes/session44/run151.sh > /dev/null 2>&1
   timeout 80 python3 -m pytest -q -p no:cacheprovider $T/test_wna16_wgmma_conformance.py -k scatter 2>&1 \
