@@ -367,3 +367,60 @@ def test_split_scatter_configs_render_the_scatter_tile():
         with pytest.raises(ValueError, match="split_scatter needs"):
             W4a8WgmmaConfig(**{**base, **bad}, split_scatter=True)
     assert "reduce_wgmma_scatter<ACC, Tile::CONSUMERS>(a.workspace, a.counters," in HEADER
+
+
+# Session 45's same-run H100 sweep (notes/session45/h100/sweep_act8*.json): the routed plan's
+# workspace form and its split_scatter form, us; (n, k, m, workspace, scatter). 4096x14336 M=128's
+# workspace time is the routed plan's (staged rows), which scatter would give up.
+SCATTER_SWEEP = [
+    (8192, 28672, 17, 70.0, 63.9),
+    (8192, 28672, 32, 71.2, 65.0),
+    (8192, 28672, 48, 80.2, 71.2),
+    (4096, 14336, 32, 25.8, 26.9),
+    (4096, 14336, 64, 29.0, 28.9),
+    (4096, 14336, 128, 35.0, 35.3),
+    (6144, 4096, 32, 16.1, 16.8),
+    (6144, 4096, 64, 17.2, 17.7),
+]
+
+
+@pytest.mark.parametrize(("n", "k", "m", "workspace_us", "scatter_us"), SCATTER_SWEEP)
+def test_scatter_is_routed_where_it_measured_faster(n, k, m, workspace_us, scatter_us):
+    """The route takes split_scatter first exactly where the sweep measured it more than 2%
+    faster than the plan's workspace form, and then as that plan's form (same split and tile,
+    register stores); elsewhere the plan stays as it was."""
+    configs = FAMILY.candidates(presets.W4A8_FP8, GemmProblem(n=n, k=k, m=m), SM90)
+    first = configs[0]
+    assert first.split_scatter == (scatter_us < 0.98 * workspace_us)
+    if first.split_scatter:
+        assert configs[1] == first.model_copy(update={"split_scatter": False})
+
+
+def test_scatter_needs_long_splits_and_a_resident_grid():
+    """Over the four layers and M = 17-512 scatter goes only to plans whose splits run at least
+    SCATTER_MIN_SPLIT_BLOCKS K blocks from register stores, on grids the device holds at once
+    (a CTA waiting for one that cannot start would never finish; the device's SMs, 132 when the
+    caps do not say): on 64 SMs the same M=32 plan (256 CTAs at two per SM) keeps the workspace."""
+    from humming_cuda.kernels.w4a8_wgmma.heuristics import (
+        SCATTER_MIN_SPLIT_BLOCKS,
+        scatter_where_measured,
+    )
+
+    routed = []
+    for n, k in ((57344, 8192), (8192, 28672), (6144, 4096), (4096, 14336)):
+        for m in (17, 24, 32, 48, 64, 96, 128, 192, 256, 512):
+            cfg = FAMILY.candidates(presets.W4A8_FP8, GemmProblem(n=n, k=k, m=m), SM90)[0]
+            if not cfg.split_scatter:
+                continue
+            routed.append((n, k, m))
+            assert not cfg.staged_store and not cfg.cluster_split
+            assert -(-k // 128) // cfg.split_k >= SCATTER_MIN_SPLIT_BLOCKS
+            grid = -(-n // 128) * -(-m // cfg.rs_block_m) * cfg.split_k
+            assert grid <= cfg.rs_ctas_per_sm * 132
+    assert routed == [(8192, 28672, m) for m in (17, 24, 32, 48, 64)]
+    problem = GemmProblem(n=8192, k=28672, m=32)
+    plans = FAMILY.candidates(presets.W4A8_FP8, problem, SM90)[1:]
+    assert plans[0].split_k == 4 and not plans[0].split_scatter
+    assert scatter_where_measured(plans, problem, SM90)[0].split_scatter
+    half = SM90.model_copy(update={"sm_count": 64})
+    assert scatter_where_measured(plans, problem, half) == plans

@@ -42,6 +42,19 @@ NARROW_STAGE_CHOICES = (6, 4)
 TOKEN_TILE_COST = {BLOCK_M: 1.0, 160: 1.19, 176: 1.225}
 WIDE_MIN_M = 1024
 WIDE_STAGES = 4
+# Split plans through the workspace summed by all of a tile's splits at once (split_scatter: each
+# split stores its partial, waits for the others on the tile's counter, then sums and stores its
+# share of the tokens; kernel/wgmma_cta.cuh reduce_wgmma_scatter) instead of the last split
+# reading them all back alone: where the grid is resident at once and each split runs at least
+# SCATTER_MIN_SPLIT_BLOCKS K blocks, from register stores (a plan with staged rows keeps them).
+# H100, same run (session 45, notes/session45/h100/sweep_act8*.json), us, workspace -> scatter:
+# 8192x28672 M = 17 / 32 (32 tokens, split 4: 56 blocks) 70.0 -> 63.9, 71.2 -> 65.0, M=48
+# (64 tokens, split 2: 112 blocks) 80.2 -> 71.2; shorter splits did not gain: 4096x14336 M=64
+# (28 blocks) 29.0 / 28.9, M=32 (14 blocks) 25.8 -> 26.9, 6144x4096 M = 32 / 64 (7 / 16 blocks)
+# 16.1 -> 16.8, 17.2 -> 17.7 (the splits that finish first wait for the last instead of leaving
+# the SM). W8A8-wgmma's plans (split 2-4 of 128-row tiles) gained nowhere in the same runs
+# (0.97-1.00x at 6 points) and stay unrouted.
+SCATTER_MIN_SPLIT_BLOCKS = 56
 
 
 def _spec_reason(spec: QuantSpec) -> str:
@@ -93,14 +106,35 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     wide = staged_where_measured(wide, spec, problem, caps)
     tokens = token_tile(problem.m or BLOCK_M)
     if not wide or tokens == BLOCK_M:
-        return wide_tokens_first(split_first(wide, problem, caps), problem, caps)
+        wide = wide_tokens_first(split_first(wide, problem, caps), problem, caps)
+        return scatter_where_measured(wide, problem, caps)
     ctas = 2 if tokens == TWO_CTA_BLOCK_M else 1
     narrow = [
         W4a8WgmmaConfig(arch=caps.arch, stages=s, rs_block_m=tokens, rs_ctas_per_sm=ctas)
         for s in NARROW_STAGE_CHOICES
     ]
     narrow = [c for c in narrow if c.fits_smem(caps)]
-    return split_first(narrow, problem, caps) + split_first(wide, problem, caps)
+    configs = split_first(narrow, problem, caps) + split_first(wide, problem, caps)
+    return scatter_where_measured(configs, problem, caps)
+
+
+def scatter_where_measured(
+    configs: list[W4a8WgmmaConfig], problem: GemmProblem, caps: DeviceCaps
+) -> list[W4a8WgmmaConfig]:
+    """`configs` with the first config's split_scatter form first where that config splits
+    through the workspace from register stores, each split runs at least
+    SCATTER_MIN_SPLIT_BLOCKS K blocks and its grid is resident at once (rs_ctas_per_sm CTAs per
+    SM); else `configs` unchanged."""
+    first = configs[0] if configs else None
+    if first is None or first.split_k < 2 or first.cluster_split or first.staged_store:
+        return configs
+    if -(-problem.k // BLOCK_K) // first.split_k < SCATTER_MIN_SPLIT_BLOCKS:
+        return configs
+    m = problem.m or first.block_m
+    grid = -(-problem.n // BLOCK_N) * -(-m // first.block_m) * first.split_k
+    if grid > first.ctas_per_sm * (caps.sm_count or DEFAULT_SMS):
+        return configs
+    return [first.with_fields(split_scatter=True), *configs]
 
 
 def token_tile(m: int) -> int:

@@ -64,7 +64,9 @@ class W8a8WgmmaConfig(WgmmaTileConfig):
     # storing a share of the tile's columns once every split has stored its partial
     # (reduce_wgmma_scatter, kernel/wgmma_cta.cuh), where the launch's whole grid is resident
     # (the bind passes the device's capacity; a larger grid, or HUMMING_SPLIT_SCATTER=0, sums
-    # the workspace form's way). Stored from registers: no staged_store, no cluster_split.
+    # the workspace form's way). Stored from registers: no staged_store, no cluster_split. Not
+    # routed: 0.97-1.00x the workspace form at six split points (H100, same run, session 45;
+    # w4a8_wgmma/heuristics.py SCATTER_MIN_SPLIT_BLOCKS has the figures).
     split_scatter: bool = False
 
     @model_validator(mode="after")
