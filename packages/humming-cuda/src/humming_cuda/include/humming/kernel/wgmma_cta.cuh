@@ -113,10 +113,10 @@ HM_DEVICE bool reduce_wgmma_splits(float* workspace, int* counters, float (&tota
 // writes its partial `total` to its slot as reduce_wgmma_splits does, counts itself on the tile's
 // counter and waits until every split has (split_tile.cuh's meet_parts); then split r of S sums
 // column groups [r G / S, (r + 1) G / S) (G = ACC / 4 groups of 8 columns) of all S partials in
-// split order
-// (reduce_wgmma_splits' sum, bit for bit) and returns those columns' range in the tile, which
-// `total` then holds; the caller stores them (store_wgmma_columns). A warpgroup whose rows all lie
-// outside the output (`live` false) writes and reads nothing but meets every barrier.
+// split order (reduce_wgmma_splits' sum, bit for bit) and returns those columns' range in the
+// tile, which `total` then holds; the caller stores them (store_wgmma_columns; in the out^T form
+// the columns are tokens, as reduce_wgmma_cluster's). A warpgroup whose rows all lie outside the
+// output (`live` false) writes and reads nothing but meets every barrier.
 template <int ACC, int CONSUMERS>
 HM_DEVICE int2 reduce_wgmma_scatter(float* workspace, int* counters, float (&total)[ACC],
                                     bool live) {
