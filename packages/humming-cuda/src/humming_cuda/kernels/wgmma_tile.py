@@ -44,6 +44,11 @@ def waves(ctas: int, sms: int) -> int:
     return -(-ctas // sms)
 
 
+def output_tiles(problem: GemmProblem, block_m: int, block_n: int) -> int:
+    """The output tiles of `problem` (at least one row) in block_m x block_n tiles."""
+    return -(-(problem.m or 1) // block_m) * -(-problem.n // block_n)
+
+
 def staged_rows_bytes(rows: int, cols: int) -> int:
     """StagedRows<ROWS, COLS> (kernel/wgmma_cta.cuh): a consumer warpgroup's `rows` output rows of
     `cols` 2-byte values, each row 16 bytes longer (the staged_store configs' shared memory)."""

@@ -13,7 +13,7 @@ from humming_core.spec import QuantSpec
 from ..act_quant import unsupported_reason
 from ..w8a8.config import W8a8Format
 from ..w8a8_wgmma.heuristics import MIN_M, WGMMA_FORM, split_first, staged_where_measured
-from ..wgmma_tile import arch_reason, fitting_configs, problem_reason, waves
+from ..wgmma_tile import arch_reason, fitting_configs, output_tiles, problem_reason, waves
 from ..wna16.heuristics import DEFAULT_SMS
 from .config import BLOCK_K, BLOCK_M, BLOCK_N, TWO_CTA_BLOCK_M, W4a8WgmmaConfig
 
@@ -130,8 +130,7 @@ def scatter_where_measured(
         return configs
     if -(-problem.k // BLOCK_K) // first.split_k < SCATTER_MIN_SPLIT_BLOCKS:
         return configs
-    m = problem.m or first.block_m
-    grid = -(-problem.n // BLOCK_N) * -(-m // first.block_m) * first.split_k
+    grid = output_tiles(problem, first.block_m, first.block_n) * first.split_k
     if grid > first.ctas_per_sm * (caps.sm_count or DEFAULT_SMS):
         return configs
     return [first.with_fields(split_scatter=True), *configs]

@@ -84,7 +84,7 @@ class W8a8WgmmaKernel:
         persistent = getattr(config, "persistent", False)
         self.resident = function.resident_ctas(config.threads, self.smem) if persistent else 0
         # split_scatter: the grids whose splits may wait for each other (all resident at once)
-        scatter = getattr(config, "split_scatter", False) and ENV.HUMMING_SPLIT_SCATTER
+        scatter = config.split_scatter and ENV.HUMMING_SPLIT_SCATTER
         self.scatter_ctas = function.resident_ctas(config.threads, self.smem) if scatter else 0
 
     def __call__(self, **values: Any) -> None:

@@ -25,6 +25,7 @@ from ..wgmma_tile import (
     CLUSTER_SLOTS,
     arch_reason,
     fitting_configs,
+    output_tiles,
     problem_reason,
     waves,
 )
@@ -250,11 +251,6 @@ class Plan:
     cluster: bool = False
     cluster_ctas: int = 0  # with `cluster`: CTAs per cluster, 0 for all the tile's splits
     scatter: bool = False  # split-K summed by all of a tile's splits at once (rs_split_scatter)
-
-
-def output_tiles(problem: GemmProblem, block_m: int, block_n: int) -> int:
-    """The output tiles of `problem` (at least one row) in block_m x block_n tiles."""
-    return -(-(problem.m or 1) // block_m) * -(-problem.n // block_n)
 
 
 def cta_cost(
