@@ -9,7 +9,9 @@
 // The scale multiply (and float zero point) is the only rounding step, done once per weight.
 #pragma once
 #include "humming/arith/common.cuh"
+#include "humming/arith/dialect.cuh"
 #include "humming/datatype/act_types.cuh"
+#include "humming/datatype/code8.cuh"  // e4m3x2_to_f16x2
 
 namespace humming {
 
@@ -57,10 +59,14 @@ struct Dequant {
       const float hi = __uint_as_float(0x4B000000u | (codes >> 16)) - sub;
       return Tr::from_floats(lo, hi);
     } else {
-      const T2 v = from_u32<T2>(codes | (Tr::kMagic * 0x00010001u));
-      if constexpr (ZERO == kZeroInt) return __hsub2(v, g.zero);
-      return __hsub2(v, Tr::dup(Tr::from_float(float(Tr::kMagicValue + kOffset))));
+      return from_magic(from_u32<T2>(codes | (Tr::kMagic * 0x00010001u)), g);
     }
+  }
+
+  // magic + q (the codes OR-ed under the magic number) -> (q - offset - z) exactly.
+  HM_DEVICE static T2 from_magic(T2 v, const GroupParams<T>& g) {
+    if constexpr (ZERO == kZeroInt) return __hsub2(v, g.zero);
+    return __hsub2(v, Tr::dup(Tr::from_float(float(Tr::kMagicValue + kOffset))));
   }
 
   // Float codes: their sign and exponent|mantissa moved to the 16-bit type's positions read as
@@ -80,8 +86,21 @@ struct Dequant {
                         ((codes & kSign) << (16 - BITS)));
   }
 
+  // e4m3 codes under fp16 on NVIDIA sm_89+ (not the PPU dialects): one conversion per pair (cvt.rn.f16x2.e4m3x2, exact: every
+  // e4m3 value is an fp16 value) after one byte permute, where the bit placement below takes two
+  // masks, two shifts, an OR and the exponent-bias multiply. e4m3fn's NaN codes come out NaN (the
+  // placement reads them as 480).
+  static constexpr bool kCvtE4m3 = KIND == kWeightFloat && BITS == 8 && EXP == 4 && MAN == 3 &&
+                                   Tr::kBias == 15;
+
   // value(code) exactly, as a 16-bit pair.
   HM_DEVICE static T2 float_pair(u32 codes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && HUMMING_DIALECT == HM_DIALECT_NVIDIA
+    if constexpr (kCvtE4m3) {
+      // the codes' bytes 0 and 2 side by side in the low half, as the conversion reads them
+      return from_u32<T2>(e4m3x2_to_f16x2(__byte_perm(codes, 0u, 0x4420)));
+    }
+#endif
     const T2 v = float_placed(codes);
     constexpr int kShift = float_shift();
     if constexpr (kShift == 0) {
@@ -91,6 +110,25 @@ struct Dequant {
       constexpr u32 kFactor = u32(Tr::kBias + kShift) << Tr::kMantissa;
       return __hmul2(v, from_u32<T2>(kFactor * 0x00010001u));
     }
+  }
+
+  // 8-bit codes straight from a packed word of four (HalfLaneWords<8>: pair 0 in bytes 0 and 2,
+  // pair 1 in bytes 1 and 3) with one byte permute instead of a shift and a mask to isolate the
+  // pair first: e4m3 under fp16 (kCvtE4m3) into the conversion's two bytes, integers under fp16
+  // beside the magic number's high byte (fp16's magic 1024 has a zero low byte: magic + q).
+  static constexpr bool kByteWords =
+      BITS == 8 && (kCvtE4m3 || (KIND != kWeightFloat && !kFp32Int && (Tr::kMagic & 0xFFu) == 0));
+
+  HM_DEVICE static u32 apply_word(u32 word, int odd, const GroupParams<T>& g) {
+    static_assert(kByteWords, "8-bit codes under fp16");
+    T2 v;
+    if constexpr (kCvtE4m3) {
+      v = from_u32<T2>(e4m3x2_to_f16x2(__byte_perm(word, 0u, odd ? 0x4431 : 0x4420)));
+    } else {
+      constexpr u32 kHigh = (Tr::kMagic >> 8) * 0x01010101u;
+      v = from_magic(from_u32<T2>(__byte_perm(word, kHigh, odd ? 0x4341 : 0x4240)), g);
+    }
+    return finish(v, g);
   }
 
   // Float codes under a group scale that already carries 2^float_shift() (or part of it; the
@@ -160,12 +198,15 @@ struct Dequant {
   }
 
   HM_DEVICE static u32 apply(u32 codes, const GroupParams<T>& g) {
-    T2 v;
     if constexpr (KIND == kWeightFloat) {
-      v = float_pair(codes);
+      return finish(float_pair(codes), g);
     } else {
-      v = integer_pair(codes, g);
+      return finish(integer_pair(codes, g), g);
     }
+  }
+
+  // The weights' values `v` times the group's scale (and its float zero point) when SCALED.
+  HM_DEVICE static u32 finish(T2 v, const GroupParams<T>& g) {
     if constexpr (!SCALED) {
       return as_u32(v);
     } else if constexpr (ZERO == kZeroFloat) {

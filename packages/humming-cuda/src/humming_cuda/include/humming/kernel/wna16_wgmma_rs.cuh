@@ -380,6 +380,16 @@ struct Wna16WgmmaRsKernel {
     } else if constexpr (Dq::kInPlaceTriples) {
       triples<0>(hw, gp, frag, magic2);
       triples<1>(hw, gp, frag, magic2);
+    } else if constexpr (Dq::kByteWords && HUMMING_DIALECT == HM_DIALECT_NVIDIA) {
+      // pair q = 4i + 2(r % 2) + r / 2 lies in word q / 2, bytes q % 2 and q % 2 + 2
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          frag[i][h] = Dq::apply_word(hw.w[2 * i + h], 0, gp[i][h]);
+          frag[i][h + 2] = Dq::apply_word(hw.w[2 * i + h], 1, gp[i][h]);
+        }
+      }
     } else {
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
