@@ -7,7 +7,8 @@ calls under torch.profiler.
 
 The layer, weights and routings are `humming bench --suite moe`'s (two weight copies in turn, so
 the experts stream from HBM as the bench times them); the kernels run eagerly, not from a graph.
-`--peer` times the published humming-kernels' layer (bench/peer.py's `moe`) the same way.
+`--peer` also times the published humming-kernels' layer (bench/peer.py's `moe`) the same way,
+after ours at each point (session 46's run printed only the peer's: it used to replace ours).
 """
 
 from __future__ import annotations
@@ -59,15 +60,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--specs", default="W4A16_G128")
     parser.add_argument("--m", default="2048,8192")
-    parser.add_argument("--peer", action="store_true", help="the published humming-kernels")
+    parser.add_argument(
+        "--peer", action="store_true", help="also the published humming-kernels, after ours"
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     save(
         args.out,
         [
-            kernel_times(n, int(m), args.peer)
+            kernel_times(n, int(m), of_peer)
             for n in args.specs.split(",")
             for m in args.m.split(",")
+            for of_peer in ((False, True) if args.peer else (False,))
         ],
     )
 
