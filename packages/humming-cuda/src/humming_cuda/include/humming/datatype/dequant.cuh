@@ -86,10 +86,10 @@ struct Dequant {
                         ((codes & kSign) << (16 - BITS)));
   }
 
-  // e4m3 codes under fp16 on NVIDIA sm_89+ (not the PPU dialects): one conversion per pair (cvt.rn.f16x2.e4m3x2, exact: every
-  // e4m3 value is an fp16 value) after one byte permute, where the bit placement below takes two
-  // masks, two shifts, an OR and the exponent-bias multiply. e4m3fn's NaN codes come out NaN (the
-  // placement reads them as 480).
+  // e4m3 codes under fp16 on NVIDIA sm_89+ (not the PPU dialects): one conversion per pair
+  // (cvt.rn.f16x2.e4m3x2, exact: every e4m3 value is an fp16 value) after one byte permute, where
+  // the bit placement below takes two masks, two shifts, an OR and the exponent-bias multiply.
+  // e4m3fn's NaN codes come out NaN (the placement reads them as 480).
   static constexpr bool kCvtE4m3 = KIND == kWeightFloat && BITS == 8 && EXP == 4 && MAN == 3 &&
                                    Tr::kBias == 15;
 
