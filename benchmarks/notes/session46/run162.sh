@@ -17,4 +17,4 @@ timeout 150 ncu $S --replay-mode application --app-replay-mode relaxed --kernel-
   --launch-skip 3 --launch-count 1 python3 benchmarks/profile_gemm.py W4A16_G128:6144x4096:1024 --peer \
   > $OUT/ncu_peer.txt 2>&1
 tail -3 $OUT/ncu_peer.txt
-cd $OUT && tar czf run162.tgz *.txt 2>/dev/null && rm -f *.csv
+cd $OUT && tar czf run162.tgz *.txt 2>/dev/null && rm -f *.csv moe512_*.txt ncu_*.txt
