@@ -1,8 +1,8 @@
 #!/bin/bash
 # Header A/B (carry .whl), any sm_90 card: the register-A main loop loading every slice's code
 # words right after the full barrier (words_ahead.patch, not on main) against the headers
-# without it, at 9 points. Session 46 (H100): 0.95-0.97x at the 96-row points, 1.00-1.03x
-# elsewhere; not kept.
+# without it, at 9 points. Session 46 (H100): 0.95-0.97x at the 96-row points and at 57344x8192
+# M=64, 0.99-1.03x at the other four; not kept.
 source scripts/gpu_setup.sh >/dev/null 2>&1 || { echo setup failed; exit 1; }
 export PYTHONPATH=$PWD/packages/humming-cuda/src:$PWD/packages/humming-core/src:$PWD/packages/humming-cuda/tests:$PWD/benchmarks:/tmp/site
 mkdir -p /tmp/inc_b && cp -r packages/humming-cuda/src/humming_cuda/include /tmp/inc_b/
