@@ -87,6 +87,7 @@ def test_suite_selection():
 def test_each_suite_writes_its_own_json_and_png(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda: "NVIDIA H200")
     plots = []
     monkeypatch.setattr(dense, "plot", lambda result, path, title: plots.append((path, title)))
     for module in (dense, moe):
@@ -290,3 +291,25 @@ def test_moe_suite_runs_its_real_layers_on_the_reference_device(monkeypatch):
     assert all(r["us"]["humming"] == 1.0 for r in result["rows"])
     assert set(result["rows"][0]["us"]) | set(result["omitted"]) >= {"grouped_mm_bf16"}
     assert calls_seen[0] == 16, "decode batches capture 16 calls, each with its own routing"
+
+
+@pytest.mark.parametrize(
+    ("name", "folder"),
+    [
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA H100 80GB HBM3", "h100"),
+        ("NVIDIA A100-SXM4-80GB", "a100"),
+        ("NVIDIA GeForce RTX 4090", "nvidia-geforce-rtx-4090"),
+    ],
+)
+def test_default_results_folder_is_the_gpu_models(monkeypatch, tmp_path, name, folder):
+    """Without --out a run writes under its own GPU model's folder: an H100's rows never land in
+    the committed H200 files."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda: name)
+    monkeypatch.setattr(dense, "plot", lambda result, path, title: None)
+    monkeypatch.setattr(dense, "run", lambda on_row, **kw: {"rows": []})
+    assert cli.results_dir(name) == f"benchmarks/results/{folder}"
+    assert cli.run(_args("--suite", "dense")) == 0
+    assert (tmp_path / f"benchmarks/results/{folder}/dense.json").exists()

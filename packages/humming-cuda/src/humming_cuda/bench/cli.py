@@ -7,6 +7,7 @@ Suites: `dense` (16-bit-activation GEMMs vs cuBLAS fp16, tinygemm int4, cuBLASLt
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 SUITES = ("dense", "act8", "moe")
@@ -47,7 +48,7 @@ def register(sub) -> None:
     p.add_argument(
         "--out",
         default=None,
-        help="JSON output path (default benchmarks/results/h200/<suite>.json)",
+        help="JSON output path (default benchmarks/results/<gpu model>/<suite>.json, e.g. h200)",
     )
     p.add_argument("--png", default=None, help="roofline plot path (default: next to the JSON)")
     p.add_argument(
@@ -83,6 +84,15 @@ def suite_call(args):
     return dense, kwargs
 
 
+def results_dir(device_name: str) -> str:
+    """The default folder of a GPU's results, named for its model ("NVIDIA H200" -> h200, "NVIDIA
+    H100 80GB HBM3" -> h100; a name without a model token: the whole name as a slug), so that a
+    run on one model never lands in another's files (the committed ones are an H200's)."""
+    words = re.findall(r"[a-z0-9]+", device_name.lower())
+    model = next((w for w in words if re.fullmatch(r"[a-z]+\d+[a-z]*", w)), None)
+    return f"benchmarks/results/{model or '-'.join(words) or 'gpu'}"
+
+
 def run(args) -> int:
     import torch
 
@@ -96,7 +106,7 @@ def run(args) -> int:
     if args.merge_into:  # refused before the run, not after it, when the GPU differs
         base = json.loads(Path(args.merge_into).read_text())
         check_device(base, {"device": torch.cuda.get_device_name()})
-    default = args.merge_into or f"benchmarks/results/h200/{args.suite}.json"
+    default = args.merge_into or f"{results_dir(torch.cuda.get_device_name())}/{args.suite}.json"
     out = Path(args.out or default)
     out.parent.mkdir(parents=True, exist_ok=True)
 
