@@ -146,6 +146,12 @@ N128_MARGIN = 0.975
 N128_MIN_M, N128_MAX_M = 64, 256
 N128_SPLITS = (1, 2, 4, 8)
 N128_STAGES = (4,)  # the sweep's ring (two CTAs' shared memory fits it at both token tiles)
+# Code widths that take the 128-column and stream-K plans above: from N128_MIN_BITS to 4 bits.
+# 4 only, the width measured; 3-bit codes (W3A16, the weakest dense format against the peer in
+# session 46's H100 snapshot: 57344x8192 M=64 180.6 us on the 256-column tile, against W4A16's
+# 138.6 on these plans) fit the same rings and pass the same conformance cases, but their
+# dequantization costs more per step: benchmarks/notes/session46/run163.sh measures them.
+N128_MIN_BITS = 4
 # The 128-column tile's stream-K form (rs_stream_k: 2 x sms persistent CTAs sharing the (tile, K
 # step) iterations evenly) on one 64-row token tile: a CTA runs its ceil(iterations / (2 sms))
 # steps at N128_STEP_COST[64] plus STREAM_FIXED_STEPS (ring fill, partial tiles written and read
@@ -357,8 +363,8 @@ def best_plan(
     problem: GemmProblem, caps: DeviceCaps, narrow_n: bool = False, byte_codes: bool = False
 ) -> Plan:
     """The cheapest plan (ties: the earlier one: narrower tiles, fewer splits); the shared-memory
-    form only from M = 128, a whole tile of its rows; with `narrow_n` (4-bit codes) the
-    128-column tile (split-K, or stream-K up to STREAM_MAX_M rows) or, above that up to
+    form only from M = 128, a whole tile of its rows; with `narrow_n` (codes of N128_MIN_BITS to
+    4 bits) the 128-column tile (split-K, or stream-K up to STREAM_MAX_M rows) or, above that up to
     STREAM_WIDE_MAX_M rows, the 256-column stream-K form where it clears N128_MARGIN. With
     `byte_codes` (8-bit codes) up to BYTE_CODES_MAX_M rows: priced as the constants there say."""
     sms = caps.sm_count or DEFAULT_SMS
@@ -424,7 +430,8 @@ def with_scatter(plan: Plan, problem: GemmProblem, sms: int) -> Plan:
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[WgmmaWna16Config]:
     """Configs for best_plan, best first (ring depths that fit the arch's shared memory)."""
     bits = spec.weight.dtype.bits
-    plan = with_clusters(best_plan(problem, caps, bits == 4, bits == 8), problem, caps)
+    narrow_n = N128_MIN_BITS <= bits <= 4
+    plan = with_clusters(best_plan(problem, caps, narrow_n, bits == 8), problem, caps)
     plan = with_scatter(plan, problem, caps.sm_count or DEFAULT_SMS)
     group_m = 8 if spec.weight_bytes(problem.n, problem.k) > (caps.l2_bytes or _DEFAULT_L2) else 1
     if not plan.registers:
