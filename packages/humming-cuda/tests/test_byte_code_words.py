@@ -25,9 +25,10 @@ def _placed_times_256(codes: torch.Tensor) -> torch.Tensor:
     return bits.to(torch.int16).view(torch.float16).float() * 256.0
 
 
-def _byte_perm(word: int, selector: int) -> int:
-    """__byte_perm(word, 0, selector): result byte i is byte (selector >> 4i) & 7 of (word, 0)."""
-    source = word.to_bytes(4, "little") + bytes(4)
+def _byte_perm(word: int, high: int, selector: int) -> int:
+    """__byte_perm(word, high, selector): result byte i is byte (selector >> 4i) & 7 of the eight
+    bytes of word (0-3) and high (4-7)."""
+    source = word.to_bytes(4, "little") + high.to_bytes(4, "little")
     return int.from_bytes(bytes(source[(selector >> (4 * i)) & 7] for i in range(4)), "little")
 
 
@@ -49,16 +50,10 @@ def test_the_permute_picks_each_pairs_bytes_from_the_word():
     header uses those selectors."""
     word = 0xD3C2B1A0  # bytes A0 (pair 0 low), B1 (pair 1 low), C2 (pair 0 high), D3 (pair 1 high)
     pairs = [(word >> (8 * q)) & 0x00FF00FF for q in (0, 1)]
-    assert _byte_perm(word, 0x4420) == 0xC2A0
-    assert _byte_perm(word, 0x4431) == 0xD3B1
-    magic = 0x64646464
+    assert _byte_perm(word, 0, 0x4420) == 0xC2A0
+    assert _byte_perm(word, 0, 0x4431) == 0xD3B1
     for q, selector in ((0, 0x4240), (1, 0x4341)):
-        source = word | (magic << 32)  # __byte_perm(word, magic, s): bytes 4-7 are magic's
-        picked = int.from_bytes(
-            bytes(source.to_bytes(8, "little")[(selector >> (4 * i)) & 7] for i in range(4)),
-            "little",
-        )
-        assert picked == pairs[q] | 0x64006400
+        assert _byte_perm(word, 0x64646464, selector) == pairs[q] | 0x64006400
     dequant = (INCLUDE / "datatype/dequant.cuh").read_text()
     assert "__byte_perm(word, 0u, odd ? 0x4431 : 0x4420)" in dequant
     assert "__byte_perm(word, kHigh, odd ? 0x4341 : 0x4240)" in dequant
