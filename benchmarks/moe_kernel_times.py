@@ -8,7 +8,7 @@ calls under torch.profiler.
 The layer, weights and routings are `humming bench --suite moe`'s (two weight copies in turn, so
 the experts stream from HBM as the bench times them); the kernels run eagerly, not from a graph.
 `--peer` also times the published humming-kernels' layer (bench/peer.py's `moe`) the same way,
-after ours at each point (session 46's run printed only the peer's: it used to replace ours).
+after ours at each point.
 """
 
 from __future__ import annotations
