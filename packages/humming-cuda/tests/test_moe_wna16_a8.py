@@ -76,13 +76,23 @@ def test_k_must_fill_the_quantizers_16_byte_chunks():
     [(8, "moe_wna16", 8), (2048, "moe_wna16", 16), (65536, "moe_wna16_wgmma", 128)],
 )
 def test_candidates_wrap_the_inner_kernel_the_codes_spec_would_run(rows, inner, block):
+    """The inner kernel is the bf16 codes spec's own route, except at 16-32 rows per expert, where
+    that spec takes the 128-column tile's 48-row blocks (moe_wna16_wgmma.heuristics.narrow,
+    measured without row scales) and the row-scaled kernel stays on moe_wna16."""
     cfgs = FAMILY.candidates(MXINT4_I8, problem(rows), SM90)
     assert cfgs and all(c.inner.family == inner for c in cfgs)
     assert cfgs[0].block_m == block
-    # exactly the inner family's own configs for the bf16 spec
     device = CudaDevice.for_arch("sm_90a")
     twin_first = device.candidates(codes_spec(MXINT4_I8), problem(rows))[0]
-    assert cfgs[0].inner == twin_first
+    if rows == 2048:  # 16 rows per expert
+        assert (twin_first.family, twin_first.block_m, twin_first.block_n) == (
+            "moe_wna16_wgmma",
+            48,
+            128,
+        )
+        assert cfgs[0].inner == MOE_WNA16.candidates(codes_spec(MXINT4_I8), problem(rows), SM90)[0]
+    else:
+        assert cfgs[0].inner == twin_first
 
 
 def test_row_scaled_inner_kernel_keeps_blocks_its_registers_allow():

@@ -31,6 +31,8 @@ from humming_cuda.kernels.moe_wna16_wgmma.config import (
 )
 from humming_cuda.kernels.moe_wna16_wgmma.heuristics import (
     MIN_ROWS_PER_EXPERT,
+    NARROW_MAX_ROWS,
+    NARROW_MIN_ROWS,
     STAGES,
     choose_block_m,
     expected_blocks,
@@ -72,9 +74,9 @@ def test_registered_before_moe_wna16_and_verified():
     [
         ({"stages": 2}, r"stages=2: .* \(3, 4, 5, 6, 8\)"),
         ({"stages": 7}, r"stages=7: .* \(3, 4, 5, 6, 8\)"),
-        ({"block_m": 32}, r"block_m=32: .* \(64, 96, 128, 160\) rows .* moe_wna16"),
-        ({"block_m": 256}, r"block_m=256: .* \(64, 96, 128, 160\)"),
-        ({"block_m": 176}, r"block_m=176: .* \(64, 96, 128, 160\)"),
+        ({"block_m": 32}, r"block_m=32: .* \(48, 64, 96, 128, 160\) rows .* moe_wna16"),
+        ({"block_m": 256}, r"block_m=256: .* \(48, 64, 96, 128, 160\)"),
+        ({"block_m": 176}, r"block_m=176: .* \(48, 64, 96, 128, 160\)"),
         ({"block_m": 48, "e4m3": True}, r"block_m=48: .* e4m3 form takes \(16, 32, 64, 128\)"),
         ({"block_m": 32, "e4m3": True, "ctas_per_sm": 2}, r"ctas_per_sm=2 .* at most 16 rows"),
         ({"block_m": 64, "ctas_per_sm": 2}, r"ctas_per_sm=2 with e4m3=False"),
@@ -137,8 +139,11 @@ def _rows(per_expert: int) -> GemmProblem:
     ("m", "prefers", "block_m"),
     [
         (None, False, 64),
-        (E * (MIN_ROWS_PER_EXPERT - 1), False, 64),
-        (E * MIN_ROWS_PER_EXPERT - E + 1, True, 64),  # rounds up to MIN_ROWS_PER_EXPERT
+        (E * (NARROW_MIN_ROWS - 1), False, 64),
+        (E * NARROW_MIN_ROWS, True, 48),  # the 128-column tile (M = 256 of the bench's layer)
+        (E * (MIN_ROWS_PER_EXPERT - 1), True, 48),
+        (E * MIN_ROWS_PER_EXPERT - E + 1, True, 48),  # rounds up to MIN_ROWS_PER_EXPERT (M = 512)
+        (E * (NARROW_MAX_ROWS + 1), True, 64),
         (E * 48, True, 64),
         (E * 64, True, 96),  # M = 1024 of the bench's layer (top 8)
         (E * 80, True, 96),
@@ -155,13 +160,11 @@ def test_prefers_and_block_follow_the_rows_per_expert(m, prefers, block_m):
     assert FAMILY.prefers(GLU, problem, SM90) is prefers
     configs = FAMILY.candidates(GLU, problem, SM90)
     fmt = KernelFormat.from_spec(GLU)
-    fits = [
-        s
-        for s in STAGES
-        if smem_bytes(fmt, MoeWna16WgmmaConfig(arch="sm_90a", stages=s, block_m=block_m))
-        <= SM90.smem_per_block
-    ]
-    assert fits and [(c.stages, c.block_m) for c in configs] == [(s, block_m) for s in fits]
+    # 48-row blocks run in the 128-column tile at two CTAs per SM (heuristics.NARROW_TILE)
+    tile = {"block_n": 128, "ctas_per_sm": 2} if block_m == 48 else {}
+    tiles = [MoeWna16WgmmaConfig(arch="sm_90a", stages=s, block_m=block_m, **tile) for s in STAGES]
+    fits = [c for c in tiles if smem_bytes(fmt, c) <= smem_limit(c, SM90.smem_per_block)]
+    assert fits and configs == fits
 
 
 def test_forced_tile_overrides_the_choice_inside_only():
@@ -214,10 +217,12 @@ def test_wide_blocks_only_where_the_producer_leaves_the_registers():
     small = SM90.model_copy(update={"smem_per_block": 64 * 1024})
     assert choose_block_m(GLU, at_128, small) is None
     assert FAMILY.candidates(GLU, at_128, small) == []
-    assert block_ms(KernelFormat.from_spec(zp), False) == (64, 96, 128)
+    assert block_ms(KernelFormat.from_spec(zp), False) == (48, 64, 96, 128)
     wide = MoeWna16WgmmaConfig(arch="sm_90a", stages=4, block_m=160)
     FAMILY.render(GLU, wide, SM90)
-    with pytest.raises(ValueError, match=r"block_m=160: .* \(64, 96, 128\) row blocks .* uint8"):
+    with pytest.raises(
+        ValueError, match=r"block_m=160: .* \(48, 64, 96, 128\) row blocks .* uint8"
+    ):
         FAMILY.render(zp, wide, SM90)
     with pytest.raises(ValueError, match=r"block_m=160: .* row scale 'int8'"):
         FAMILY.render(GLU, wide, SM90, row_scale="int8")

@@ -67,8 +67,8 @@ def test_units_compile_without_spills(monkeypatch, tmp_path):
     units = _units()
     blocks = {(spec.weight.dtype.name, cfg.block_m) for spec, cfg, _ in units.sources()}
     assert blocks == {
-        *((code, b) for code in ("int4", "e2m1") for b in (64, 96, 128, 160)),
-        *(("uint8", b) for b in (64, 96, 128)),
+        *((code, b) for code in ("int4", "e2m1") for b in (48, 96, 128, 160)),
+        *(("uint8", b) for b in (48, 96, 128)),
     }
     for spec, cfg, artifact in units.compile(workers=2):
         assert_fits_registers(artifact, cfg.threads, f"{spec.weight} {spec.epilogue} {cfg}")
@@ -76,7 +76,7 @@ def test_units_compile_without_spills(monkeypatch, tmp_path):
 
 
 def _narrow_n_units() -> Units:
-    """The 128-column tile (not routed yet) at two CTAs per SM: each spec at 64- and 96-row blocks,
+    """The 128-column tile (not routed yet) at two CTAs per SM: each spec at 48-, 64- and 96-row blocks,
     on the deepest ring that fits half an SM (zero-point codes' 96-row blocks: 3 stages)."""
     units = Units(FAMILY, "sm_90a")
     for spec in SPECS:
@@ -103,7 +103,7 @@ def test_128_column_units_compile_without_spills(monkeypatch, tmp_path):
     CTAs per SM: no spills, no serialized wgmma, within 128 registers per thread at launch."""
     monkeypatch.setenv("HUMMING_DUMP_DIR", str(tmp_path))
     units = _narrow_n_units()
-    assert len(units) == 2 * len(SPECS)
+    assert len(units) == len(NARROW_N_BLOCK_MS) * len(SPECS)
     for spec, cfg, artifact in units.compile(workers=2):
         assert cfg.threads == 256
         assert_fits_registers(artifact, 2 * cfg.threads, f"{spec.weight} {spec.epilogue} {cfg}")

@@ -35,12 +35,12 @@ pytestmark = [
 FAMILY = "moe_wna16_wgmma"
 GELU_INTERLEAVED = (("glu", "gelu_tanh_mul"), ("glu_layout", "interleaved"))
 # (case, the block_m its M bucket takes for moe_bucket_of(m * top_k) / experts rows per expert:
-# heuristics.choose_block_m, 64 at 32-43 rows, 96 at 64, 160 at 128 and 256; 128 with zero points
+# heuristics.choose_block_m, 48 at 32 rows, 64 at 43, 96 at 64, 160 at 128 and 256; 128 with zero points
 # and for 8-bit codes, whose 160-row blocks fit no ring depth it takes)
 CASES = [
     # 512 routed rows over 8 experts; 160 GLU outputs (a 128-column tail), K 264 (a 8-deep tail)
     (Case(8, 2, 256, 320, 264, presets.W4A16_G128, SILU), 96),
-    (Case(16, 2, 256, 320, 264, presets.W4A16_G128, SILU, skew=True), 64),  # 32 rows per expert
+    (Case(16, 2, 256, 320, 264, presets.W4A16_G128, SILU, skew=True), 48),  # 32 rows per expert
     (Case(8, 4, 300, 384, 1000, presets.GPTQ_INT4, GELU_INTERLEAVED, skew=True), 128),
     (Case(16, 4, 512, 200, 512, presets.W8A16, (("activation", "relu"),), drop=True), 128),
     (Case(48, 4, 512, 256, 520, presets.MXFP4, OAI, bias=True), 64),  # 43 rows per expert
@@ -85,13 +85,13 @@ def test_moe_gemm_matches_reference(device, case, block_m, router_weights):
     _check_gemm(device, case, block_m, router_weights)
 
 
-# Blocks the heuristics take only at some M (96, 160: wgmma n96 / the wide n160 tile), forced on
+# Blocks the heuristics take only at some M (48, 96, 160: wgmma n48 / n96 / the wide n160 tile), forced on
 # cases of each code form: GLU with N and K tails, a biased interleaved float-code GLU, skewed
 # routing with dropped experts (many blocks of one expert, expert -1 blocks).
 FORCED = [CASES[0][0], CASES[4][0], CASES[5][0]]
 
 
-@pytest.mark.parametrize("block_m", [96, 160])
+@pytest.mark.parametrize("block_m", [48, 96, 160], ids=lambda b: f"bm{b}")
 @pytest.mark.parametrize("case", FORCED, ids=lambda c: f"E{c.experts}k{c.top_k}M{c.m}N{c.n}K{c.k}")
 def test_forced_blocks_match_reference(device, case, block_m):
     from humming_cuda.kernels.moe_wna16_wgmma.heuristics import forced_tile
@@ -100,7 +100,7 @@ def test_forced_blocks_match_reference(device, case, block_m):
         _check_gemm(device, case, block_m, router_weights=True)
 
 
-@pytest.mark.parametrize("block_m", [64, 96])
+@pytest.mark.parametrize("block_m", [48, 64, 96], ids=lambda b: f"bm{b}")
 @pytest.mark.parametrize("case", FORCED, ids=lambda c: f"E{c.experts}k{c.top_k}M{c.m}N{c.n}K{c.k}")
 def test_128_column_tile_matches_reference(device, case, block_m):
     """The 128-column tile (one consumer warpgroup, two persistent CTAs per SM; not routed yet),

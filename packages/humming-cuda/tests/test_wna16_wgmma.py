@@ -557,6 +557,50 @@ def test_stream_k_128_column_tile_where_the_model_clears_its_margin(
     assert not wide[0].rs_stream_k  # 8-bit codes: not measured
 
 
+# Session 47's same-run H100 route A/B with the peer (notes/session47.md, session47/h100/
+# w3_ab*.json): W3A16 g128 routed as before (3-bit codes kept off the 128-column and stream-K
+# plans) and with them offered (heuristics.N128_MIN_BITS = 3), in us. The same plan at 8192x28672
+# M=256.
+W3_NARROW_AB = [
+    (57344, 8192, 64, 182.5, 149.3),
+    (57344, 8192, 128, 217.8, 208.2),
+    (57344, 8192, 256, 427.3, 396.3),
+    (8192, 28672, 64, 85.6, 80.3),
+    (8192, 28672, 128, 104.5, 103.0),
+    (8192, 28672, 256, 193.1, 193.1),
+    (6144, 4096, 64, 17.7, 15.6),
+    (6144, 4096, 128, 21.9, 19.9),
+    (6144, 4096, 256, 34.8, 32.9),
+    (4096, 14336, 64, 28.9, 26.9),
+    (4096, 14336, 128, 35.9, 33.4),
+    (4096, 14336, 256, 58.0, 55.0),
+]
+
+
+@pytest.mark.parametrize("n, k, m, before_us, offered_us", W3_NARROW_AB)
+def test_3_bit_codes_take_the_128_column_plans_where_they_measured_faster(
+    n, k, m, before_us, offered_us
+):
+    """3-bit codes are priced on the 128-column and stream-K plans like 4-bit ones: every point
+    whose route moved measured faster, and the route is the one the A/B timed."""
+    problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
+    cfg = FAMILY.candidates(presets.W3A16_G128, problem, SM90)[0]
+    offered = heuristics.best_plan(problem, SM90, narrow_n=True)
+    before = heuristics.best_plan(problem, SM90, narrow_n=False)
+    assert heuristics.narrow_n(3) and not heuristics.narrow_n(8)
+    assert (cfg.rs_block_m, cfg.block_n, cfg.rs_ctas_per_sm, cfg.split_k) == (
+        offered.block_m,
+        offered.block_n,
+        offered.ctas_per_sm,
+        offered.split_k,
+    )
+    assert cfg.rs_stream_k == offered.stream_k
+    if offered != before:
+        assert offered_us < before_us
+    else:
+        assert offered_us == before_us
+
+
 @pytest.mark.parametrize("spec, n, k, m, routed_us, plan, tile_us", N128_SWEEP)
 def test_128_column_tile_where_the_model_clears_its_margin(spec, n, k, m, routed_us, plan, tile_us):
     """The 128-column tile (two CTAs per SM, 4-bit codes, M = 64-256) where the cost model puts it
@@ -814,7 +858,6 @@ CLUSTER_SWEEP = [
     ("W8A16", 6144, 4096, 96, 5, 28.4, "c4", 19.8),
     ("E4M3_G128", 6144, 4096, 64, 5, 20.8, "c4", 18.5),
     ("E4M3_G128", 6144, 4096, 128, 5, 29.9, "c4", 22.2),
-    ("W3A16_G128", 6144, 4096, 128, 5, 28.1, "c4", 21.6),
     ("MXFP4", 6144, 4096, 48, 5, 17.7, "c4", 16.7),
 ]
 
@@ -839,7 +882,7 @@ def test_cluster_split_k_routed_where_it_measured_faster(
     assert route_label(cfg) == routed
     assert routed_us <= workspace_us
     plain = heuristics.best_plan(
-        problem, SM90, narrow_n=presets.preset(spec).weight.dtype.bits == 4
+        problem, SM90, narrow_n=heuristics.narrow_n(presets.preset(spec).weight.dtype.bits)
     )
     assert plain.split_k == split and not plain.cluster
     assert (plain.block_m, plain.block_n, plain.ctas_per_sm) == (

@@ -355,3 +355,25 @@ def test_cluster_split_k_sums_over_distributed_shared_memory_with_the_same_main_
             assert all(s in text for s in cluster) and "atom.global.add" in text, spec.weight
         else:
             assert not any(s in text for s in cluster) and "atom.global.add" in text, spec.weight
+
+
+@pytest.mark.compile
+def test_48_row_tiles_compile_clean_on_m64n48_wgmmas():
+    """The 48-row token tile (wgmma m64n48k16 with register A: MoE experts of ~32 rows, dense
+    M = 33-48) for integer, float and 8-bit codes, unsplit and split: no spills, no serialized
+    wgmma, and its main loop's MMAs are the n48 form."""
+    units = Units(FAMILY, "sm_90a")
+    for spec, act in (
+        (presets.W4A16_G128, "fp16"),
+        (presets.MXFP4, "bf16"),
+        (presets.W8A16, "fp16"),
+    ):
+        base = FAMILY.candidates(spec, GemmProblem(4096, 14336, m=48, act_dtype=act), units.caps)[0]
+        for split in (1, 2):
+            plain = {"rs_split_scatter": False, "rs_cluster_split": False, "rs_cluster_ctas": 0}
+            units.add(spec, base.with_fields(**plain, rs_block_m=48, split_k=split))
+    for spec, cfg, artifact in _assert_clean(units):
+        sass = disassemble(artifact.binary)
+        assert main_loop_opcodes(sass).count("HGMMA") >= 8, f"{spec.weight} {cfg}"
+        widths = set(re.findall(r"HGMMA\.64x(\d+)x16", sass))
+        assert widths == {"48"}, f"{spec.weight} {cfg}: {widths}"

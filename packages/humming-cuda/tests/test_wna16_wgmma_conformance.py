@@ -302,7 +302,8 @@ def test_small_m_split_k_matches_reference(case: Case, device, small_m_kernels):
 )
 def test_mid_m_split_k_matches_reference(case: Case, device, mid_m_kernels):
     """Several 64-, 96- or 128-row token tiles (M tails in the last), each K-split, as the cost
-    model picks them from M = 65 (96 rows from M = 512)."""
+    model picks them from M = 65 (96 rows from M = 512); 48-row tiles (the MoE blocks of ~32 rows
+    per expert) split and unsplit."""
     config, kernel = mid_m_kernels[(case.id, case.seed)]
     assert config.weights_in_registers and config.smem_bytes <= device.caps().smem_per_block
     _check(case, device, config, kernel)

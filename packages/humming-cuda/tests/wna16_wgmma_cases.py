@@ -101,7 +101,7 @@ SMALL_M_SHAPES = (
 )
 
 
-# Mid M, the register form with K split at 64-, 96- and 128-row token tiles: (M, N, K, split_k,
+# Mid M, the register form with K split at 48-, 64-, 96- and 128-row token tiles: (M, N, K, split_k,
 # rs_block_m, stages), the rings as deep as the heuristic makes them for each tile. Several M
 # tiles (and an M tail in the last), N tails, uneven splits.
 MID_M_SHAPES = (
@@ -114,6 +114,8 @@ MID_M_SHAPES = (
     (96, 520, 2056, 1, 96, 4),
     (300, 264, 1040, 2, 96, 4),
     (1030, 384, 4096, 1, 96, 6),
+    (40, 520, 2056, 2, 48, 4),
+    (100, 1000, 1040, 1, 48, 6),
 )
 
 

@@ -125,7 +125,7 @@ def _inner(codes: QuantSpec, problem: GemmProblem, caps: DeviceCaps):
     """The WnA16 MoE family for the codes spec, as the device routes it: moe_wna16_wgmma where it
     runs and prefers the problem, else moe_wna16."""
     if MOE_WNA16_WGMMA.supports(codes, problem, caps) and MOE_WNA16_WGMMA.prefers(
-        codes, problem, caps
+        codes, problem, caps, row_scaled=True
     ):
         return MOE_WNA16_WGMMA
     return MOE_WNA16

@@ -25,10 +25,10 @@ ROW_TABLE_BYTES = 2 * 12
 PARTS = 2  # the epilogue stages the fp32 output tile in halves of rows
 
 STAGES = (3, 4, 5, 6, 8)  # ring depths the kernel is built with; the heuristics pick among them
-# wgmma n64 / n96 / n128 / n160 token tiles (narrower blocks are moe_wna16's). 160 rows need the
+# wgmma n48 / n64 / n96 / n128 / n160 token tiles (narrower blocks are moe_wna16's). 160 rows need the
 # consumers' 208 registers: the producer of zero-point codes or per-row activation scales keeps 80
 # and leaves them 200, where ptxas serializes the n160 wgmmas (MoeWna16WgmmaKernel::WIDE_PRODUCER).
-BLOCK_MS = (64, 96, 128, 160)
+BLOCK_MS = (48, 64, 96, 128, 160)
 NARROW_PRODUCER_MAX_BLOCK_M = 128
 # The e4m3 form also takes narrow blocks (wgmma n16 / n32: few rows per expert, where its fp8
 # operands still beat the mma.sync decode kernels on bf16 codes).
@@ -38,7 +38,7 @@ E4M3_BLOCK_K = 128  # the e4m3 form's K step: four k32 wgmma (moe_wna16_wgmma_e4
 # The bf16 form's 128-column tile (one consumer warpgroup) runs two CTAs per SM; its consumers
 # keep 184 registers beside the gathering producer's 72 (176 / 80 with zero points or row scales):
 # blocks of up to 96 rows (MoeWna16WgmmaKernel::CONSUMER_REGS).
-NARROW_N_BLOCK_MS = (64, 96)
+NARROW_N_BLOCK_MS = (48, 64, 96)
 E4M3_TABLE_BYTES = 4096  # E2m1E4m3Tables::BYTES
 
 

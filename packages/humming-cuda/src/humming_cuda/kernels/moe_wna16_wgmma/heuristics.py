@@ -29,6 +29,16 @@ FAMILY = "moe_wna16_wgmma"
 # 64 rows 0.83-0.92 with 128-row blocks (0.90-0.98 with 64-row ones, another run), 128 and 512
 # rows 0.89-0.97.
 MIN_ROWS_PER_EXPERT = 32
+# Experts of NARROW_MIN_ROWS to NARROW_MAX_ROWS expected rows run 48-row blocks in the 128-column
+# tile at two CTAs per SM (4-bit codes without zero points under 16-bit activations without row
+# scales: what was measured and GPU-verified). Same-run H100 sweep of the bench's layer (moe_block_sweep.py --form bf16,
+# notes/session47.md, session47/h100/blocks*.json): M = 256 (16 rows per expert) 0.76x (W4A16
+# g128, 276.4 -> 209.3 us) / 0.80x (MXFP4) moe_wna16's time; M = 512 (32 rows) 0.87x / 0.90x the
+# 64-row blocks routed before (252.8 -> 220.2 us; 48-row blocks on 256 columns 0.92x / 0.94x);
+# M = 128 (8 rows) 1.59x / 1.40x moe_wna16's, M = 1024 (64 rows) 1.45x / 1.50x the 96-row blocks.
+NARROW_MIN_ROWS, NARROW_MAX_ROWS = 16, 32
+NARROW_BLOCK_M = 48
+NARROW_TILE = {"block_n": 128, "ctas_per_sm": 2}
 # The block: least expected_blocks x BLOCK_COST, a block's time relative to a 128-row one's (a
 # ring step's dequantization is the same for every block, its MMA grows with it). Fitted to H100
 # same-run sweeps of the bench's layer (benchmarks/moe_block_sweep.py --form bf16,
@@ -37,6 +47,7 @@ MIN_ROWS_PER_EXPERT = 32
 # rows per expert) 96-row blocks 0.91x the time (64: 1.13, 160: 1.16); M = 2048 (128 rows)
 # 160-row blocks 0.80 (W4A16 g128) / 0.79 (MXFP4), 96: 1.14-1.15; M = 4096 160: 0.96; M = 8192
 # 160: 1.01-1.03; M = 512 96: 1.15. Implied costs: 64 0.76, 96 0.84-0.91, 160 1.16-1.19.
+# (48-row blocks are taken by rows per expert instead: NARROW_MIN_ROWS.)
 BLOCK_COST = {64: 0.76, 96: 0.87, 128: 1.0, 160: 1.17}
 # Ring depths best first, each where it fits (config.STAGES: every depth the kernel takes). H200,
 # the bench's layer, persistent CTAs, B/A against 4 stages in one process (moe_header_ab.py
@@ -78,12 +89,29 @@ def rows_per_expert(problem: GemmProblem) -> int:
     return -(-max(problem.m or 0, 0) // max(problem.num_experts, 1))
 
 
-def prefers(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> bool:
-    """Large M only: fewer rows per expert leave moe_wna16's narrower blocks less padding."""
+def prefers(
+    spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps, row_scaled: bool = False
+) -> bool:
+    """Large M only: fewer rows per expert leave moe_wna16's narrower blocks less padding (from
+    NARROW_MIN_ROWS where the narrow tile runs them, MIN_ROWS_PER_EXPERT elsewhere)."""
     forced = _FORCED.get()
     if forced is not None:
         return forced[0] is not None
-    return rows_per_expert(problem) >= MIN_ROWS_PER_EXPERT
+    return rows_per_expert(problem) >= MIN_ROWS_PER_EXPERT or narrow(spec, problem, row_scaled)
+
+
+def narrow(spec: QuantSpec, problem: GemmProblem, row_scaled: bool = False) -> bool:
+    """Whether the problem takes the 128-column tile's 48-row blocks (NARROW_MIN_ROWS ..
+    NARROW_MAX_ROWS rows per expert; 4-bit codes without zero points under 16-bit activations
+    without row scales)."""
+    fmt = KernelFormat.from_spec(spec)
+    return (
+        NARROW_MIN_ROWS <= rows_per_expert(problem) <= NARROW_MAX_ROWS
+        and fmt.bits == 4
+        and fmt.zero == "none"
+        and not row_scaled
+        and spec.act.dtype.name in ("fp16", "bf16")
+    )
 
 
 def expected_blocks(problem: GemmProblem, block_m: int) -> float:
@@ -110,7 +138,9 @@ def choose_block_m(
     if forced is not None:
         return forced[0]
     fmt = KernelFormat.from_spec(spec)
-    blocks = [b for b in block_ms(fmt, row_scaled) if _configs(fmt, b, caps)]
+    if narrow(spec, problem, row_scaled) and _configs(fmt, NARROW_BLOCK_M, caps, **NARROW_TILE):
+        return NARROW_BLOCK_M
+    blocks = [b for b in block_ms(fmt, row_scaled) if b in BLOCK_COST and _configs(fmt, b, caps)]
     return min(blocks, key=lambda b: expected_blocks(problem, b) * BLOCK_COST[b], default=None)
 
 
@@ -135,4 +165,7 @@ def candidates(
     if not supports(spec, problem, caps):
         return []
     block_m = choose_block_m(spec, problem, caps, row_scaled)
-    return [] if block_m is None else _configs(KernelFormat.from_spec(spec), block_m, caps)
+    if block_m is None:
+        return []
+    tile = NARROW_TILE if _FORCED.get() is None and block_m == NARROW_BLOCK_M else {}
+    return _configs(KernelFormat.from_spec(spec), block_m, caps, **tile)

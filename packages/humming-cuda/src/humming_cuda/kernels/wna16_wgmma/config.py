@@ -72,7 +72,7 @@ class WgmmaWna16Config(WgmmaTileConfig):
     rs_frag_buffers: Literal[2, 4] = 4
     # The register form's token rows per tile (wgmma n16 / n32 / n64 at small M) and K splits
     # across CTAs (reduced in a workspace, humming/epilogue/split_tile.cuh).
-    rs_block_m: Literal[16, 32, 64, 96, 128, 160, 176] = 128
+    rs_block_m: Literal[16, 32, 48, 64, 96, 128, 160, 176] = 128
     split_k: int = Field(1, ge=1, le=MAX_SPLIT)
     # CTAs per SM the register form's registers are split for (WgmmaWna16RsTile::CTAS): 2 halves
     # each consumer's registers (104) for twice the warps per scheduler; narrow tiles only, or any

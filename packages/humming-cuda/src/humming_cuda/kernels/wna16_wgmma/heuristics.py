@@ -147,11 +147,11 @@ N128_MIN_M, N128_MAX_M = 64, 256
 N128_SPLITS = (1, 2, 4, 8)
 N128_STAGES = (4,)  # the sweep's ring (two CTAs' shared memory fits it at both token tiles)
 # Code widths that take the 128-column and stream-K plans above: from N128_MIN_BITS to 4 bits.
-# 4 only, the width measured; 3-bit codes (W3A16, the weakest dense format against the peer in
-# session 46's H100 snapshot: 57344x8192 M=64 180.6 us on the 256-column tile, against W4A16's
-# 138.6 on these plans) fit the same rings and pass the same conformance cases, but their
-# dequantization costs more per step: benchmarks/notes/session46/run163.sh measures them.
-N128_MIN_BITS = 4
+# Fitted on 4-bit codes; 3-bit ones (W3A16 g128) route through the same model since session 47's
+# same-run H100 route A/B with the peer (notes/session47.md): faster at 11 of 12 points of the
+# four layers at M = 64 / 128 / 256 (57344x8192 M=64 182.5 -> 149.3 us, 6144x4096 M=64 17.7 ->
+# 15.6, 4096x14336 M=128 35.9 -> 33.4; 0.92-0.99x elsewhere), the same plan at 8192x28672 M=256.
+N128_MIN_BITS = 3
 # The 128-column tile's stream-K form (rs_stream_k: 2 x sms persistent CTAs sharing the (tile, K
 # step) iterations evenly) on one 64-row token tile: a CTA runs its ceil(iterations / (2 sms))
 # steps at N128_STEP_COST[64] plus STREAM_FIXED_STEPS (ring fill, partial tiles written and read
@@ -427,11 +427,16 @@ def with_scatter(plan: Plan, problem: GemmProblem, sms: int) -> Plan:
     return replace(plan, scatter=True)
 
 
+def narrow_n(bits: int) -> bool:
+    """Whether codes of `bits` bits may take the 128-column and stream-K plans (best_plan's
+    `narrow_n`)."""
+    return N128_MIN_BITS <= bits <= 4
+
+
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[WgmmaWna16Config]:
     """Configs for best_plan, best first (ring depths that fit the arch's shared memory)."""
     bits = spec.weight.dtype.bits
-    narrow_n = N128_MIN_BITS <= bits <= 4
-    plan = with_clusters(best_plan(problem, caps, narrow_n, bits == 8), problem, caps)
+    plan = with_clusters(best_plan(problem, caps, narrow_n(bits), bits == 8), problem, caps)
     plan = with_scatter(plan, problem, caps.sm_count or DEFAULT_SMS)
     group_m = 8 if spec.weight_bytes(problem.n, problem.k) > (caps.l2_bytes or _DEFAULT_L2) else 1
     if not plan.registers:

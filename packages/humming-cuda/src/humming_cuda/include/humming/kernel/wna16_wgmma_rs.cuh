@@ -58,7 +58,7 @@ namespace humming {
 // 40 there, 232 here); without it thread 0 refills each stage once both warpgroups released it.
 // FRAG_BUFS: A-fragment buffers (2: a slice's are rewritten two slices later, right after its
 // group retired; 4: one per slice of a step, rewritten a whole step later).
-// BM: activation rows per tile, wgmma's N (16, 32, 64 or 96: the narrow forms of
+// BM: activation rows per tile, wgmma's N (16, 32, 48, 64 or 96: the narrow forms of
 // humming/mma/wgmma_narrow.cuh; 160 or 176: the wide ones of humming/mma/wgmma_wide.cuh; 128
 // otherwise).
 // CTAS: CTAs resident per SM the registers are split for. With 2 consumer warpgroups, 2 (narrow
@@ -87,8 +87,8 @@ struct WgmmaWna16RsTile {
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "128 or 256 weight columns");
   static constexpr int BM = BM_, BN = 128 * CONSUMERS, BK = 64, STAGES = STAGES_;
   static constexpr int GROUP_M = GROUP_M_;
-  static_assert(BM == 16 || BM == 32 || BM == 64 || BM == 96 || BM == 128 || BM == 160 ||
-                    BM == 176,
+  static_assert(BM == 16 || BM == 32 || BM == 48 || BM == 64 || BM == 96 || BM == 128 ||
+                    BM == 160 || BM == 176,
                 "wgmma N of the token side");
   static constexpr bool PRODUCER = PRODUCER_;
   static constexpr int CTAS = CTAS_;

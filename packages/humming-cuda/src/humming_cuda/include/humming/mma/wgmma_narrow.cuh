@@ -1,9 +1,10 @@
-// Hopper warpgroup MMA with 16-bit register A fragments (fp16 / bf16) and a narrow N (16, 32, 64 or
-// 96): the WnA16 register-A form at small M, where the tokens are wgmma's N side (out^T = W x^T)
+// Hopper warpgroup MMA with 16-bit register A fragments (fp16 / bf16) and a narrow N (16, 32, 48, 64
+// or 96): the WnA16 register-A form at small M, where the tokens are wgmma's N side (out^T = W x^T)
 // and a 128-wide N would compute mostly padding; 96 also where 128-token tiles leave a wave
 // mostly empty (6144 x 4096 at M = 1024: 192 tiles of 128 tokens are 1.45 waves of 132 CTAs, 264
-// of 96 are 2). Kept apart from wgmma_f16.cuh so the large-M kernels'
-// translation units stay unchanged. sm_90a only.
+// of 96 are 2); 48 for MoE experts of ~32 rows (the Qwen3-30B-A3B layer at M = 512 routes 32 per
+// expert under uniform routing: a 64-row block is half padding). Kept apart from wgmma_f16.cuh so
+// the large-M kernels' translation units stay unchanged. sm_90a only.
 //
 // Layouts are those of the m64n128 forms (humming/mma/wgmma.cuh, wgmma_f16.cuh) cut to N columns:
 // lane l of warp w holds d[4j + 0/1] = row 16w + l/4, columns 8j + 2(l%4) + 0/1, and d[4j + 2/3]
@@ -30,6 +31,14 @@ namespace humming {
   HM_WGMMA_N16_OUTPUTS, "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),          \
       "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
 
+#define HM_WGMMA_N48_TEXT                                                                       \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                      \
+  "%16, %17, %18, %19, %20, %21, %22, %23}, {%24, %25, %26, %27}, %28"
+#define HM_WGMMA_N48_PRED "%29"
+#define HM_WGMMA_N48_OUTPUTS                                                                    \
+  HM_WGMMA_N32_OUTPUTS, "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),        \
+      "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+
 #define HM_WGMMA_N64_TEXT                                                                       \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                      \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "           \
@@ -51,7 +60,8 @@ namespace humming {
       "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),             \
       "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
 
-// d[64xN] (+)= A[64x16] (registers) * B[Nx16]^T (K-major smem, trans-b 0) for N in {16, 32, 64, 96};
+// d[64xN] (+)= A[64x16] (registers) * B[Nx16]^T (K-major smem, trans-b 0) for N in {16, 32, 48, 64,
+// 96};
 // `accumulate` false overwrites d. The registers must stay unchanged until the wgmma reading them
 // has completed (wgmma_wait).
 #define HM_WGMMA_NARROW_RS(N, TYPE)                                                             \
@@ -81,5 +91,7 @@ HM_WGMMA_NARROW_RS_CASE(nv_bfloat16, "bf16", 32)
 HM_WGMMA_NARROW_RS_CASE(nv_bfloat16, "bf16", 64)
 HM_WGMMA_NARROW_RS_CASE(half, "f16", 96)
 HM_WGMMA_NARROW_RS_CASE(nv_bfloat16, "bf16", 96)
+HM_WGMMA_NARROW_RS_CASE(half, "f16", 48)
+HM_WGMMA_NARROW_RS_CASE(nv_bfloat16, "bf16", 48)
 
 }  // namespace humming
