@@ -103,7 +103,7 @@ def test_forced_blocks_match_reference(device, case, block_m):
 @pytest.mark.parametrize("block_m", [48, 64, 96], ids=lambda b: f"bm{b}")
 @pytest.mark.parametrize("case", FORCED, ids=lambda c: f"E{c.experts}k{c.top_k}M{c.m}N{c.n}K{c.k}")
 def test_128_column_tile_matches_reference(device, case, block_m):
-    """The 128-column tile (one consumer warpgroup, two persistent CTAs per SM; not routed yet),
+    """The 128-column tile (one consumer warpgroup, two persistent CTAs per SM; routed with 48-row blocks),
     forced: its GLU epilogue reads two layout tiles per tile, twice the column tiles per block."""
     from humming_cuda.kernels.moe_wna16_wgmma.heuristics import forced_tile
 
