@@ -278,8 +278,8 @@ def test_render_instantiates_the_entry_with_the_dense_register_tile(spec, cfg, p
 
 
 def test_128_column_tile_is_the_bf16_form_at_two_ctas_per_sm():
-    """block_n = 128 (one consumer warpgroup; routed with 48-row blocks): two CTAs per SM of 256 threads,
-    64- or 96-row blocks, a ring of half the codes and group rows, a staged half tile of 128
+    """block_n = 128 (one consumer warpgroup; routed with 48-row blocks): two CTAs per SM of 256
+    threads, 64- or 96-row blocks, a ring of half the codes and group rows, a staged half tile of 128
     columns, each within half an SM's shared memory; the dense tile renders CTAS 2, CONSUMERS 1."""
     header = HEADER.read_text()
     assert "__launch_bounds__(TILE::THREADS, TILE::CTAS)" in header

@@ -35,8 +35,9 @@ pytestmark = [
 FAMILY = "moe_wna16_wgmma"
 GELU_INTERLEAVED = (("glu", "gelu_tanh_mul"), ("glu_layout", "interleaved"))
 # (case, the block_m its M bucket takes for moe_bucket_of(m * top_k) / experts rows per expert:
-# heuristics.choose_block_m, 48 at 32 rows, 64 at 43, 96 at 64, 160 at 128 and 256; 128 with zero points
-# and for 8-bit codes, whose 160-row blocks fit no ring depth it takes)
+# heuristics.choose_block_m, 48 at 32 rows (the 128-column tile), 64 at 43, 96 at 64, 160 at 128
+# and 256; 128 with zero points and for 8-bit codes, whose 160-row blocks fit no ring depth it
+# takes)
 CASES = [
     # 512 routed rows over 8 experts; 160 GLU outputs (a 128-column tail), K 264 (a 8-deep tail)
     (Case(8, 2, 256, 320, 264, presets.W4A16_G128, SILU), 96),
@@ -85,9 +86,9 @@ def test_moe_gemm_matches_reference(device, case, block_m, router_weights):
     _check_gemm(device, case, block_m, router_weights)
 
 
-# Blocks the heuristics take only at some M (48, 96, 160: wgmma n48 / n96 / the wide n160 tile), forced on
-# cases of each code form: GLU with N and K tails, a biased interleaved float-code GLU, skewed
-# routing with dropped experts (many blocks of one expert, expert -1 blocks).
+# Blocks the heuristics take only at some M (48, 96, 160: wgmma n48 / n96 / the wide n160 tile),
+# forced on cases of each code form: GLU with N and K tails, a biased interleaved float-code GLU,
+# skewed routing with dropped experts (many blocks of one expert, expert -1 blocks).
 FORCED = [CASES[0][0], CASES[4][0], CASES[5][0]]
 
 
@@ -103,8 +104,8 @@ def test_forced_blocks_match_reference(device, case, block_m):
 @pytest.mark.parametrize("block_m", [48, 64, 96], ids=lambda b: f"bm{b}")
 @pytest.mark.parametrize("case", FORCED, ids=lambda c: f"E{c.experts}k{c.top_k}M{c.m}N{c.n}K{c.k}")
 def test_128_column_tile_matches_reference(device, case, block_m):
-    """The 128-column tile (one consumer warpgroup, two persistent CTAs per SM; routed with 48-row blocks),
-    forced: its GLU epilogue reads two layout tiles per tile, twice the column tiles per block."""
+    """The 128-column tile (one consumer warpgroup, two persistent CTAs per SM; routed with 48-row
+    blocks), forced: its GLU epilogue reads two layout tiles per tile, twice the column tiles per block."""
     from humming_cuda.kernels.moe_wna16_wgmma.heuristics import forced_tile
 
     with forced_tile(block_m, block_n=128, ctas_per_sm=2):

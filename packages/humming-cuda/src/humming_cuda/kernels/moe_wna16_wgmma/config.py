@@ -25,9 +25,10 @@ ROW_TABLE_BYTES = 2 * 12
 PARTS = 2  # the epilogue stages the fp32 output tile in halves of rows
 
 STAGES = (3, 4, 5, 6, 8)  # ring depths the kernel is built with; the heuristics pick among them
-# wgmma n48 / n64 / n96 / n128 / n160 token tiles (narrower blocks are moe_wna16's). 160 rows need the
-# consumers' 208 registers: the producer of zero-point codes or per-row activation scales keeps 80
-# and leaves them 200, where ptxas serializes the n160 wgmmas (MoeWna16WgmmaKernel::WIDE_PRODUCER).
+# wgmma n48 / n64 / n96 / n128 / n160 token tiles (narrower blocks are moe_wna16's). 160 rows need
+# the consumers' 208 registers: the producer of zero-point codes or per-row activation scales keeps
+# 80 and leaves them 200, where ptxas serializes the n160 wgmmas
+# (MoeWna16WgmmaKernel::WIDE_PRODUCER).
 BLOCK_MS = (48, 64, 96, 128, 160)
 NARROW_PRODUCER_MAX_BLOCK_M = 128
 # The e4m3 form also takes narrow blocks (wgmma n16 / n32: few rows per expert, where its fp8

@@ -31,11 +31,12 @@ FAMILY = "moe_wna16_wgmma"
 MIN_ROWS_PER_EXPERT = 32
 # Experts of NARROW_MIN_ROWS to NARROW_MAX_ROWS expected rows run 48-row blocks in the 128-column
 # tile at two CTAs per SM (4-bit codes without zero points under 16-bit activations without row
-# scales: what was measured and GPU-verified). Same-run H100 sweep of the bench's layer (moe_block_sweep.py --form bf16,
-# notes/session47.md, session47/h100/blocks*.json): M = 256 (16 rows per expert) 0.76x (W4A16
-# g128, 276.4 -> 209.3 us) / 0.80x (MXFP4) moe_wna16's time; M = 512 (32 rows) 0.87x / 0.90x the
-# 64-row blocks routed before (252.8 -> 220.2 us; 48-row blocks on 256 columns 0.92x / 0.94x);
-# M = 128 (8 rows) 1.59x / 1.40x moe_wna16's, M = 1024 (64 rows) 1.45x / 1.50x the 96-row blocks.
+# scales: what was measured and GPU-verified). Same-run H100 sweep of the bench's layer
+# (moe_block_sweep.py --form bf16, notes/session47.md, session47/h100/blocks*.json): M = 256 (16
+# rows per expert) 0.76x (W4A16 g128, 276.4 -> 209.3 us) / 0.80x (MXFP4) moe_wna16's time; M = 512
+# (32 rows) 0.87x / 0.90x the 64-row blocks routed before (252.8 -> 220.2 us; 48-row blocks on 256
+# columns 0.92x / 0.94x); M = 128 (8 rows) 1.59x / 1.40x moe_wna16's, M = 1024 (64 rows) 1.45x /
+# 1.50x the 96-row blocks.
 NARROW_MIN_ROWS, NARROW_MAX_ROWS = 16, 32
 NARROW_BLOCK_M = 48
 NARROW_TILE = {"block_n": 128, "ctas_per_sm": 2}

@@ -150,7 +150,7 @@ N128_STAGES = (4,)  # the sweep's ring (two CTAs' shared memory fits it at both 
 # Fitted on 4-bit codes; 3-bit ones (W3A16 g128) route through the same model since session 47's
 # same-run H100 route A/B with the peer (notes/session47.md): faster at 11 of 12 points of the
 # four layers at M = 64 / 128 / 256 (57344x8192 M=64 182.5 -> 149.3 us, 6144x4096 M=64 17.7 ->
-# 15.6, 4096x14336 M=128 35.9 -> 33.4; 0.92-0.99x elsewhere), the same plan at 8192x28672 M=256.
+# 15.6, 4096x14336 M=128 35.9 -> 33.4; 0.91-0.99x elsewhere), the same plan at 8192x28672 M=256.
 N128_MIN_BITS = 3
 # The 128-column tile's stream-K form (rs_stream_k: 2 x sms persistent CTAs sharing the (tile, K
 # step) iterations evenly) on one 64-row token tile: a CTA runs its ceil(iterations / (2 sms))
