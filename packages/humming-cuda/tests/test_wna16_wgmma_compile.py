@@ -160,7 +160,8 @@ def test_register_a_form_compiles_without_spills_or_serialized_wgmma(monkeypatch
     assert len(units) >= 2 * len(INTEGER_FORMATS)
     narrow = two_ctas = 0
     for _, cfg, _ in _assert_clean(units):
-        assert cfg.threads == (384 if cfg.rs_producer else 256)
+        consumers = 2 if cfg.rs_block_n == 256 else 1  # 128-column tiles: one warpgroup
+        assert cfg.threads == 128 * (consumers + cfg.rs_producer)
         narrow += cfg.rs_block_m < 128
         two_ctas += cfg.rs_ctas_per_sm == 2
     assert narrow >= len(INTEGER_FORMATS + FLOAT_FORMATS)
