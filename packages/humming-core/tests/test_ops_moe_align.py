@@ -32,6 +32,12 @@ class NoAlignDevice:
     name = "bare"
 
 
+class DisabledAlignDevice(RecordingDevice):
+    """A device whose alignment step is switched off (None): not a SupportsMoeAlign."""
+
+    moe_align = None
+
+
 def _ids(m: int, e: int, topk: int, seed: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     return torch.stack([torch.randperm(e, generator=g)[:topk] for _ in range(m)]).int()
@@ -40,6 +46,7 @@ def _ids(m: int, e: int, topk: int, seed: int) -> torch.Tensor:
 def test_reference_device_implements_the_optional_step():
     assert isinstance(get_device("reference"), SupportsMoeAlign)
     assert not isinstance(NoAlignDevice(), SupportsMoeAlign)
+    assert not isinstance(DisabledAlignDevice(), SupportsMoeAlign)
 
 
 def test_ops_moe_align_uses_the_device_or_falls_back():
@@ -47,7 +54,7 @@ def test_ops_moe_align_uses_the_device_or_falls_back():
     emap = torch.tensor([-1, 0, 1, -1, 2, 3, -1, 4, 5, -1, 6, 7], dtype=torch.int32)
     want = reference_align(ids, 4, 12, emap, True, True)
     dev = RecordingDevice()
-    for device in (dev, NoAlignDevice(), "reference"):
+    for device in (dev, NoAlignDevice(), DisabledAlignDevice(), "reference"):
         got = moe_align(ids, 4, 12, emap, True, True, device=device)
         for g, w in zip(got, want, strict=True):
             assert torch.equal(g, w)

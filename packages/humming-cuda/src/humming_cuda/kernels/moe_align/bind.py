@@ -1,4 +1,5 @@
-"""The moe_align kernels bound into one callable: argument checks, outputs, workspace, launches."""
+"""The moe_align kernels bound into one callable: argument checks, outputs, workspace, launches;
+calls of a shape seen before take the memoized path (prepared.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from humming_core.numerics.moe import align_length
 
 from ...args import ScalarArg, Signature, TensorArg
 from ...launch import Launcher
-from .plan import INT32_MAX, plan_align
+from .buffers import allocate, zero_rows_params
+from .plan import INT32_MAX, AlignPlan, plan_align
+from .prepared import MAX_PREPARED, Launch, PreparedAlign, memo_key
 
 
 def signature(dtype: torch.dtype, name: str) -> Signature:
@@ -50,19 +53,13 @@ def _local_map(expert_map: torch.Tensor | None, num_experts: int, device: torch.
     return expert_map.reshape(-1).to(device=device, dtype=torch.int32).contiguous()
 
 
-def _zero_rows_args(zero_rows: torch.Tensor | None, numel: int, device: torch.device) -> dict:
-    """The kernel's view of `zero_rows` (humming_core.numerics.moe.moe_align): address, row stride
-    and row length in bytes, and the widest store (16, 4 or 2 bytes) that divides all three."""
+def _zero_rows_args(zero_rows: torch.Tensor | None, flat: torch.Tensor) -> dict:
+    """The zero_rows parameters of a call on the flattened ids `flat`; raises for a misfit."""
     if zero_rows is None:
         return {"zero_rows": 0, "zero_ld": 0, "zero_row_bytes": 0, "zero_unit": 2}
-    if (
-        not isinstance(zero_rows, torch.Tensor)
-        or zero_rows.dim() != 2
-        or zero_rows.shape[0] != numel
-        or zero_rows.device != device
-        or (zero_rows.shape[1] > 1 and zero_rows.stride(1) != 1)
-        or zero_rows.element_size() not in (2, 4)
-    ):
+    numel = flat.numel()
+    params = zero_rows_params(zero_rows, numel, flat.get_device())
+    if params is None:
         got = (
             f"{tuple(zero_rows.shape)} {zero_rows.dtype} on {zero_rows.device}"
             if isinstance(zero_rows, torch.Tensor)
@@ -70,12 +67,9 @@ def _zero_rows_args(zero_rows: torch.Tensor | None, numel: int, device: torch.de
         )
         raise ValueError(
             f"moe_align: zero_rows must be a [{numel}, n] tensor of 2- or 4-byte elements with "
-            f"unit column stride on {device} (one row per routing entry), got {got}"
+            f"unit column stride on {flat.device} (one row per routing entry), got {got}"
         )
-    item = zero_rows.element_size()
-    address, ld, row = zero_rows.data_ptr(), zero_rows.stride(0) * item, zero_rows.shape[1] * item
-    unit = next(u for u in (16, 4, 2) if not (address % u or ld % u or row % u))
-    return {"zero_rows": address, "zero_ld": ld, "zero_row_bytes": row, "zero_unit": unit}
+    return dict(zip(("zero_rows", "zero_ld", "zero_row_bytes", "zero_unit"), params, strict=True))
 
 
 class MoeAlignKernel:
@@ -84,8 +78,14 @@ class MoeAlignKernel:
     num_tokens_post_padded), all int32 on the ids' device, with
     humming_core.numerics.moe.moe_align's contract, position for position (zero_rows included).
 
-    Allocates its outputs and an int32 workspace (torch's allocator: graph-private pools under
-    CUDA-graph capture), launches on torch's current stream and never synchronises.
+    Allocates its outputs and an int32 workspace as views of one buffer (torch's allocator:
+    graph-private pools under CUDA-graph capture), launches on torch's current stream and never
+    synchronises.
+
+    The first call of each memo_key is checked in full and leaves a PreparedAlign (plan, lengths,
+    parameter template); later calls with that key check only the tensors (one comparison per
+    fact) and patch their addresses into the template. A call the quick check does not accept goes
+    through the full check, which raises naming the argument when it is wrong.
     """
 
     def __init__(self, functions: Mapping[str, Any], dtype: torch.dtype) -> None:
@@ -94,6 +94,7 @@ class MoeAlignKernel:
         self.device_index = functions["fused"].device_index
         self.signature = signature(dtype, self.name)
         self.launchers = {p: Launcher(f, self.signature.ctypes) for p, f in functions.items()}
+        self.prepared: dict[tuple, PreparedAlign] = {}
 
     def __call__(
         self,
@@ -105,6 +106,33 @@ class MoeAlignKernel:
         pad_sorted_ids: bool = False,
         zero_rows: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        args = (block_size, num_experts, expert_map, ignore_invalid_experts, pad_sorted_ids)
+        # exact ints only: True or 16.0 would find 1's or 16's entry; the full check refuses them
+        if type(block_size) is int and type(num_experts) is int:
+            try:
+                prepared = self.prepared.get(memo_key(topk_ids.numel(), *args, zero_rows))
+            except AttributeError:  # not a tensor: the full check says so
+                prepared = None
+            if prepared is not None:
+                outputs = prepared(topk_ids, expert_map, zero_rows)
+                if outputs is not None:
+                    return outputs
+        return self.checked_call(topk_ids, *args, zero_rows)
+
+    def checked_call(
+        self,
+        topk_ids: torch.Tensor,
+        block_size: int,
+        num_experts: int,
+        expert_map: torch.Tensor | None,
+        ignore_invalid_experts: bool,
+        pad_sorted_ids: bool,
+        zero_rows: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The call with every argument checked; remembers its launches for its memo_key."""
+        # block_size sizes the outputs before the signature checks it: refuse a float here
+        if isinstance(block_size, bool) or not isinstance(block_size, int):
+            raise ValueError(f"moe_align: block_size must be an int, got {block_size!r}")
         if block_size < 1 or num_experts < 1:
             raise ValueError(
                 f"moe_align: block_size={block_size} and num_experts={num_experts} must both be >= 1"
@@ -115,27 +143,48 @@ class MoeAlignKernel:
         length = align_length(numel, block_size, num_experts, pad_sorted_ids)
         if length > INT32_MAX:
             raise ValueError(f"moe_align: {length} sorted ids exceed int32 indexing")
-        blocks = -(-length // block_size)
+        sizes = (length, -(-length // block_size), 1, plan.workspace)
+        sorted_ids, expert_ids, post, workspace = allocate(sizes, device)
         values = {
             "topk_ids": flat,
             "expert_map": _local_map(expert_map, num_experts, device),
-            "sorted_ids": torch.empty(length, dtype=torch.int32, device=device),
-            "expert_ids": torch.empty(blocks, dtype=torch.int32, device=device),
-            "post": torch.empty(1, dtype=torch.int32, device=device),
-            "workspace": torch.empty(plan.workspace, dtype=torch.int32, device=device),
+            "sorted_ids": sorted_ids,
+            "expert_ids": expert_ids,
+            "post": post,
+            "workspace": workspace,
             "block_size": block_size,
             "chunk": plan.chunk,
             "num_chunks": plan.num_chunks,
             "ignore_invalid": int(bool(ignore_invalid_experts)),
-            **_zero_rows_args(zero_rows, numel, device),
+            **_zero_rows_args(zero_rows, flat),
         }
         _, params = self.signature.bind(values, {"E": num_experts}, self.device_index)
+        launches = self._launches(plan)
+        for launcher, grid, threads, smem in launches:
+            launcher(grid, threads, params, smem)
+        key = memo_key(
+            numel,
+            block_size,
+            num_experts,
+            expert_map,
+            ignore_invalid_experts,
+            pad_sorted_ids,
+            zero_rows,
+        )
+        if key not in self.prepared:
+            if len(self.prepared) >= MAX_PREPARED:
+                self.prepared.clear()
+            self.prepared[key] = PreparedAlign(self, numel, num_experts, sizes, launches, params)
+        return sorted_ids, expert_ids, post
+
+    def _launches(self, plan: AlignPlan) -> tuple[Launch, ...]:
+        """(launcher, grid, block, dynamic smem) of each launch of `plan`, in order."""
         threads = (plan.threads, 1, 1)
         if plan.fused:
-            self.launchers["fused"]((1, 1, 1), threads, params, plan.smem)
-        else:
-            grid = (plan.grid, 1, 1)
-            self.launchers["count"](grid, threads, params, plan.smem)
-            self.launchers["scan"]((1, 1, 1), (plan.scan_threads, 1, 1), params, 0)
-            self.launchers["scatter"](grid, threads, params, plan.smem)
-        return values["sorted_ids"], values["expert_ids"], values["post"]
+            return ((self.launchers["fused"], (1, 1, 1), threads, plan.smem),)
+        grid = (plan.grid, 1, 1)
+        return (
+            (self.launchers["count"], grid, threads, plan.smem),
+            (self.launchers["scan"], (1, 1, 1), (plan.scan_threads, 1, 1), 0),
+            (self.launchers["scatter"], grid, threads, plan.smem),
+        )
