@@ -125,7 +125,8 @@ class MoeWna16Call:
             return
         params = self.template.block()
         struct = params.struct
-        struct.x, struct.out, struct.lda, struct.ldc = x.data_ptr(), out.data_ptr(), lda, ldc
+        self.patch_x(struct, x, m, lda)
+        struct.out, struct.ldc = out.data_ptr(), ldc
         struct.topk_weights = 0 if topk_weights is None else topk_weights.data_ptr()
         struct.sorted_token_ids = sorted_token_ids.data_ptr()
         struct.expert_ids = expert_ids.data_ptr()
@@ -136,12 +137,20 @@ class MoeWna16Call:
         grid = blocks_grid(self.kernel.config, self.columns, num_ids, self.kernel.ctas)
         self.kernel.launcher.launch(grid, self.block, self.kernel.smem, params.address)
 
+    def patch_x(self, struct: Any, x: torch.Tensor, m: int, lda: int) -> None:
+        """Write x (checked: the template's dtype and K, m > 0 rows, 16-byte aligned rows) into
+        the parameter block; a call that quantizes x first says how its codes reach the kernel
+        (moe_wna16_a8's MoeWna16A8Call)."""
+        struct.x, struct.lda = x.data_ptr(), lda
+
     def _checked_call(self, values: dict[str, Any]) -> None:
+        dims, params = self.kernel.checked({**values, **self.packed})
+        self._launch_checked(values["out"], dims, params)
+
+    def _launch_checked(self, out: torch.Tensor, dims: dict[str, int], params: list) -> None:
+        """Launch a fully checked call; the first one's parameters become the template."""
         kernel = self.kernel
-        dims, params = kernel.checked({**values, **self.packed})
-        launch_blocks(
-            kernel, values["out"], dims["N"], dims["LEN"], lambda: params, kernel.smem, kernel.ctas
-        )
+        launch_blocks(kernel, out, dims["N"], dims["LEN"], lambda: params, kernel.smem, kernel.ctas)
         if self.template is None:
             self.k, self.n_out = dims["K"], dims["NOUT"]
             self.columns = dims["N"]
