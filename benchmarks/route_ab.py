@@ -41,7 +41,12 @@ def main() -> None:
     parser.add_argument(
         "--module", required=True, help="the heuristics module the constants live in"
     )
-    parser.add_argument("--old", action="append", default=[], help="NAME=value, the old routing")
+    parser.add_argument(
+        "--old",
+        action="append",
+        default=[],
+        help="NAME=value (or NAME=v1,v2: a tuple), the old routing",
+    )
     parser.add_argument("--peer", action="store_true", help="time the published package too")
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -51,7 +56,9 @@ def main() -> None:
         name, sep, value = item.partition("=")
         if not sep:
             raise SystemExit(f"{item!r}: expected NAME=value")
-        old[name] = field_value(value)
+        # a comma list sets a tuple constant (e.g. --old RS_BLOCK_MS=16,32,64,128)
+        parts = [field_value(v) for v in value.split(",")]
+        old[name] = tuple(parts) if "," in value else parts[0]
     device = CudaDevice()
     rows = []
     for text in args.points:

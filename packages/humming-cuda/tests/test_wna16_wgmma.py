@@ -322,12 +322,13 @@ def test_cost_model_picks_the_fastest_measured_tile_and_split(spec, n, k, m, blo
 @pytest.mark.parametrize(
     "m, taken4, taken8, block_m",
     [(1, False, False, 16), (8, False, False, 16), (9, False, True, 16), (16, False, True, 16),
-     (17, True, True, 32), (33, True, True, 64), (64, True, True, 64), (65, True, True, 128)],
+     (17, True, True, 32), (33, True, True, 48), (48, True, True, 48), (49, True, True, 64),
+     (64, True, True, 64), (65, True, True, 128)],
 )  # fmt: skip
 def test_small_m_takes_the_narrowest_register_tile_in_its_range(m, taken4, taken8, block_m):
     """From M = 9 for 8-bit codes, 17 for narrower ones, M goes to the register form: below 64
-    rows the narrowest tile that holds M; M below is wna16_decode's or wna16's. The narrow tiles'
-    ring is as deep as shared memory allows."""
+    rows the narrowest tile that holds M (48 rows: the 64-row plan's, TILE48_MAX_M); M below is
+    wna16_decode's or wna16's. The narrow tiles' ring is as deep as shared memory allows."""
     problem = GemmProblem(n=57344, k=8192, m=m, act_dtype="fp16")
     assert FAMILY.prefers(presets.W4A16_G128, problem, SM90) == taken4
     assert FAMILY.prefers(presets.MXFP4, problem, SM90) == taken4
@@ -601,6 +602,36 @@ def test_3_bit_codes_take_the_128_column_plans_where_they_measured_faster(
         assert offered_us == before_us
 
 
+# M = 33-48 on 48-row tiles under the 64-row plan (heuristics.TILE48_MAX_M): same-run H100 sweep
+# (session 48, benchmarks/notes/session48/h100/dense48.json), W4A16 g128, (N, K, M, 64-row tiles
+# us, 48-row tiles us).
+TILE48_SWEEP = [
+    (57344, 8192, 40, 165.6, 157.9),
+    (57344, 8192, 48, 165.5, 158.2),
+    (8192, 28672, 40, 78.3, 74.6),
+    (8192, 28672, 48, 78.3, 75.0),
+    (4096, 14336, 40, 26.5, 25.4),
+    (4096, 14336, 48, 26.2, 25.4),
+    (6144, 4096, 40, 16.1, 14.7),
+    (6144, 4096, 48, 15.9, 14.8),
+]
+
+
+@pytest.mark.parametrize("n, k, m, tile64_us, tile48_us", TILE48_SWEEP)
+def test_48_row_tiles_run_the_64_row_plan_where_they_measured_faster(
+    n, k, m, tile64_us, tile48_us, monkeypatch
+):
+    """The swept points take 48-row tiles with every other field of the 64-row route (split,
+    clusters, scatter, ring, columns), which they measured faster than."""
+    problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
+    cfg = FAMILY.candidates(presets.W4A16_G128, problem, SM90)[0]
+    monkeypatch.setattr(heuristics, "TILE48_MAX_M", 0)
+    before = FAMILY.candidates(presets.W4A16_G128, problem, SM90)[0]
+    assert (cfg.rs_block_m, before.rs_block_m) == (48, 64)
+    assert cfg == before.with_fields(rs_block_m=48)
+    assert tile48_us < tile64_us
+
+
 @pytest.mark.parametrize("spec, n, k, m, routed_us, plan, tile_us", N128_SWEEP)
 def test_128_column_tile_where_the_model_clears_its_margin(spec, n, k, m, routed_us, plan, tile_us):
     """The 128-column tile (two CTAs per SM, 4-bit codes, M = 64-256) where the cost model puts it
@@ -872,11 +903,13 @@ def route_label(cfg) -> str:
 
 @pytest.mark.parametrize("spec, n, k, m, split, workspace_us, routed, routed_us", CLUSTER_SWEEP)
 def test_cluster_split_k_routed_where_it_measured_faster(
-    spec, n, k, m, split, workspace_us, routed, routed_us
+    spec, n, k, m, split, workspace_us, routed, routed_us, monkeypatch
 ):
     """At every swept point the routed variant is the table's (the cost model's split plan, or its
     tile's cluster form at the split the model prices cheapest: heuristics.with_clusters), and
-    it measured no slower than the plan's workspace form; the tile and CTAs per SM stay."""
+    it measured no slower than the plan's workspace form; the tile and CTAs per SM stay. (Swept
+    before M = 33-48 took 48-row tiles: the plan's 64 here, TILE48_MAX_M.)"""
+    monkeypatch.setattr(heuristics, "TILE48_MAX_M", 0)
     problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
     cfg = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
     assert route_label(cfg) == routed
@@ -953,7 +986,8 @@ def test_scatter_is_routed_only_where_the_grid_is_resident_at_once():
                 least = heuristics.SCATTER_MIN_BLOCK_M
                 if cfg.rs_ctas_per_sm == 2:
                     least = heuristics.SCATTER_MIN_BLOCK_M_2CTAS
-                assert cfg.block_m >= least
+                # 48-row tiles run 64-row plans (TILE48_MAX_M)
+                assert cfg.block_m >= least or (cfg.block_m, least) == (48, 64)
 
 
 # 8-bit codes below MID_MIN_M rows (heuristics.BYTE_CODES_MAX_M): H100, same run (session 42's
@@ -973,7 +1007,9 @@ def test_byte_codes_below_192_rows_price_the_read_back_twice_with_clusters_in_th
 ):
     """The measured points route as the table says now, and did as it says before (the
     constant set back); the route now measured faster. 4-bit codes and rows from MID_MIN_M
-    are priced as before."""
+    are priced as before. (Measured before M = 33-48 took 48-row tiles: the plan's 64 here,
+    TILE48_MAX_M.)"""
+    monkeypatch.setattr(heuristics, "TILE48_MAX_M", 0)
     problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
 
     def route(spec_name: str, p: GemmProblem) -> tuple:

@@ -1,14 +1,14 @@
 """Which specs and problems the WnA16-wgmma family runs (sm_90a), and its configs.
 
 From M = 17 on (9 for 8-bit codes) every M is this family's: a cost model in K steps (below)
-picks the register-A form's token tile (16 / 32 / 64 / 96 / 128 / 160 / 176 rows), its K split and,
-for tiles of up to 32 rows, one or two CTAs per SM, or at M = 64-256 the 128-column tile at two
-CTAs per SM or a stream-K form (persistent CTAs sharing the iterations evenly), or the
-shared-memory form where its waves of 128 x 128 tiles finish first. A split plan's tile may sum
-its splits within thread-block clusters instead, where the model prices that cheaper, else (from
-64-row tiles, 32 at two CTAs per SM) with all its splits at once through the workspace
-(rs_split_scatter). Smaller
-M goes to the mma.sync families (wna16_decode, wna16). An unknown M is refused with a reason.
+picks the register-A form's token tile (16 / 32 / 64 / 96 / 128 / 160 / 176 rows; 48 in place of
+64 at M = 33-48), its K split and, for tiles of up to 32 rows, one or two CTAs per SM, or at
+M = 64-256 the 128-column tile at two CTAs per SM or a stream-K form (persistent CTAs sharing the
+iterations evenly), or the shared-memory form where its waves of 128 x 128 tiles finish first. A
+split plan's tile may sum its splits within thread-block clusters instead, where the model prices
+that cheaper, else (from 64-row tiles, 32 at two CTAs per SM) with all its splits at once through
+the workspace (rs_split_scatter). Smaller M goes to the mma.sync families (wna16_decode, wna16).
+An unknown M is refused with a reason.
 """
 
 from __future__ import annotations
@@ -105,6 +105,13 @@ PAIR_COST = 1.45
 # 8192x28672 M=192 177.1 -> 158.7, 57344x8192 M=192 358.3 -> 352.3; below 192 rows untested.
 RS_STEP_COST = {16: 1.0, 32: 1.0, 64: 1.0, 96: 1.3, 128: 1.6, 160: 1.75, 176: 1.87}
 MID_MIN_M = 192
+# M = 33 to TILE48_MAX_M runs the 64-row tile's plan (its split, clusters, scatter, priced as
+# above) on 48-row tiles (m64n48k16): a quarter less MMA work and accumulator for the same
+# dequantization. Same-run H100 sweep of W4A16 g128 at M = 40 / 48 on the four layers
+# (benchmarks/notes/session48.md, session48/h100/dense48.json), each point's routed plan on 48-
+# against 64-row tiles: 0.91-0.96x the time at all 8 points (57344x8192 M=40 165.6 -> 157.9 us,
+# 8192x28672 78.3 -> 74.6, 4096x14336 26.5 -> 25.4, 6144x4096 16.1 -> 14.7).
+TILE48_MAX_M = 48
 WIDE_MIN_M = 512
 WIDE_SPLIT_MIN_M = 1024
 SMEM_STEP_COST = RS_STEP_COST[128] / 1.4
@@ -433,6 +440,13 @@ def narrow_n(bits: int) -> bool:
     return N128_MIN_BITS <= bits <= 4
 
 
+def token_tile(plan: Plan, m: int) -> int:
+    """The token rows of `plan`'s tiles for M rows: 48 for a 64-row plan of at most TILE48_MAX_M
+    rows (see there), else the plan's."""
+    narrower = plan.block_m == 64 and plan.block_n == RS_BLOCK_N and 32 < m <= TILE48_MAX_M
+    return 48 if narrower else plan.block_m
+
+
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[WgmmaWna16Config]:
     """Configs for best_plan, best first (ring depths that fit the arch's shared memory)."""
     bits = spec.weight.dtype.bits
@@ -446,7 +460,7 @@ def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[
     def form(**fields) -> WgmmaWna16Config:
         return WgmmaWna16Config(
             weights_in_registers=True,
-            rs_block_m=plan.block_m,
+            rs_block_m=token_tile(plan, problem.m or 1),
             rs_block_n=plan.block_n,
             split_k=plan.split_k,
             rs_ctas_per_sm=plan.ctas_per_sm,
