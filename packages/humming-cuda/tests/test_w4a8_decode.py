@@ -55,10 +55,13 @@ def test_candidates_take_one_token_block_up_to_8(name, m, tokens):
 )
 def test_split_fills_about_eight_ctas_per_sm(n, k, m, split):
     cfg = FAMILY.candidates(presets.W4A8_FP8, GemmProblem(n=n, k=k, m=m), SM90)[0]
-    # one token block: 64 rows and three stages; two: 128 rows (both blocks share each weight
-    # conversion) and two stages
-    tile = (64, 3) if m <= 8 else (128, 2)
+    # one token block: 64 rows and three stages (two unsplit: UNSPLIT_ONE_BLOCK_STAGES); two:
+    # 128 rows (both blocks share each weight conversion) and two stages
+    tile = (64, 2 if split == 1 else 3) if m <= 8 else (128, 2)
     assert (cfg.split_k, (cfg.block_n, cfg.stages), cfg.slabs) == (split, tile, 2)
+    # e2m1 nibbles (MXFP4 x fp8) keep three stages unsplit (measured slower with two)
+    mx = FAMILY.candidates(presets.MXFP4_A8, GemmProblem(n=n, k=k, m=m), SM90)[0]
+    assert (mx.split_k, (mx.block_n, mx.stages)) == (split, (64, 3) if m <= 8 else (128, 2))
 
 
 @pytest.mark.parametrize(
@@ -218,3 +221,22 @@ def test_every_format_compiles_without_spills(monkeypatch, tmp_path):
     mma = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
     for ptx in dumped_ptx(tmp_path, units, needs=(mma,)):
         assert "m16n8k32" not in ptx
+
+
+# 57344x8192 (unsplit), same-run H100 route A/B (session 48, benchmarks/notes/session48/h100/
+# ab_decode.json): (spec, M, three stages us, two stages us).
+UNSPLIT_STAGES_AB = [
+    ("W4A8_FP8", 1, 113.1, 96.4),
+    ("W4A8_FP8", 8, 115.4, 95.4),
+    ("W4A8_INT8", 1, 112.5, 96.5),
+    ("MXFP4_A8", 1, 114.7, 125.0),
+]
+
+
+@pytest.mark.parametrize(("name", "m", "three_us", "two_us"), UNSPLIT_STAGES_AB)
+def test_unsplit_one_block_tile_takes_the_ring_depth_that_measured_faster(
+    name, m, three_us, two_us
+):
+    cfg = FAMILY.candidates(presets.preset(name), GemmProblem(n=57344, k=8192, m=m), SM90)[0]
+    assert cfg.split_k == 1 and cfg.tokens == 8
+    assert cfg.stages == (2 if two_us < three_us else 3)

@@ -27,6 +27,17 @@ TILES = {
     8: {"m_frags": 1, "n_frags": 2, "warps_m": 1, "warps_n": 4, "stages": 3, "slabs": 2},
     16: {"m_frags": 1, "n_frags": 4, "warps_m": 1, "warps_n": 4, "stages": 2, "slabs": 2},
 }
+# The one-block tile of integer nibbles on a grid left unsplit (layers of many tiles: 57344x8192's
+# 896) takes two stages: more CTAs per SM (25 KB each). Same-run H100 sweeps
+# (benchmarks/notes/session48.md, session48/h100/decode_stages.json; session 47's run161 agrees):
+# W4A8_FP8 57344x8192 M = 1 / 4 / 8 91.5 / 92.5 / 93.3 us against 108.9 / 111.0 / 108.8 at three
+# (the peer 89.8-90.9); route A/B (ab_decode.json) W4A8_FP8 M=1 / 8 0.85x / 0.83x, W4A8_INT8 M=1
+# 0.86x, but MXFP4_A8 M=1 1.09x (e2m1 nibbles keep three). On the split layers two stages tied or
+# lost (8192x28672 M=1 62.7 vs 58.3), so they keep three. The H200 sweep that chose three
+# (session24/decode_sweep5.json) had W4A8_FP8 57344x8192 M=1 unsplit at 80.5 us with two, 80.3
+# with three.
+UNSPLIT_ONE_BLOCK_STAGES = 2
+UNSPLIT_TWO_STAGE_WEIGHTS = ("int4", "uint4")
 # Split K until the CTAs reach SPLIT_CTAS_PER_SM per SM (a power of two, at most MAX_SPLIT, and at
 # least 4 stages per split): the one-block tile (37.5 KB) fits five CTAs per SM, and the sweep's
 # best splits put 7-8 CTAs per SM on the layers with few tiles (fewer left 8192x28672 M=1 at 57-62
@@ -80,15 +91,18 @@ def pick_split_k(problem: GemmProblem, cfg: W4a8DecodeConfig, caps: DeviceCaps) 
 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W4a8DecodeConfig]:
-    """The decode tile of its token count (at most TILES' stages, as many as fit), split by
-    `pick_split_k` when its tiles alone would not fill the GPU; the unsplit form follows. Empty
-    when `supports` says no."""
+    """The decode tile of its token count (at most TILES' stages, as many as fit; the one-block
+    tile of integer nibbles unsplit UNSPLIT_ONE_BLOCK_STAGES), split by `pick_split_k` when its tiles alone would
+    not fill the GPU; the unsplit form follows. Empty when `supports` says no."""
     if not supports(spec, problem, caps):
         return []
     tokens = 8 if (problem.m or 1) <= ONE_BLOCK_M else 16
     first = W4a8DecodeConfig(arch=caps.arch, pdl=caps.has("pdl"), tokens=tokens, **TILES[tokens])
+    split = pick_split_k(problem, first, caps)  # the stages do not move it
+    integer = W8a8Format.from_spec(spec).weight in UNSPLIT_TWO_STAGE_WEIGHTS
+    if split == 1 and tokens == ONE_BLOCK_M and integer:
+        first = first.with_fields(stages=UNSPLIT_ONE_BLOCK_STAGES)
     configs = staged_candidates(first, caps)
-    split = pick_split_k(problem, configs[0], caps) if configs else 1
-    if split > 1:
+    if split > 1 and configs:
         configs.insert(0, configs[0].with_fields(split_k=split))
     return configs
