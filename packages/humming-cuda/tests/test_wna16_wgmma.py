@@ -322,13 +322,14 @@ def test_cost_model_picks_the_fastest_measured_tile_and_split(spec, n, k, m, blo
 @pytest.mark.parametrize(
     "m, taken4, taken8, block_m",
     [(1, False, False, 16), (8, False, False, 16), (9, False, True, 16), (16, False, True, 16),
-     (17, True, True, 32), (33, True, True, 48), (48, True, True, 48), (49, True, True, 64),
-     (64, True, True, 64), (65, True, True, 128)],
+     (17, True, True, 32), (33, True, True, 64), (48, True, True, 64), (64, True, True, 64),
+     (65, True, True, 128)],
 )  # fmt: skip
 def test_small_m_takes_the_narrowest_register_tile_in_its_range(m, taken4, taken8, block_m):
     """From M = 9 for 8-bit codes, 17 for narrower ones, M goes to the register form: below 64
-    rows the narrowest tile that holds M (48 rows: the 64-row plan's, TILE48_MAX_M); M below is
-    wna16_decode's or wna16's. The narrow tiles' ring is as deep as shared memory allows."""
+    rows the narrowest tile that holds M (on this layer from M = 33 the 128-column tile's 64 rows,
+    N128_MIN_M); M below is wna16_decode's or wna16's. The narrow tiles' ring is as deep as shared
+    memory allows."""
     problem = GemmProblem(n=57344, k=8192, m=m, act_dtype="fp16")
     assert FAMILY.prefers(presets.W4A16_G128, problem, SM90) == taken4
     assert FAMILY.prefers(presets.MXFP4, problem, SM90) == taken4
@@ -337,9 +338,9 @@ def test_small_m_takes_the_narrowest_register_tile_in_its_range(m, taken4, taken
     configs = FAMILY.candidates(presets.W4A16_G128, problem, SM90)
     cfg = configs[0]
     assert cfg.weights_in_registers and cfg.block_m == block_m
-    # at M = 64 this layer takes the 128-column tile's stream-K form (STREAM_SWEEP), above it the
-    # 256-column one (STREAM_WIDE_SWEEP)
-    assert (cfg.block_n, cfg.rs_stream_k) == ((128, True) if m == 64 else (256, m > 64))
+    # at M = 33-64 this layer takes the 128-column tile's stream-K form (STREAM_SWEEP,
+    # N128_MIN_AB), above it the 256-column one (STREAM_WIDE_SWEEP)
+    assert (cfg.block_n, cfg.rs_stream_k) == ((128, True) if 33 <= m <= 64 else (256, m > 64))
     if block_m < 128:
         # one CTA per SM: the deepest ring; two (these 224-tile grids): the deepest both fit
         assert cfg.stages == (8 if cfg.rs_ctas_per_sm == 1 else 4)
@@ -622,7 +623,9 @@ def test_48_row_tiles_run_the_64_row_plan_where_they_measured_faster(
     n, k, m, tile64_us, tile48_us, monkeypatch
 ):
     """The swept points take 48-row tiles with every other field of the 64-row route (split,
-    clusters, scatter, ring, columns), which they measured faster than."""
+    clusters, scatter, ring, columns), which they measured faster than. (Swept before 4-bit codes
+    took the 128-column plans from M = 33: N128_MIN_M set back.)"""
+    monkeypatch.setattr(heuristics, "N128_MIN_M", 64)
     problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
     cfg = FAMILY.candidates(presets.W4A16_G128, problem, SM90)[0]
     monkeypatch.setattr(heuristics, "TILE48_MAX_M", 0)
@@ -630,6 +633,57 @@ def test_48_row_tiles_run_the_64_row_plan_where_they_measured_faster(
     assert (cfg.rs_block_m, before.rs_block_m) == (48, 64)
     assert cfg == before.with_fields(rs_block_m=48)
     assert tile48_us < tile64_us
+
+
+# 8-bit codes (no 128-column plans) keep the 48-row tiles: same-run H100 route A/B (session 48,
+# notes/session48/h100/ab_tile48.json), W8A16, (N, K, M, 64-row tiles us, 48-row tiles us).
+TILE48_BYTE_CODES_AB = [
+    (8192, 28672, 33, 101.4, 101.4),
+    (6144, 4096, 33, 15.5, 15.1),
+    (8192, 28672, 48, 102.0, 101.0),
+    (6144, 4096, 48, 15.4, 14.4),
+]
+
+
+@pytest.mark.parametrize("n, k, m, tile64_us, tile48_us", TILE48_BYTE_CODES_AB)
+def test_8_bit_codes_take_48_row_tiles_at_33_to_48_rows(n, k, m, tile64_us, tile48_us):
+    cfg = FAMILY.candidates(presets.W8A16, GemmProblem(n=n, k=k, m=m, act_dtype="fp16"), SM90)[0]
+    assert (cfg.rs_block_m, cfg.block_n) == (48, 256) and tile48_us <= tile64_us
+
+
+# 4-bit and 3-bit codes offered the 128-column / stream-K plans from M = 33 (N128_MIN_M; 64
+# before): same-run H100 route A/B with the peer (session 48, notes/session48/h100/
+# ab_n128_min_m.json), (spec, N, K, M, before us, now us).
+N128_MIN_AB = [
+    ("W4A16_G128", 57344, 8192, 40, 158.6, 137.7),
+    ("W4A16_G128", 57344, 8192, 56, 167.2, 137.8),
+    ("W4A16_G128", 8192, 28672, 40, 76.5, 73.4),
+    ("W4A16_G128", 8192, 28672, 56, 80.7, 74.4),
+    ("W4A16_G128", 4096, 14336, 40, 25.4, 24.6),
+    ("W4A16_G128", 4096, 14336, 56, 26.9, 25.2),
+    ("W4A16_G128", 6144, 4096, 40, 14.6, 14.8),
+    ("W4A16_G128", 6144, 4096, 56, 16.2, 14.8),
+    ("MXFP4", 57344, 8192, 40, 179.2, 156.1),
+    ("W3A16_G128", 6144, 4096, 40, 16.0, 15.7),
+]
+
+
+def test_128_column_plans_from_33_rows_measured_faster_overall(monkeypatch):
+    """Every A/B point moved to a 128-column plan; 9 of 10 measured faster, the tenth within 2%
+    (6144x4096 M=40), and the total time fell by more than 10%."""
+    moved = []
+    for spec, n, k, m, before_us, now_us in N128_MIN_AB:
+        problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
+        cfg = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
+        assert cfg.block_n == 128 and now_us < 1.02 * before_us
+        moved.append(now_us < before_us)
+    with monkeypatch.context() as patch:
+        patch.setattr(heuristics, "N128_MIN_M", 64)
+        for spec, n, k, m, *_ in N128_MIN_AB:
+            problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
+            assert FAMILY.candidates(presets.preset(spec), problem, SM90)[0].block_n == 256
+    assert sum(moved) == 9
+    assert sum(r[5] for r in N128_MIN_AB) < 0.9 * sum(r[4] for r in N128_MIN_AB)
 
 
 @pytest.mark.parametrize("spec, n, k, m, routed_us, plan, tile_us", N128_SWEEP)
@@ -908,8 +962,10 @@ def test_cluster_split_k_routed_where_it_measured_faster(
     """At every swept point the routed variant is the table's (the cost model's split plan, or its
     tile's cluster form at the split the model prices cheapest: heuristics.with_clusters), and
     it measured no slower than the plan's workspace form; the tile and CTAs per SM stay. (Swept
-    before M = 33-48 took 48-row tiles: the plan's 64 here, TILE48_MAX_M.)"""
+    before M = 33-48 took 48-row tiles and 4-bit codes the 128-column plans from 33: the plan's 64
+    here, TILE48_MAX_M and N128_MIN_M set back.)"""
     monkeypatch.setattr(heuristics, "TILE48_MAX_M", 0)
+    monkeypatch.setattr(heuristics, "N128_MIN_M", 64)
     problem = GemmProblem(n=n, k=k, m=m, act_dtype="fp16")
     cfg = FAMILY.candidates(presets.preset(spec), problem, SM90)[0]
     assert route_label(cfg) == routed

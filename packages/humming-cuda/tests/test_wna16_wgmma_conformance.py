@@ -58,9 +58,14 @@ def device():
 
 
 # Fixtures that build another form from the routed config (which may sum its splits in
-# clusters, or all at once) set those fields back unless they test them: split-K through the
-# workspace, summed by the last split to arrive.
-UNCLUSTERED = {"rs_cluster_split": False, "rs_cluster_ctas": 0, "rs_split_scatter": False}
+# clusters, or all at once, or run stream-K) set those fields back unless they test them: split-K
+# through the workspace, summed by the last split to arrive.
+UNCLUSTERED = {
+    "rs_cluster_split": False,
+    "rs_cluster_ctas": 0,
+    "rs_split_scatter": False,
+    "rs_stream_k": False,
+}
 # The shared-memory form, which the cost model keeps for grids it fills in one wave (the
 # register forms have their own tests below), at the ring depths of its candidates.
 SHARED = {
@@ -183,7 +188,7 @@ CLUSTER_SPLIT = small_m_cases(first_seed=3700, shapes=CLUSTER_SPLIT_SHAPES)
 CLUSTER_GROUPS = small_m_cases(first_seed=3800, shapes=CLUSTER_GROUP_SHAPES)
 SCATTER = small_m_cases(first_seed=3900, shapes=SCATTER_SHAPES)
 # the stream-K form's fixed fields (the case's own: token tile, ring depth)
-STREAM_FIELDS = {"rs_stream_k": True, "split_k": 1, "rs_ctas_per_sm": 1, **UNCLUSTERED}
+STREAM_FIELDS = {**UNCLUSTERED, "rs_stream_k": True, "split_k": 1, "rs_ctas_per_sm": 1}
 
 
 def _split_kernels(device, cases, fields) -> dict:
@@ -202,8 +207,15 @@ def _split_kernels(device, cases, fields) -> dict:
 
 @pytest.fixture(scope="module")
 def small_m_kernels(device):
-    """SMALL_M's cases with the heuristic's narrow register-form config at the case's split."""
-    return _split_kernels(device, SMALL_M, ("split_k",))
+    """SMALL_M's cases with the heuristic's narrow register-form config at the case's split: the
+    256-column tiles of 16 / 32 / 48 rows (3- and 4-bit codes take the 128-column plans from
+    M = 33 since session 48; their forms have the NARROW_N / STREAM / SCATTER / CLUSTER cases), so
+    with those plans offered from M = 64 as before."""
+    from humming_cuda.kernels.wna16_wgmma import heuristics
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(heuristics, "N128_MIN_M", 64)
+        return _split_kernels(device, SMALL_M, ("split_k",))
 
 
 @pytest.fixture(scope="module")
@@ -442,6 +454,8 @@ def test_split_k_replays_in_a_graph_and_resets_its_counters(device, form):
     if form == "cluster_groups":  # 16 splits in clusters of 4: the workspace and its counters
         case, split = next((c, s) for c, (s,) in SMALL_M if s == 16)
         fields = {"split_k": split, "rs_cluster_split": True, "rs_cluster_ctas": 4}
+        # its 64-row 256-column tile (M = 47 routes to the 128-column stream-K plan)
+        fields |= {"rs_stream_k": False, "rs_block_m": 64, "rs_block_n": 256, "rs_ctas_per_sm": 1}
     if form == "scatter":  # the counters count arrivals and departures, the last zeroes them
         fields = {"split_k": split, **UNCLUSTERED, "rs_split_scatter": True}
     ((config, kernel),) = build_kernels(device, FAMILY, [(case, 0)], fields)

@@ -3,7 +3,7 @@
 From M = 17 on (9 for 8-bit codes) every M is this family's: a cost model in K steps (below)
 picks the register-A form's token tile (16 / 32 / 64 / 96 / 128 / 160 / 176 rows; 48 in place of
 64 at M = 33-48), its K split and, for tiles of up to 32 rows, one or two CTAs per SM, or at
-M = 64-256 the 128-column tile at two CTAs per SM or a stream-K form (persistent CTAs sharing the
+M = 33-256 the 128-column tile at two CTAs per SM or a stream-K form (persistent CTAs sharing the
 iterations evenly), or the shared-memory form where its waves of 128 x 128 tiles finish first. A
 split plan's tile may sum its splits within thread-block clusters instead, where the model prices
 that cheaper, else (from 64-row tiles, 32 at two CTAs per SM) with all its splits at once through
@@ -150,7 +150,13 @@ N128_STEP_COST = {64: 1.0, 128: 1.6}
 N128_FIXED_STEPS = 10
 N128_ALONE = 0.8
 N128_MARGIN = 0.975
-N128_MIN_M, N128_MAX_M = 64, 256
+# From 33 rows since session 48's same-run H100 route A/B with the peer (notes/session48.md,
+# session48/h100/ab_n128_min_m.json; before: from 64, the sweep's range): at M = 40 / 56 on the
+# four layers the model moves every point here, 0.82-0.97x the time at 9 of 10 (W4A16 g128
+# 57344x8192 M=40 158.6 -> 137.7 us, M=56 167.2 -> 137.8, 8192x28672 M=56 80.7 -> 74.4,
+# 6144x4096 M=56 16.2 -> 14.8; MXFP4 57344x8192 M=40 179.2 -> 156.1; W3A16 g128 6144x4096 M=40
+# 16.0 -> 15.7), 1.015x at 6144x4096 M=40 (14.6 -> 14.8).
+N128_MIN_M, N128_MAX_M = 33, 256
 N128_SPLITS = (1, 2, 4, 8)
 N128_STAGES = (4,)  # the sweep's ring (two CTAs' shared memory fits it at both token tiles)
 # Code widths that take the 128-column and stream-K plans above: from N128_MIN_BITS to 4 bits.
