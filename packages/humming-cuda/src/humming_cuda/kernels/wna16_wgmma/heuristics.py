@@ -152,7 +152,7 @@ N128_ALONE = 0.8
 N128_MARGIN = 0.975
 # From 33 rows since session 48's same-run H100 route A/B with the peer (notes/session48.md,
 # session48/h100/ab_n128_min_m.json; before: from 64, the sweep's range): at M = 40 / 56 on the
-# four layers the model moves every point here, 0.82-0.97x the time at 9 of 10 (W4A16 g128
+# four layers the model moves every point here, 0.82-0.98x the time at 9 of 10 (W4A16 g128
 # 57344x8192 M=40 158.6 -> 137.7 us, M=56 167.2 -> 137.8, 8192x28672 M=56 80.7 -> 74.4,
 # 6144x4096 M=56 16.2 -> 14.8; MXFP4 57344x8192 M=40 179.2 -> 156.1; W3A16 g128 6144x4096 M=40
 # 16.0 -> 15.7), 1.015x at 6144x4096 M=40 (14.6 -> 14.8).
