@@ -158,7 +158,7 @@ def test_fused_moe_rows_tells_w2_its_routing_is_ready_and_w13_not():
     layers, seen = [], {"w13": [], "w2": []}
     for name, cw in (("w13", w13), ("w2", w2)):
         layer = PreparedMoe(cw, "reference")
-        layer._calls = {b: Spy(c, seen[name]) for b, c in layer._calls.items()}
+        layer._calls = tuple(Spy(c, seen[name]) for c in layer._calls)
         layers.append(layer)
     ids, weights = _ids(m, e, topk, 4), torch.rand(m, topk)
     x = torch.randn(m, hidden).to(torch.float16)
@@ -182,7 +182,9 @@ def test_moe_layers_get_kernels_past_the_dense_buckets():
     layer = PreparedMoe(w13, "reference")
     assert sorted(layer.configs) == list(MOE_BUCKETS)
     seen = []
-    layer._calls = {b: (lambda b=b, **_: seen.append(b)) for b in layer._calls}
+    # _calls: one per bucket in order, the last again for rows past it (PreparedMoe._bind_calls)
+    buckets = (*layer._buckets, layer._buckets[-1])
+    layer._calls = tuple((lambda b=b, **_: seen.append(b)) for b in buckets)
     x = torch.zeros(2048, 64, dtype=torch.float16)
     ids = torch.zeros(2048 * 8, dtype=torch.int32)
     layer.run(x, ids, ids[:1], ids[:1], top_k=8, block_size=16, zero_unrouted=False)

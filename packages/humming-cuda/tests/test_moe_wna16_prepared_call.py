@@ -153,3 +153,70 @@ def test_the_decode_form_takes_routing_ready_per_call_and_launches_with_pdl_on_s
         if tokens:
             assert launched[3][-1] == int(ready)
     assert len(kernel.launcher.launches) == 4
+
+
+def test_fp32_router_weights_are_read_in_place_and_others_converted(monkeypatch):
+    """Contiguous fp32 router weights [M, top_k] are what the kernel reads (their flat view has
+    their address): the fast path launches the full check's parameters, their pointer included,
+    with no conversion; fp16 or strided ones are converted to a new fp32 vector as before."""
+    kernel, weights = make_kernel(), packed()
+    call = kernel.prepare(**weights)
+    block = kernel.config.block_m
+    call(**operands(2, block))  # the template
+    at = kernel.signature.names.index("topk_weights")
+    fp32 = operands(3, block)
+    fp32["topk_weights"] = cuda(torch.rand(3, TOPK), kept=True)
+    checked = kernel.checked
+    monkeypatch.setattr(kernel, "checked", lambda values: pytest.fail("the full check ran"))
+    call(**fp32)
+    launched = kernel.launcher.launches[-1]
+    assert launched == expected_with(checked, kernel, fp32, weights)
+    assert launched[3][at] == fp32["topk_weights"].data_ptr()
+    for router in (
+        cuda(torch.rand(3, TOPK, dtype=torch.float16), kept=True),
+        cuda(torch.rand(TOPK, 3), kept=True).T,  # fp32, not contiguous
+    ):
+        args = {**operands(3, block), "topk_weights": router}
+        call(**args)
+        launched = kernel.launcher.launches[-1]
+        want = expected_with(checked, kernel, args, weights)
+        assert launched[:3] == want[:3]
+        assert launched[3][:at] + launched[3][at + 1 :] == want[3][:at] + want[3][at + 1 :]
+        assert launched[3][at] not in (0, router.data_ptr())
+    assert len(kernel.launcher.launches) == 4
+
+
+def expected_with(checked, kernel, call: dict, weights: dict) -> tuple:
+    """expected() with the kernel's own full check `checked` (the test replaced the attribute)."""
+    dims, params = checked({**call, **weights})
+    cfg = kernel.config
+    grid = (-(-dims["N"] // cfg.block_n), -(-dims["LEN"] // cfg.block_m), 1)
+    return grid, (cfg.threads, 1, 1), kernel.smem, params
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_swap("topk_weights", lambda a: cuda(torch.rand(3, TOPK + 1), kept=True)), r"topk_weights.*expected shape \(6,\)"),
+        (_swap("topk_weights", lambda a: torch.rand(3, TOPK)), r"'topk_weights': expected a tensor on cuda:0 .* got one on cpu"),
+        (_swap("sorted_token_ids", lambda a: cuda(torch.zeros(2 * a["sorted_token_ids"].numel(), dtype=torch.int32))[::2]), r"'sorted_token_ids'"),
+        (_swap("num_tokens_post_padded", lambda a: torch.zeros(1, dtype=torch.int32)), r"'num_tokens_post_padded': expected a tensor on cuda:0 .* got one on cpu"),
+        (_swap("top_k", lambda a: 3), r"'topk_weights': expected shape \(9,\)"),
+    ],
+)  # fmt: skip
+def test_wrong_fp32_router_weights_and_routing_are_refused_after_the_template_exists(
+    change, message
+):
+    """The quick check of each argument the fast path reads in place (fp32 router weights, the
+    routing vectors) sends a wrong one to the full check, which names it; nothing launches."""
+    kernel, weights = make_kernel(), packed()
+    call = kernel.prepare(**weights)
+    good = {
+        **operands(3, kernel.config.block_m),
+        "topk_weights": cuda(torch.rand(3, TOPK), kept=True),
+    }
+    call(**good)
+    assert call.template is not None
+    with pytest.raises(ValueError, match=message):
+        call(**change(good))
+    assert len(kernel.launcher.launches) == 1

@@ -67,6 +67,10 @@ class PreparedLayer:
         self.act_dtype = (
             _DTYPES[self.spec.act.dtype.name] if not self.spec.act.is_quantized else None
         )
+        # the x dtypes _check_input accepts, for the layers' one-comparison check of x
+        self._x_dtypes = (
+            (self.act_dtype,) if self.act_dtype is not None else (torch.float16, torch.bfloat16)
+        )
         if (cw.bias is not None) != self.spec.epilogue.bias:
             raise ValueError(
                 f"the weight {'has' if cw.bias is not None else 'has no'} bias but its spec says "
@@ -191,9 +195,6 @@ class PreparedGemm(PreparedLayer):
         # bisect_left gives len(buckets) past the last bucket, which serves everything larger
         bucket_calls = [calls[id(self.kernels[b])] for b in self._buckets]
         self._calls = (*bucket_calls, bucket_calls[-1])
-        self._x_dtypes = (
-            (self.act_dtype,) if self.act_dtype is not None else (torch.float16, torch.bfloat16)
-        )
 
     @staticmethod
     def _accept(cw: CanonicalWeight) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from bisect import bisect_left
 from typing import Any
 
 import torch
@@ -49,15 +50,21 @@ class PreparedMoe(PreparedLayer):
         super().__init__(cw, device, buckets)
         if isinstance(self.device, PreparesMoeAlign):
             self.device.prepare_moe_align(ROUTING_ID_DTYPES)
+        # block_size's answers, indexed as _calls (the configs are fixed from here on)
+        blocks = [getattr(self.configs[b], "block_m", self.DEFAULT_BLOCK) for b in self._buckets]
+        self._blocks = (*blocks, blocks[-1])
         self._bind_calls()
 
     def _bind_calls(self) -> None:
-        """One call per distinct kernel with `self.packed` bound (see _bind_moe_weights)."""
+        """One call per distinct kernel with `self.packed` bound (see _bind_moe_weights), in
+        bucket order, indexed as PreparedGemm's: bisect_left(self._buckets, rows), which gives
+        len(buckets) past the last bucket, so the last call is there twice."""
         calls: dict[int, Any] = {}
         for kernel in self.kernels.values():
             if id(kernel) not in calls:
                 calls[id(kernel)] = _bind_moe_weights(kernel, self.packed)
-        self._calls = {bucket: calls[id(kernel)] for bucket, kernel in self.kernels.items()}
+        bucket_calls = [calls[id(self.kernels[b])] for b in self._buckets]
+        self._calls = (*bucket_calls, bucket_calls[-1])
 
     def with_weights(self, packed: dict[str, torch.Tensor]) -> PreparedMoe:
         """A layer that shares this one's kernels but runs on `packed`: other weights packed in
@@ -82,12 +89,23 @@ class PreparedMoe(PreparedLayer):
                 "use PreparedGemm for a dense layer"
             )
 
+    def _rows_out(self, out: torch.Tensor | None, rows: int, x: torch.Tensor) -> torch.Tensor:
+        """A new [rows, n_out] output on x's device, or the caller's `out`: as it is when it has
+        that shape, the output dtype and is contiguous (one comparison each; a view of it would
+        cost a microsecond), else as _check_out finds it (a view, or an error naming what is
+        wrong)."""
+        if out is None:
+            return x.new_empty((rows, self.n_out), dtype=self.out_dtype)
+        if out.shape == (rows, self.n_out) and out.dtype is self.out_dtype and out.is_contiguous():
+            return out
+        return self._check_out(out, rows, (rows, self.n_out), x.device)
+
     # Alignment block for configs that do not choose one (e.g. the reference device).
     DEFAULT_BLOCK = 16
 
     def block_size(self, rows: int) -> int:
         """The routing block size the kernel for `rows` routed rows (M*top_k) was built for."""
-        return getattr(self.config_for(rows), "block_m", self.DEFAULT_BLOCK)
+        return self._blocks[bisect_left(self._buckets, rows)]
 
     def run(
         self,
@@ -110,11 +128,12 @@ class PreparedMoe(PreparedLayer):
         `routing_ready=True`: the routing tensors were complete before the previous kernel in the
         stream began, so a kernel that can may read them while that kernel finishes (see
         humming_core.device.Kernel)."""
-        self._check_input(x)
+        if x.dtype not in self._x_dtypes or x.shape[-1] != self.k:
+            self._check_input(x)  # raises, saying which
         if x.dim() != 2:
             raise ValueError(f"x must be [M, K] for a MoE GEMM, got shape {tuple(x.shape)}")
         rows = x.shape[0] * top_k
-        out = self._check_out(out, rows, (rows, self.n_out), x.device)
+        out = self._rows_out(out, rows, x)
         if topk_weights is not None and topk_weights.numel() != rows:
             raise ValueError(
                 f"topk_weights has {topk_weights.numel()} entries, expected M*top_k = {rows}"
@@ -122,7 +141,7 @@ class PreparedMoe(PreparedLayer):
         if zero_unrouted:
             out.zero_()
         if rows:
-            call = self._calls[bucket_of(rows, self._buckets)]
+            call = self._calls[bisect_left(self._buckets, rows)]
             ready = {"routing_ready": True} if routing_ready and _overlaps(call) else {}
             call(
                 x=x.contiguous(),
@@ -246,29 +265,35 @@ def fused_moe_rows(
         raise ValueError(f"w13 produces {w13.n_out} features per token but w2 takes K={w2.k}")
     num_experts = w13.num_experts if expert_map is None else expert_map.numel()
     rows = m * top_k
-    out = w2._check_out(out, rows, (rows, w2.n_out), x.device)
+    out = w2._rows_out(out, rows, x)
     fill = expert_map is not None
-    aligned: dict[int, tuple] = {}
-
-    def align_for(layer: PreparedMoe) -> tuple[int, tuple]:
-        block = layer.block_size(rows)
-        if block not in aligned:
-            aligned[block] = moe_align(
-                topk_ids,
-                block,
-                num_experts,
-                expert_map,
-                ignore_invalid_experts=True,
-                device=w13.device,
-                zero_rows=None if aligned or fill else out,
-            )
-        return block, aligned[block]
-
-    block13, align13 = align_for(w13)
+    block13, block2 = w13.block_size(rows), w2.block_size(rows)
+    align13 = moe_align(
+        topk_ids,
+        block13,
+        num_experts,
+        expert_map,
+        ignore_invalid_experts=True,
+        device=w13.device,
+        zero_rows=None if fill else out,
+    )
     hidden = w13.run(x, *align13, top_k, block13, zero_unrouted=False)
-    if w2.act_dtype is not None:
+    if w2.act_dtype is not None and hidden.dtype is not w2.act_dtype:
         hidden = hidden.to(w2.act_dtype)
-    block2, align2 = align_for(w2)
+    # one alignment serves both GEMMs when their kernels chose one block (the rows of dropped
+    # entries are zeroed by the first)
+    align2 = (
+        align13
+        if block2 == block13
+        else moe_align(
+            topk_ids,
+            block2,
+            num_experts,
+            expert_map,
+            ignore_invalid_experts=True,
+            device=w13.device,
+        )
+    )
     return w2.run(
         hidden,
         *align2,

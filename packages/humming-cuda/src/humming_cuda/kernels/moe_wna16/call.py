@@ -70,12 +70,11 @@ class MoeWna16Call:
         topk_weights: torch.Tensor | None = None,
         routing_ready: bool = False,
     ) -> None:
-        routing = {
-            "sorted_token_ids": sorted_token_ids,
-            "expert_ids": expert_ids,
-            "num_tokens_post_padded": num_tokens_post_padded,
-        }
-        if topk_weights is not None:  # what flatten_topk_weights hands the kernel
+        if topk_weights is not None and (
+            topk_weights.dtype is not torch.float32 or not topk_weights.is_contiguous()
+        ):
+            # what flatten_topk_weights hands the kernel; contiguous fp32 weights are that already
+            # (their flat view has their address and numel): read in place, no new tensor
             topk_weights = topk_weights.reshape(-1).float().contiguous()
         try:
             m, k = x.shape
@@ -83,6 +82,7 @@ class MoeWna16Call:
             lda, x_inner = x.stride()
             ldc, out_inner = out.stride()
             num_ids = sorted_token_ids.numel()
+            blocks = -(-num_ids // self.block_m)
             dev = self.device_index
             fast = (
                 self.template is not None
@@ -102,10 +102,12 @@ class MoeWna16Call:
                 and not out.data_ptr() % 4
                 and x.get_device() == dev
                 and out.get_device() == dev
-                and all(_ids_ok(t, dev) for t in routing.values())
+                and _ids_ok(sorted_token_ids, dev)
+                and _ids_ok(expert_ids, dev)
+                and _ids_ok(num_tokens_post_padded, dev)
                 and num_tokens_post_padded.numel() == 1
-                and expert_ids.numel() >= -(-num_ids // self.block_m)
-                and 0 < -(-num_ids // self.block_m) <= MAX_GRID_Y
+                and expert_ids.numel() >= blocks
+                and 0 < blocks <= MAX_GRID_Y
                 and (
                     topk_weights is None
                     or (
@@ -118,9 +120,18 @@ class MoeWna16Call:
         except (AttributeError, TypeError, ValueError):  # not 2-D tensors: the full check says so
             fast = False
         if not fast:
-            values = {"x": x, "out": out, **routing, "top_k": top_k, "block_size": block_size}
             self._checked_call(
-                {**values, "topk_weights": topk_weights, "routing_ready": routing_ready}
+                {
+                    "x": x,
+                    "out": out,
+                    "sorted_token_ids": sorted_token_ids,
+                    "expert_ids": expert_ids,
+                    "num_tokens_post_padded": num_tokens_post_padded,
+                    "top_k": top_k,
+                    "block_size": block_size,
+                    "topk_weights": topk_weights,
+                    "routing_ready": routing_ready,
+                }
             )
             return
         params = self.template.block()
