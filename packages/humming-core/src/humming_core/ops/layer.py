@@ -162,7 +162,8 @@ class PreparedLayer:
             _LAYERS.pop(self.id, None)
 
     def _check_out(self, out: torch.Tensor | None, rows: int, shape: tuple, device) -> torch.Tensor:
-        """A new [rows, n_out] output, or the caller's `out` checked against `shape`."""
+        """A new [rows, n_out] output, or the caller's `out` checked against `shape` (itself when
+        it is already 2-D: a view would cost a microsecond of every eager call)."""
         if out is None:
             return torch.empty((rows, self.n_out), dtype=self.out_dtype, device=device)
         if tuple(out.shape) != shape or out.dtype != self.out_dtype or not out.is_contiguous():
@@ -170,7 +171,7 @@ class PreparedLayer:
                 f"out must be a contiguous {self.out_dtype} tensor of shape {shape}, "
                 f"got {out.dtype} {tuple(out.shape)}"
             )
-        return out.view(rows, self.n_out)
+        return out if out.dim() == 2 else out.view(rows, self.n_out)
 
 
 class PreparedGemm(PreparedLayer):

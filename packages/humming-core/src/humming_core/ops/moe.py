@@ -89,17 +89,6 @@ class PreparedMoe(PreparedLayer):
                 "use PreparedGemm for a dense layer"
             )
 
-    def _rows_out(self, out: torch.Tensor | None, rows: int, x: torch.Tensor) -> torch.Tensor:
-        """A new [rows, n_out] output on x's device, or the caller's `out`: as it is when it has
-        that shape, the output dtype and is contiguous (one comparison each; a view of it would
-        cost a microsecond), else as _check_out finds it (a view, or an error naming what is
-        wrong)."""
-        if out is None:
-            return x.new_empty((rows, self.n_out), dtype=self.out_dtype)
-        if out.shape == (rows, self.n_out) and out.dtype is self.out_dtype and out.is_contiguous():
-            return out
-        return self._check_out(out, rows, (rows, self.n_out), x.device)
-
     # Alignment block for configs that do not choose one (e.g. the reference device).
     DEFAULT_BLOCK = 16
 
@@ -133,7 +122,7 @@ class PreparedMoe(PreparedLayer):
         if x.dim() != 2:
             raise ValueError(f"x must be [M, K] for a MoE GEMM, got shape {tuple(x.shape)}")
         rows = x.shape[0] * top_k
-        out = self._rows_out(out, rows, x)
+        out = self._check_out(out, rows, (rows, self.n_out), x.device)
         if topk_weights is not None and topk_weights.numel() != rows:
             raise ValueError(
                 f"topk_weights has {topk_weights.numel()} entries, expected M*top_k = {rows}"
@@ -265,35 +254,24 @@ def fused_moe_rows(
         raise ValueError(f"w13 produces {w13.n_out} features per token but w2 takes K={w2.k}")
     num_experts = w13.num_experts if expert_map is None else expert_map.numel()
     rows = m * top_k
-    out = w2._rows_out(out, rows, x)
+    out = w2._check_out(out, rows, (rows, w2.n_out), x.device)
     fill = expert_map is not None
     block13, block2 = w13.block_size(rows), w2.block_size(rows)
-    align13 = moe_align(
+    align = functools.partial(
+        moe_align,
         topk_ids,
-        block13,
-        num_experts,
-        expert_map,
+        num_experts=num_experts,
+        expert_map=expert_map,
         ignore_invalid_experts=True,
         device=w13.device,
-        zero_rows=None if fill else out,
     )
+    align13 = align(block13, zero_rows=None if fill else out)
     hidden = w13.run(x, *align13, top_k, block13, zero_unrouted=False)
     if w2.act_dtype is not None and hidden.dtype is not w2.act_dtype:
         hidden = hidden.to(w2.act_dtype)
     # one alignment serves both GEMMs when their kernels chose one block (the rows of dropped
     # entries are zeroed by the first)
-    align2 = (
-        align13
-        if block2 == block13
-        else moe_align(
-            topk_ids,
-            block2,
-            num_experts,
-            expert_map,
-            ignore_invalid_experts=True,
-            device=w13.device,
-        )
-    )
+    align2 = align13 if block2 == block13 else align(block2)
     return w2.run(
         hidden,
         *align2,

@@ -92,8 +92,8 @@ def pick_split_k(problem: GemmProblem, cfg: W4a8DecodeConfig, caps: DeviceCaps) 
 
 def candidates(spec: QuantSpec, problem: GemmProblem, caps: DeviceCaps) -> list[W4a8DecodeConfig]:
     """The decode tile of its token count (at most TILES' stages, as many as fit; the one-block
-    tile of integer nibbles unsplit UNSPLIT_ONE_BLOCK_STAGES), split by `pick_split_k` when its tiles alone would
-    not fill the GPU; the unsplit form follows. Empty when `supports` says no."""
+    tile of integer nibbles unsplit UNSPLIT_ONE_BLOCK_STAGES), split by `pick_split_k` when its
+    tiles alone would not fill the GPU; the unsplit form follows. Empty when `supports` says no."""
     if not supports(spec, problem, caps):
         return []
     tokens = 8 if (problem.m or 1) <= ONE_BLOCK_M else 16
