@@ -224,15 +224,15 @@ def _narrow_n_units() -> Units:
     """The 128-column tile (rs_block_n = 128, one consumer warpgroup) at two CTAs per SM: 64 rows
     on every format; on the first two also 32 / 96 / 128 / 160 / 176 rows (the widest with the
     3-deep ring two CTAs fit) with per-channel scales, one CTA per SM at 128 rows, and stream-K at
-    64 / 96 / 160 rows. (Stream-K's 128-row tile spills 4-12 bytes of its walk under ptxas 13: it
-    runs, benchmarks/notes/session35.md, but is not among these.)"""
+    48 / 64 / 96 / 160 rows. (Stream-K's 128-row tile spills 4-12 bytes of its walk under ptxas
+    13: it runs, benchmarks/notes/session35.md, but is not among these.)"""
     narrow = {"arch": "sm_90a", "weights_in_registers": True, "pdl": True, "group_m": 8}
     narrow |= {"rs_block_n": 128, "rs_ctas_per_sm": 2, "stages": 4}
     channel = [{"rs_block_m": b} for b in (32, 96, 128)]
     channel += [{"rs_block_m": b, "stages": 3} for b in (160, 176)]
     grouped = [{"rs_block_m": 128, "rs_ctas_per_sm": 1, "stages": 6}]
     stream = {"rs_stream_k": True, "stages": 3}
-    grouped += [{**stream, "rs_block_m": b} for b in (64, 96, 160)]
+    grouped += [{**stream, "rs_block_m": b} for b in (48, 64, 96, 160)]
     return _format_units({**narrow, "rs_block_m": 64}, channel, grouped)
 
 
@@ -245,7 +245,7 @@ def test_128_column_tile_compiles_without_spills_or_serialized_wgmma(monkeypatch
     units = _narrow_n_units()
     for _, cfg, _ in _assert_clean(units):
         assert cfg.threads == 256 and cfg.block_n == 128
-    assert register_a_widths(tmp_path, units) == {"32", "64", "96", "128", "160", "176"}
+    assert register_a_widths(tmp_path, units) == {"32", "48", "64", "96", "128", "160", "176"}
 
 
 def _stream_units() -> Units:

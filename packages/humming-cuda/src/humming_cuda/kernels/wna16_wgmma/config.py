@@ -46,9 +46,9 @@ RS_WIDE_BLOCK_MS = (160, 176)
 # last one mostly empty (6144 x 4096 at M = 1024 on 132 SMs). Routed by the cost model
 # (heuristics.RS_STEP_COST, measured 2026-12-05).
 RS_MID_BLOCK_M = 96
-# Token tiles of the stream-K form: its epilogue stages parts of at most 64 rows, and 176 rows
-# (11 parts of 16) spill under ptxas 13.
-STREAM_BLOCK_MS = (16, 32, 64, 96, 128, 160)
+# Token tiles of the stream-K form: its epilogue stages parts of at most 64 rows (48 rows: one
+# part), and 176 rows (11 parts of 16) spill under ptxas 13.
+STREAM_BLOCK_MS = (16, 32, 48, 64, 96, 128, 160)
 RS_MAX_BLOCK_M_2CTAS = 32  # the widest 256-column token tile whose accumulators fit two CTAs per SM
 # dequantized weight tiles: one read by wgmma, the next being written, and the previous one, which
 # the still-running wgmma of the step before may read
