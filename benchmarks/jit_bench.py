@@ -2,6 +2,7 @@
 
     python benchmarks/jit_bench.py [--out benchmarks/results/h200/jit.json] [--n 4096 --k 4096]
         [--kernels family|test]
+    python benchmarks/jit_bench.py --compile-only sm_90a --out compile.json   # no GPU needed
 
 Kernels come from the registered cuda kernel families: the heuristic's first config for each M
 bucket of a W4A16_G128 N×K layer, deduplicated (the kernels one layer needs). With no family that
@@ -24,6 +25,12 @@ Measures (targets from shared/KERNELS.md):
 - compile_phases: where one cold compile's time goes (the slowest of the layer's kernels): NVRTC to
   PTX only (front end + NVVM) against the full compile (+ ptxas), and NVRTC's
   --fdevice-time-trace totals per phase.
+
+`--compile-only ARCH` measures the compile side only (cold_compile_*, layer_cold_compile_*,
+compile_phases) for ARCH's capability row (its default SM count routes the layer), on any machine:
+NVRTC needs no GPU, and one NVRTC compile is single-threaded, so per-kernel figures from a CPU box
+compare with the GPU host's where both run the same code (the layer's parallel build does not:
+it depends on the cores).
 """
 
 from __future__ import annotations
@@ -48,11 +55,11 @@ import torch
 from humming_core import jit
 from humming_core.device import GemmProblem
 from humming_core.env import ENV
+from humming_core.ops.layer import M_BUCKETS
 from humming_core.spec import preset
 from humming_cuda.device import CudaDevice
 
 ROOT = Path(__file__).resolve().parents[1]
-M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 SPEC = "W4A16_G128"
 REPEATS = 3  # cold compiles per kernel and layer builds; the medians are reported
 TARGETS = {
@@ -311,18 +318,33 @@ def kernel_set(device, caps, n, k, use_family=True):
 def run(args) -> dict:
     import cuda.bindings
 
-    device = CudaDevice()
+    device = CudaDevice.for_arch(args.compile_only) if args.compile_only else CudaDevice()
     caps = device.caps()
     render_all, load_all, make_call, note = kernel_set(
         device, caps, args.n, args.k, args.kernels == "family"
     )
+    result = compile_side(device, render_all)
+    if not args.compile_only:
+        result |= launch_side(device, render_all, load_all, make_call)
+    return result | {
+        "compile_phases": compile_phases(render_all()),
+        "kernels": note,
+        "targets": TARGETS,
+        "device": f"{caps.name} ({caps.arch}, {caps.sm_count} SMs)"
+        + (", compile only: no GPU, the capability row's routing" if args.compile_only else ""),
+        "torch": torch.__version__,
+        "cuda_bindings": cuda.bindings.__version__,
+        "fingerprint": device.fingerprint(),
+        "cpus": os.cpu_count(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(["python", *sys.argv]),
+    }
+
+
+def compile_side(device, render_all) -> dict:
+    """Cold compiles one at a time, then the layer's parallel build."""
     cold = measure_cold(device, render_all())
     layer_artifacts, layer_s, layer_samples, layer_compiles = measure_layer(device, render_all)
-    disk_s = measure_disk_load(device, render_all, load_all)
-    call, full_check_call = make_call()
-    gpu_us = gpu_time_per_call(call)
-    wall_us, host_us = eager_time_per_call(call)
-    _, full_check_host_us = eager_time_per_call(full_check_call)
     return {
         "cold_compile_s": round(statistics.mean(r["seconds"] for r in cold), 3),
         "cold_compile_s_max": max(r["seconds"] for r in cold),
@@ -337,22 +359,23 @@ def run(args) -> dict:
         ),
         "layer_compiles": layer_compiles,
         "compile_workers": ENV.HUMMING_COMPILE_WORKERS,
+    }
+
+
+def launch_side(device, render_all, load_all, make_call) -> dict:
+    """The GPU host's part: the layer from the disk cache (measure_layer's), launch overhead."""
+    disk_s = measure_disk_load(device, render_all, load_all)
+    call, full_check_call = make_call()
+    gpu_us = gpu_time_per_call(call)
+    wall_us, host_us = eager_time_per_call(call)
+    _, full_check_host_us = eager_time_per_call(full_check_call)
+    return {
         "disk_load_ms": round(disk_s * 1e3, 2),
         "launch_overhead_us": round(max(0.0, wall_us - gpu_us), 2),
         "launch_wall_us": round(wall_us, 2),
         "launch_gpu_us": round(gpu_us, 2),
         "host_call_us": round(host_us, 2),
         "host_call_full_check_us": round(full_check_host_us, 2),
-        "compile_phases": compile_phases(render_all()),
-        "kernels": note,
-        "targets": TARGETS,
-        "device": f"{caps.name} ({caps.arch}, {caps.sm_count} SMs)",
-        "torch": torch.__version__,
-        "cuda_bindings": cuda.bindings.__version__,
-        "fingerprint": device.fingerprint(),
-        "cpus": os.cpu_count(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(["python", *sys.argv]),
     }
 
 
@@ -369,9 +392,19 @@ def main() -> None:
         default="family",
         help="what to build: the layer's family kernels or the JIT test kernel",
     )
+    parser.add_argument(
+        "--compile-only",
+        metavar="ARCH",
+        help="compile side only, for this arch's capability row (e.g. sm_90a); no GPU needed",
+    )
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        raise SystemExit("jit_bench needs an NVIDIA GPU (torch.cuda.is_available() is False)")
+    if args.compile_only and "--out" not in sys.argv:
+        raise SystemExit("--compile-only needs --out (the default is the GPU host's jit.json)")
+    if not args.compile_only and not torch.cuda.is_available():
+        raise SystemExit(
+            "jit_bench needs an NVIDIA GPU (torch.cuda.is_available() is False); "
+            "--compile-only ARCH measures the compile side without one"
+        )
     result = run(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
