@@ -382,7 +382,7 @@ def launch_side(device, render_all, load_all, make_call) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--out", type=Path, default=ROOT / "benchmarks" / "results" / "h200" / "jit.json"
+        "--out", type=Path, help="the JSON to write (default: benchmarks/results/h200/jit.json)"
     )
     parser.add_argument("--n", type=int, default=4096)
     parser.add_argument("--k", type=int, default=4096)
@@ -398,8 +398,10 @@ def main() -> None:
         help="compile side only, for this arch's capability row (e.g. sm_90a); no GPU needed",
     )
     args = parser.parse_args()
-    if args.compile_only and "--out" not in sys.argv:
-        raise SystemExit("--compile-only needs --out (the default is the GPU host's jit.json)")
+    if args.out is None:
+        if args.compile_only:
+            raise SystemExit("--compile-only needs --out (the default is the GPU host's jit.json)")
+        args.out = ROOT / "benchmarks" / "results" / "h200" / "jit.json"
     if not args.compile_only and not torch.cuda.is_available():
         raise SystemExit(
             "jit_bench needs an NVIDIA GPU (torch.cuda.is_available() is False); "
