@@ -22,4 +22,4 @@ P="W8A16:57344x8192:128 W8A16:57344x8192:1024 W8A16:4096x14336:1024 W8A16:6144x4
 P="$P W8A16:6144x4096:4096 W4A16_G128:57344x8192:128 W4A16_G128:57344x8192:1024 W4A16_G128:6144x4096:4096"
 P="$P W8A8_FP8:8192x28672:1024 W8A8_FP8:6144x4096:1024 FP8_BLOCK128:8192x28672:4096"
 left=$((570 - SECONDS))
-timeout $left python3 benchmarks/header_ab.py --b /tmp/headB/include $P --out $OUT/header_ab.json 2>&1 | grep -v Warning
+timeout $left python3 benchmarks/header_ab.py --b /tmp/headB/include $P --out $OUT/header_ab.json 2>&1 | grep -v Warning | tee $OUT/header_ab.txt
