@@ -322,14 +322,14 @@ def test_cost_model_picks_the_fastest_measured_tile_and_split(spec, n, k, m, blo
 @pytest.mark.parametrize(
     "m, taken4, taken8, block_m",
     [(1, False, False, 16), (8, False, False, 16), (9, False, True, 16), (16, False, True, 16),
-     (17, True, True, 32), (33, True, True, 64), (48, True, True, 64), (64, True, True, 64),
+     (17, True, True, 32), (33, True, True, 48), (48, True, True, 48), (64, True, True, 64),
      (65, True, True, 128)],
 )  # fmt: skip
 def test_small_m_takes_the_narrowest_register_tile_in_its_range(m, taken4, taken8, block_m):
     """From M = 9 for 8-bit codes, 17 for narrower ones, M goes to the register form: below 64
-    rows the narrowest tile that holds M (on this layer from M = 33 the 128-column tile's 64 rows,
-    N128_MIN_M); M below is wna16_decode's or wna16's. The narrow tiles' ring is as deep as shared
-    memory allows."""
+    rows the narrowest tile that holds M (on this layer from M = 33 the 128-column tile's plan,
+    N128_MIN_M, on 48-row tiles to M = 48, TILE48_MAX_M); M below is wna16_decode's or wna16's.
+    The narrow tiles' ring is as deep as shared memory allows."""
     problem = GemmProblem(n=57344, k=8192, m=m, act_dtype="fp16")
     assert FAMILY.prefers(presets.W4A16_G128, problem, SM90) == taken4
     assert FAMILY.prefers(presets.MXFP4, problem, SM90) == taken4

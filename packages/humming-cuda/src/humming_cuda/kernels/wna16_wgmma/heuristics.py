@@ -110,7 +110,12 @@ MID_MIN_M = 192
 # dequantization. Same-run H100 sweep of W4A16 g128 at M = 40 / 48 on the four layers
 # (benchmarks/notes/session48.md, session48/h100/dense48.json), each point's routed plan on 48-
 # against 64-row tiles: 0.91-0.96x the time at all 8 points (57344x8192 M=40 165.6 -> 157.9 us,
-# 8192x28672 78.3 -> 74.6, 4096x14336 26.5 -> 25.4, 6144x4096 16.1 -> 14.7).
+# 8192x28672 78.3 -> 74.6, 4096x14336 26.5 -> 25.4, 6144x4096 16.1 -> 14.7). The 128-column
+# plans (split, stream-K, clusters, scatter) too since session 50: same-run H100 sweep
+# (benchmarks/notes/session50/h100/sweep48*.json), W4A16 g128 M = 40 / 48 and MXFP4 M = 40 / 48,
+# 0.87-0.94x the time at all 8 points (57344x8192 stream-K M=40 138.7 -> 128.6 us, the peer 124.3;
+# 8192x28672 split-4 scatter 73.3 -> 68.2, peer 63.1; 6144x4096 clusters 14.9 -> 13.4, peer 13.0;
+# 4096x14336 split-8 scatter 24.9 -> 23.2).
 TILE48_MAX_M = 48
 WIDE_MIN_M = 512
 WIDE_SPLIT_MIN_M = 1024
@@ -449,7 +454,7 @@ def narrow_n(bits: int) -> bool:
 def token_tile(plan: Plan, m: int) -> int:
     """The token rows of `plan`'s tiles for M rows: 48 for a 64-row plan of at most TILE48_MAX_M
     rows (see there), else the plan's."""
-    narrower = plan.block_m == 64 and plan.block_n == RS_BLOCK_N and 32 < m <= TILE48_MAX_M
+    narrower = plan.block_m == 64 and 32 < m <= TILE48_MAX_M
     return 48 if narrower else plan.block_m
 
 
