@@ -1115,6 +1115,23 @@ def test_split_scatter_needs_the_register_forms_workspace_split():
             WgmmaWna16Config(**{**rs, **fields, "rs_split_scatter": True})
 
 
+def test_only_split_scatter_configs_compile_the_scatter_branch():
+    """The scatter epilogue is a third of a plain register-A kernel's SASS (session 49), so the
+    tile's SPLIT_SCATTER flag is set for rs_split_scatter configs alone: an unsplit config of the
+    same tile renders the template's default (no flag), a scatter config sets it after the
+    cluster flag (false)."""
+    rs = {"arch": "sm_90a", "stages": 4, "weights_in_registers": True, "rs_block_m": 64}
+
+    def tile(**fields) -> list[str]:
+        code = FAMILY.render(presets.GPTQ_INT4, WgmmaWna16Config(**rs, **fields), SM90).code
+        return re.search(r"WgmmaWna16RsTile<([^>]*)>", code).group(1).split(", ")
+
+    # ..., CTAS, CONSUMERS, CLUSTER_SPLIT, SPLIT_SCATTER
+    assert tile(split_k=4, rs_split_scatter=True)[-4:] == ["1", "2", "false", "true"]
+    for fields in ({"split_k": 1}, {"split_k": 4}, {"split_k": 4, "rs_cluster_split": True}):
+        assert len(tile(**fields)) <= 8, fields  # no ninth argument: SPLIT_SCATTER stays false
+
+
 def test_cluster_split_k_is_never_routed_beyond_a_portable_cluster_or_with_stream_k():
     """No routed config asks for a cluster of more than 8 CTAs, or for clusters with stream-K or
     without a split, across the family's M buckets on the four layers."""

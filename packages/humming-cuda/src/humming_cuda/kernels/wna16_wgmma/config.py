@@ -117,7 +117,8 @@ class WgmmaWna16Config(WgmmaTileConfig):
     # the launch's grid is resident at once (the bind passes the device's capacity; a larger
     # grid sums the workspace form's way): a CTA waiting for one that cannot start would hang.
     # HUMMING_SPLIT_SCATTER=0 makes every launch sum the workspace form's way (docs/environment.md:
-    # for processes that cannot use every SM the device reports).
+    # for processes that cannot use every SM the device reports). A kernel of its own (the tile's
+    # SPLIT_SCATTER): other kernels leave the branch out, a third of their SASS.
     rs_split_scatter: bool = False
 
     @model_validator(mode="after")

@@ -30,12 +30,14 @@ def template_arguments(fmt: KernelFormat, cfg: WgmmaWna16Config) -> tuple[str, s
     if cfg.weights_in_registers:
         producer = str(bool(cfg.rs_producer)).lower()
         # one CTA per SM and two consumer warpgroups are the template's defaults: those sources
-        # stay the verified ones
+        # stay the verified ones; so is no split-scatter form (only its configs launch it)
         tail = [cfg.rs_ctas_per_sm] if cfg.rs_ctas_per_sm != 1 else []
-        if cfg.consumers != 2 or cfg.rs_cluster_split:
+        if cfg.consumers != 2 or cfg.rs_cluster_split or cfg.rs_split_scatter:
             tail = [cfg.rs_ctas_per_sm, cfg.consumers]
         if cfg.rs_cluster_split:
             tail.append("true")
+        if cfg.rs_split_scatter:
+            tail += ["false", "true"]
         extra = "".join(f", {v}" for v in tail)
         return weight, (
             f"humming::WgmmaWna16RsTile<{cfg.stages}, {cfg.group_m}, {producer}, "

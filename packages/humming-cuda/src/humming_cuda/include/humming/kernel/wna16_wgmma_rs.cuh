@@ -79,11 +79,18 @@ namespace humming {
 // clusters of fewer CTAs (a divisor of the splits), each cluster sums its splits so, and each
 // CTA's share of the rows is then summed over the tile's clusters through the workspace (the
 // last of them reads the others' shares of its rows, not every split's whole tile).
+// SPLIT_SCATTER: the kernel holds split-K's scatter form (Split::resident; config
+// rs_split_scatter), which only such configs launch. Compiled into every kernel it was 1288 of a
+// 32-row tile's 3352 SASS instructions and 0.26 of its 0.74 s NVRTC compile (session 49, notes
+// §3).
 template <int STAGES_, int GROUP_M_, bool PRODUCER_ = false, int FRAG_BUFS_ = 2, int BM_ = 128,
-          int CTAS_ = 1, int CONSUMERS_ = 2, bool CLUSTER_SPLIT_ = false>
+          int CTAS_ = 1, int CONSUMERS_ = 2, bool CLUSTER_SPLIT_ = false,
+          bool SPLIT_SCATTER_ = false>
 struct WgmmaWna16RsTile {
   static constexpr int CONSUMERS = CONSUMERS_;
   static constexpr bool CLUSTER_SPLIT = CLUSTER_SPLIT_;
+  static constexpr bool SPLIT_SCATTER = SPLIT_SCATTER_;
+  static_assert(!(CLUSTER_SPLIT && SPLIT_SCATTER), "a tile's splits sum one way");
   static_assert(CONSUMERS == 1 || CONSUMERS == 2, "128 or 256 weight columns");
   static constexpr int BM = BM_, BN = 128 * CONSUMERS, BK = 64, STAGES = STAGES_;
   static constexpr int GROUP_M = GROUP_M_;
@@ -210,9 +217,10 @@ struct Wna16WgmmaRsKernel {
   // Split-K over gridDim.z: split z runs K steps [z * iters_per_split, + iters_per_split), writes
   // its fp32 tile to `workspace` and bumps the tile's counter; the last to arrive sums the tiles
   // in split order (the same result whichever CTA is last), runs the epilogue and zeroes the
-  // counter again (no memset between launches or graph replays). When the whole grid is
-  // resident at once (at most `resident` CTAs), every split instead sums and stores a share of
-  // the tile's rows once all have written theirs (split_tile.cuh's scatter_parts; the same sums).
+  // counter again (no memset between launches or graph replays). With Tile::SPLIT_SCATTER, when
+  // the whole grid is resident at once (at most `resident` CTAs), every split instead sums and
+  // stores a share of the tile's rows once all have written theirs (split_tile.cuh's
+  // scatter_parts; the same sums).
   struct Split {
     float* workspace = nullptr;  // [tiles][splits][BM * BN]
     int* counters = nullptr;     // [tiles], or [tiles][c] for clusters of c; zero between launches
@@ -546,21 +554,23 @@ struct Wna16WgmmaRsKernel {
         return;
       }
     }
-    if (gridDim.z > 1 && static_cast<u32>(sp.resident) >= gridDim.x * gridDim.y * gridDim.z) {
-      // the whole grid is resident: every split sums and stores its share of the rows inside M
-      // (the cluster form's shares)
-      constexpr int VECS = BM * BN / 4;
-      const int rows = min(BM, a.M - m0);
-      const auto share = ClusterSplitReducer<BM, BN, 128 * Tile::CONSUMERS, 1>::share(
-          blockIdx.z, gridDim.z, rows);
-      const int tile_id = blockIdx.y * gridDim.x + blockIdx.x;
-      float4* slots = reinterpret_cast<float4*>(sp.workspace) +
-                      static_cast<long long>(tile_id) * gridDim.z * VECS;
-      scatter_parts<128 * Tile::CONSUMERS, 1>(
-          reinterpret_cast<float4*>(tile), rows * BN / 4, share.first * BN / 4,
-          share.last * BN / 4, slots, VECS, gridDim.z, blockIdx.z, sp.counters + tile_id);
-      store_row_range(a, tile, m0, n0, share.first, share.last);
-      return;
+    if constexpr (Tile::SPLIT_SCATTER) {
+      if (gridDim.z > 1 && static_cast<u32>(sp.resident) >= gridDim.x * gridDim.y * gridDim.z) {
+        // the whole grid is resident: every split sums and stores its share of the rows inside
+        // M (the cluster form's shares)
+        constexpr int VECS = BM * BN / 4;
+        const int rows = min(BM, a.M - m0);
+        const auto share = ClusterSplitReducer<BM, BN, 128 * Tile::CONSUMERS, 1>::share(
+            blockIdx.z, gridDim.z, rows);
+        const int tile_id = blockIdx.y * gridDim.x + blockIdx.x;
+        float4* slots = reinterpret_cast<float4*>(sp.workspace) +
+                        static_cast<long long>(tile_id) * gridDim.z * VECS;
+        scatter_parts<128 * Tile::CONSUMERS, 1>(
+            reinterpret_cast<float4*>(tile), rows * BN / 4, share.first * BN / 4,
+            share.last * BN / 4, slots, VECS, gridDim.z, blockIdx.z, sp.counters + tile_id);
+        store_row_range(a, tile, m0, n0, share.first, share.last);
+        return;
+      }
     }
     if (gridDim.z > 1 &&
         !SplitTileReducer<BM * BN, 128 * Tile::CONSUMERS, 1>::reduce(
