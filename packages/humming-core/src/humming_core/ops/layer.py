@@ -21,7 +21,10 @@ from ..spec import QuantSpec
 
 # Batch sizes a layer gets a kernel for; a call with M rows uses the first bucket >= M (the last
 # bucket serves everything larger). Buckets that choose the same config share one kernel.
-M_BUCKETS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+# 48: M = 33-48 (vLLM's CUDA-graph sizes 40 and 48 among them) would otherwise run the 64 bucket's
+# kernel; devices may choose narrower tiles there (humming-cuda's sm_90a WnA16 48-row tiles:
+# 0.87-0.94x the 64-row tiles' time at M = 40 / 48, benchmarks/notes/session50.md).
+M_BUCKETS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 48, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
 _DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 _LAYERS: dict[int, PreparedLayer] = {}
