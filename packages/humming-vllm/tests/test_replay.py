@@ -1,9 +1,10 @@
 """Replay of tensors recorded from real vLLM layers on the CPU (record_replay.py) through the
 vLLM-free core: the canonical weight each layer was prepared from, its input and its output.
 
-On the CPU the recorded output must equal the reference numerics exactly (the fixtures are
-consistent); on an NVIDIA GPU the real kernels must match within the error bound derived in
-humming_core.testing.conformance."""
+On the CPU the recorded output must be the reference numerics up to the order of the fp32
+sums (the CPU's BLAS picks it, and it differs between CPUs: two of the fixtures differ in two
+elements by one fp16 ulp on a CPU other than the recording one); on an NVIDIA GPU the real kernels
+must match within the error bound derived in humming_core.testing.conformance."""
 
 from __future__ import annotations
 
@@ -46,12 +47,30 @@ def test_fixtures_exist_and_are_small():
     assert sum(p.stat().st_size for p in FIXTURES) < 400_000
 
 
+def _summation_order_slack(x: torch.Tensor, cw: CanonicalWeight, ref: torch.Tensor, out):
+    """How far two roundings of one GEMM may lie apart when only the order of their fp32 sums
+    differs: each sum of K products is within gamma_K * sum(|x_i w_i|) of the exact one
+    (gamma_K = K u / (1 - K u), u = 2^-24), and each side then rounds to the output dtype (at most
+    |value| * eps apart between the two roundings, or a subnormal step)."""
+    from humming_core.numerics import dequantize_weight
+
+    u = 2.0**-24
+    gamma = cw.k * u / (1 - cw.k * u)
+    magnitude = x.double().abs() @ dequantize_weight(cw).double().abs().T
+    info = torch.finfo(out.dtype)
+    rounding = torch.maximum(ref.double().abs(), out.double().abs()) * info.eps
+    return 2 * gamma * magnitude + rounding + info.smallest_normal * info.eps
+
+
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
 def test_recorded_outputs_are_the_reference_numerics(path):
     from humming_core.numerics import reference_gemm
 
     cw, x, out = _load(path)
-    assert torch.equal(reference_gemm(x, cw), out)
+    ref = reference_gemm(x, cw)
+    assert ref.dtype == out.dtype and ref.shape == out.shape
+    diff = (ref.double() - out.double()).abs()
+    assert bool((diff <= _summation_order_slack(x, cw, ref, out)).all()), float(diff.max())
 
 
 @pytest.mark.cuda
