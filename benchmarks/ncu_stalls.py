@@ -1,7 +1,7 @@
 """Where a humming kernel's warps stall, per SASS instruction (issue 6/7 tuning on the GPU host).
 
     python3 benchmarks/ncu_stalls.py W4A16_G128:6144x4096:4096 [--set stages=6] [--top 25] \\
-        [--out $OUT/stalls] [--full] [--kernel humming_w8a8] [--peer]
+        [--out $OUT/stalls] [--full] [--kernel humming_w8a8] [--peer | --cublas]
     python3 benchmarks/ncu_stalls.py moe:W4A16_G128:8192 [--gemm w2] ...
 
 Profiles the third call of benchmarks/profile_gemm.py for the point (its `--set` config changes
@@ -9,7 +9,10 @@ pass through), or for a `moe:SPEC:M` point the third call's w13 (or w2) GEMM of
 benchmarks/profile_moe.py's layer, with ncu's WarpStateStats and SourceCounters sections (`--full`:
 every section), keeps the report (`<out>.ncu-rep`) and its per-instruction page (`<out>.csv`), and
 prints the instructions with the most warp-stall samples (share of all samples, main reason) after
-the kernel's stall reasons. Needs ncu.
+the kernel's stall reasons; with `--full`, first the report's details page (throughputs, pipe
+utilisation, occupancy), also kept as `<out>.details.txt`. `--cublas` profiles cuBLASLt fp8's
+kernel at the point's shape instead (profile_gemm.py --cublas), a reference for the same
+sections. Needs ncu.
 """
 
 from __future__ import annotations
@@ -24,8 +27,17 @@ HERE = Path(__file__).parent
 SAMPLES = "Warp Stall Sampling (All Samples)"
 
 
+# cuBLASLt's Hopper GEMM kernels (names vary by version: nvjet_*, sm90_xmma_gemm_*, cutlass3x_*)
+CUBLAS_KERNELS = "regex:nvjet|gemm|xmma|cutlass"
+
+
 def target(
-    point: str, sets: list[str], gemm: str, kernel: str = "humming", peer: bool = False
+    point: str,
+    sets: list[str],
+    gemm: str,
+    kernel: str = "humming",
+    peer: bool = False,
+    cublas: bool = False,
 ) -> list[str]:
     """ncu's kernel filter and the profiled program for `point` (see the module docstring);
     `kernel`: the dense point's kernel-name regex (a quantized-activation layer launches its
@@ -34,6 +46,9 @@ def target(
     if peer:
         program = [sys.executable, str(HERE / "profile_gemm.py"), point, "--peer"]
         return ["--kernel-name", "humming", "--launch-skip", "3", *program]
+    if cublas:  # the baseline makes one call when built, then profile_gemm.py's three
+        program = [sys.executable, str(HERE / "profile_gemm.py"), point, "--cublas"]
+        return ["--kernel-name", CUBLAS_KERNELS, "--launch-skip", "3", *program]
     if point.startswith("moe:"):
         skip = (
             4 if gemm == "w13" else 5
@@ -56,8 +71,10 @@ def profile(
     full: bool = False,
     kernel: str = "humming",
     peer: bool = False,
+    cublas: bool = False,
 ) -> None:
-    """ncu over the third call of `point`: writes out.ncu-rep and out.csv."""
+    """ncu over the third call of `point`: writes out.ncu-rep and out.csv (and with `full`,
+    out.details.txt)."""
     sections = ["--set", "full"] if full else [
         "--section", "WarpStateStats", "--section", "SourceCounters"]  # fmt: skip
     cmd = [
@@ -68,9 +85,17 @@ def profile(
         "-f",
         "-o",
         str(out),
-        *target(point, sets, gemm, kernel, peer),
+        *target(point, sets, gemm, kernel, peer, cublas),
     ]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    if full:
+        details = subprocess.run(
+            ["ncu", "-i", f"{out}.ncu-rep", "--page", "details"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        out.with_suffix(".details.txt").write_text(details)
     page = subprocess.run(
         ["ncu", "-i", f"{out}.ncu-rep", "--page", "source", "--csv", "--print-source", "sass"],
         check=True,
@@ -126,11 +151,14 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], help="config field=value")
     parser.add_argument("--kernel", default="humming", help="a dense point's kernel-name regex")
     parser.add_argument("--peer", action="store_true", help="the published package's kernel")
+    parser.add_argument("--cublas", action="store_true", help="cuBLASLt fp8's kernel")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--out", default="stalls", help="report path without suffix")
     args = parser.parse_args()
     out = Path(args.out)
-    profile(args.point, args.set, out, args.gemm, args.full, args.kernel, args.peer)
+    profile(args.point, args.set, out, args.gemm, args.full, args.kernel, args.peer, args.cublas)
+    if args.full:
+        print(out.with_suffix(".details.txt").read_text())
     page = out.with_suffix(".csv").read_text()
     print("  ".join(f"{k} {100 * v:.1f}%" for v, k in reason_shares(page)[:8]))
     for share, address, sass, reason in top_stalls(page, args.top):

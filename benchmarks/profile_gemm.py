@@ -11,6 +11,8 @@ device's first candidate with those config fields changed instead (e.g. another 
 `--peer` makes the same three calls on the published humming-kernels layer of the point's format
 (the bench's peer baseline; its GEMM kernel's function name is `humming`, and building it makes
 one eager call first, so `--kernel-name humming --launch-skip 3` picks the third).
+`--cublas` makes them on cuBLASLt fp8 (`torch._scaled_mm`, row-wise scales: the bench's
+cublaslt_fp8 baseline, which also makes one call first) for the point's N, K and M.
 """
 
 from __future__ import annotations
@@ -30,7 +32,12 @@ def main() -> None:
     parser.add_argument("points", nargs="+", help="SPEC:NxK:M, e.g. W4A16_G128:57344x8192:4096")
     parser.add_argument("--set", action="append", default=[], help="config field=value")
     parser.add_argument("--peer", action="store_true", help="the published package's layer")
+    parser.add_argument("--cublas", action="store_true", help="cuBLASLt fp8 at the point's shape")
     args = parser.parse_args()
+    if args.cublas:
+        for text in args.points:
+            run_cublas(Point.parse(text))
+        return
     if args.peer:
         for text in args.points:
             run_peer(Point.parse(text))
@@ -80,6 +87,18 @@ def run_peer(point: Point) -> None:
         fn(0)
     torch.cuda.synchronize()
     print(point.text, "peer")
+
+
+def run_cublas(point: Point) -> None:
+    """Three calls of the bench's cuBLASLt fp8 baseline at the point's shape."""
+    from humming_cuda.bench.baselines import cublaslt_fp8
+
+    x = torch.randn(point.m, point.k, device="cuda").to(torch.bfloat16)
+    fn = cublaslt_fp8(x, point.n, copies=1)
+    for _ in range(3):
+        fn(0)
+    torch.cuda.synchronize()
+    print(point.text, "cublaslt_fp8")
 
 
 if __name__ == "__main__":
