@@ -31,7 +31,11 @@ promote from shared memory (every cubin's bytes changed; W8A8-fp8's decode kerne
 keep its SASS). On
 the H200 with exactly that code: test_w8a8_conformance.py + test_ppu_w8a8_conformance.py 176
 passed, compute-sanitizer memcheck / racecheck clean on an FP8 block-128 split-K decode case
-(benchmarks/notes/session28.md, run 62).
+(benchmarks/notes/session28.md, run 62). Retaken in session 51 WITHOUT a hardware run (no device
+was lent): the quantizer gained the fused input GLU (ActSpec.input_glu, a template parameter and
+a new header for the activation functions), which moved the headers' line tables and so every
+cubin's bytes; the SASS of all 69 cases, addresses stripped, is identical to the previous
+headers' (benchmarks/notes/session51/sass_same.py), so no instruction changed.
 test_w8a8_nvidia_identity.py compares against them.
 
 Regenerate (only for a deliberate NVIDIA kernel change that has been re-verified on hardware):

@@ -63,7 +63,7 @@ class ReferenceKernel:
         cw = CanonicalWeight(
             spec=self.spec,
             n=tensors["qweight"].shape[-2],
-            k=x.shape[-1],
+            k=x.shape[-1] // (2 if self.spec.act.input_glu != "none" else 1),  # x: [gate | up]
             qweight=tensors.pop("qweight"),
             scales=tensors.pop("scales"),
             zeros=tensors.pop("zeros", None),

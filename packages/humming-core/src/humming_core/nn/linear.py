@@ -21,8 +21,9 @@ class QuantLinear(nn.Module):
     def __init__(self, weight: CanonicalWeight, device: str | None = None) -> None:
         super().__init__()
         self.spec: QuantSpec = weight.spec
-        self.in_features, self.out_features = weight.k, weight.n
         self._layer: PreparedGemm = prepare(weight, device)
+        # x's width: K, or [gate | up] = 2K with a fused input GLU (act.input_glu)
+        self.in_features, self.out_features = self._layer.x_k, weight.n
         # Expose the packed tensors as buffers so .state_dict() and memory accounting see them.
         for name, tensor in self._layer.packed.items():
             self.register_buffer(name, tensor, persistent=False)
@@ -52,8 +53,9 @@ class QuantLinear(nn.Module):
 
     def extra_repr(self) -> str:
         w = self.spec.weight
+        glu = f", input_glu={self.spec.act.input_glu}" if self.spec.act.input_glu != "none" else ""
         return (
             f"in_features={self.in_features}, out_features={self.out_features}, weight={w.dtype.name}, "
             f"scale={w.scale.granularity}{w.scale.group_size or ''}/{w.scale.dtype.name}, "
-            f"act={self.spec.act.dtype.name}, device={self.device_name}"
+            f"act={self.spec.act.dtype.name}{glu}, device={self.device_name}"
         )

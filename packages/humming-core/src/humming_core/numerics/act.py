@@ -12,6 +12,10 @@ Scale rules: dynamic scales are amax / elem_max per tile in fp32 (e4m3: 448, int
 ue4m3 value per group of 16, with global = `static_scale` when given (a direct multiplier,
 ModelOpt's input_scale convention) or else amax(x) / (6 * 448). Static per-tensor quantization divides by `static_scale`.
 An all-zero tile gets scale 0 and values 0. Values are rounded to nearest even and saturate.
+
+With `act.input_glu` the input is x [M, 2K] = [gate | up] and what is quantized is `glu_input(x,
+act)`: act(gate) * up in fp32, rounded to x's dtype when x is fp16 / bf16 (the value a separate
+activation kernel would have stored).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import torch
 from ..spec.quant import ActSpec
 from .blocks import from_tiles, per_tile, tile_amax, to_tiles
 from .codec import round_to
+from .epilogue import glu_gate
 from .scales import div, element_max, global_scale, mx_scale, round_scale
 
 
@@ -43,6 +48,21 @@ def _check_input(x: torch.Tensor, act: ActSpec) -> None:
         raise ValueError(
             f"activations must be a float [M, K] tensor, got {x.dtype} {tuple(x.shape)}"
         )
+
+
+def glu_input(x: torch.Tensor, act: ActSpec) -> torch.Tensor:
+    """The activations an `act.input_glu` spec quantizes (x itself without one): x [M, 2K] =
+    [gate | up] -> act(gate) * up [M, K], computed in fp32, in x's dtype when x is fp16 / bf16."""
+    if act.input_glu == "none":
+        return x
+    if x.dim() != 2 or x.shape[1] % 2:
+        raise ValueError(
+            f"act.input_glu={act.input_glu!r}: x must be [M, 2K] (gate columns, then as many up "
+            f"columns), got shape {tuple(x.shape)}"
+        )
+    k = x.shape[1] // 2
+    y = glu_gate(act.input_glu)(x[:, :k].float()) * x[:, k:].float()
+    return y.to(x.dtype) if x.dtype in (torch.float16, torch.bfloat16) else y
 
 
 def _as_scalar_scale(static_scale: torch.Tensor | float, device: torch.device) -> torch.Tensor:
@@ -76,8 +96,10 @@ def _dynamic_scales(
 def quantize_act(
     x: torch.Tensor, act: ActSpec, static_scale: torch.Tensor | float | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Quantize activations [M, K]: (float32 element values, float32 scales); see the module docstring."""
+    """Quantize activations [M, K] ([M, 2K] with act.input_glu): (float32 element values,
+    float32 scales); see the module docstring."""
     _check_input(x, act)
+    x = glu_input(x, act)
     m, k = x.shape
     xf = x.float()
     tiles = to_tiles(xf, act_tile(act, m, k))

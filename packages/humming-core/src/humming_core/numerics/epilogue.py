@@ -37,6 +37,11 @@ _ACTIVATIONS = {
 _GLU_GATES = {"silu_mul": "silu", "gelu_mul": "gelu", "gelu_tanh_mul": "gelu_tanh"}
 
 
+def glu_gate(glu: str):
+    """The activation a GLU applies to its gate half (silu_mul -> silu, ...)."""
+    return _ACTIVATIONS[_GLU_GATES[glu]]
+
+
 def split_glu(acc: torch.Tensor, layout: str) -> tuple[torch.Tensor, torch.Tensor]:
     """(gate, up) halves of a GLU accumulator [M, N]."""
     n = acc.shape[-1]
@@ -53,7 +58,7 @@ def _glu(acc: torch.Tensor, epi: EpilogueSpec) -> torch.Tensor:
         gate = gate.clamp(max=epi.swiglu_limit)
         up = up.clamp(-epi.swiglu_limit, epi.swiglu_limit)
         return (up + 1.0) * gate * torch.sigmoid(epi.swiglu_alpha * gate)
-    return _ACTIVATIONS[_GLU_GATES[epi.glu]](gate) * up
+    return glu_gate(epi.glu)(gate) * up
 
 
 def resolve_out_dtype(epi: EpilogueSpec, out_dtype: str | torch.dtype | None) -> torch.dtype:

@@ -49,15 +49,22 @@ def reference_gemm(
     bias: torch.Tensor | None = None,
     act_scale_static: torch.Tensor | float | None = None,
 ) -> torch.Tensor:
-    """x [M, K] (fp16/bf16, or fp32 rounded to the act dtype) times a dense canonical weight:
-    [M, N] (or [M, N/2] with a GLU epilogue) in the spec's output dtype."""
+    """x [M, K] (fp16/bf16, or fp32 rounded to the act dtype; [M, 2K] = [gate | up] with
+    act.input_glu) times a dense canonical weight: [M, N] (or [M, N/2] with a GLU epilogue) in
+    the spec's output dtype."""
     if cw.is_moe:
         raise ValueError(
             "reference_gemm takes a dense weight; for (E, N, K) weights use reference_moe_gemm, "
             "reference_grouped_gemm or reference_fused_moe"
         )
-    if x.shape[-1] != cw.k:
+    glu = cw.spec.act.input_glu
+    if glu == "none" and x.shape[-1] != cw.k:
         raise ValueError(f"x has K={x.shape[-1]} columns but the weight has K={cw.k}")
+    if glu != "none" and x.shape[-1] != 2 * cw.k:
+        raise ValueError(
+            f"x has {x.shape[-1]} columns but act.input_glu={glu!r} takes [gate | up] = 2K = "
+            f"{2 * cw.k} for the weight's K={cw.k}"
+        )
     xa = prepare_act(x, cw.spec.act, act_scale_static)
     acc = xa @ dequantize_weight(cw).T
     bias = bias if bias is not None else cw.bias

@@ -62,6 +62,8 @@ class PreparedLayer:
         )
         self.spec: QuantSpec = cw.spec
         self.n, self.k, self.num_experts = cw.n, cw.k, cw.num_experts
+        # x's features: K, or [gate | up] (2K) where the quantizer fuses an input GLU
+        self.x_k = 2 * self.k if self.spec.act.input_glu != "none" else self.k
         glu = self.spec.epilogue.glu != "none"
         if glu and self.n % 2:
             raise ValueError(f"a GLU epilogue needs an even N (gate and up halves), got N={self.n}")
@@ -147,9 +149,12 @@ class PreparedLayer:
         return len({id(k) for k in self.kernels.values()})
 
     def _check_input(self, x: torch.Tensor) -> None:
-        if x.shape[-1] != self.k:
+        if x.shape[-1] != self.x_k:
+            glu = self.spec.act.input_glu
+            takes = f"[gate | up] = {self.x_k} (act.input_glu={glu!r})" if glu != "none" else ""
             raise ValueError(
-                f"x has {x.shape[-1]} features in its last dim, the layer was built for K={self.k}"
+                f"x has {x.shape[-1]} features in its last dim, the layer was built for "
+                f"K={self.k}{': x takes ' + takes if takes else ''}"
             )
         if self.act_dtype is not None and x.dtype != self.act_dtype:
             raise ValueError(
@@ -217,10 +222,10 @@ class PreparedGemm(PreparedLayer):
 
         `act_scale`: a static activation scale (fp32 (1,), a multiplier) for specs with
         act.quant='static' or NVFP4 activations' global scale; handed to the kernel as is."""
-        if x.dtype not in self._x_dtypes or x.shape[-1] != self.k:
+        if x.dtype not in self._x_dtypes or x.shape[-1] != self.x_k:
             self._check_input(x)  # raises, saying which
         flat = x.dim() == 2
-        x2 = x if flat else x.reshape(-1, self.k)
+        x2 = x if flat else x.reshape(-1, self.x_k)
         if not x2.is_contiguous():
             x2 = x2.contiguous()
         m = x2.shape[0]

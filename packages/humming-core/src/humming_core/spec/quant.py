@@ -179,8 +179,19 @@ class WeightSpec(_Frozen):
         return bits
 
 
+# A GLU the activation quantizer applies to its input first (ActSpec.input_glu).
+InputGluFn = Literal["none", "silu_mul", "gelu_mul", "gelu_tanh_mul"]
+INPUT_GLU_ACTS = ("int8", "e4m3")
+
+
 class ActSpec(_Frozen):
-    """Activations as the GEMM consumes them: 16-bit, or quantized with their own scales."""
+    """Activations as the GEMM consumes them: 16-bit, or quantized with their own scales.
+
+    `input_glu` (8-bit quantized activations): the layer's input is the previous layer's
+    [gate | up] output, x [M, 2K] with gate = x[:, :K] and up = x[:, K:] (vLLM's merged gate_up
+    projection), and the quantizer computes act(gate) * up in fp32, rounds it to x's dtype (what
+    a separate activation kernel would store) and quantizes that: one pass over x instead of an
+    activation kernel writing [M, K] and the quantizer reading it back."""
 
     dtype: Scalar = ScalarType.parse("fp16")
     quant: Literal["none", "dynamic", "static"] = "none"
@@ -188,6 +199,7 @@ class ActSpec(_Frozen):
     group_size: int | None = None
     scale_dtype: Scalar = ScalarType.parse("fp32")
     global_scale: bool = False
+    input_glu: InputGluFn = "none"
 
     @field_validator("dtype")
     @classmethod
@@ -216,6 +228,12 @@ class ActSpec(_Frozen):
     @model_validator(mode="after")
     def _rules(self) -> ActSpec:
         wide = self.dtype.name in WIDE_ACTS
+        if self.input_glu != "none" and self.dtype.name not in INPUT_GLU_ACTS:
+            raise ValueError(
+                f"act.input_glu={self.input_glu!r} with act dtype {self.dtype.name!r}: the GLU "
+                f"is fused into the quantization of {' / '.join(INPUT_GLU_ACTS)} activations; "
+                "otherwise apply it before the layer (or as the previous GEMM's epilogue.glu)"
+            )
         if wide:
             if self.quant != "none" or self.granularity is not None or self.group_size is not None:
                 raise ValueError(
@@ -303,6 +321,11 @@ class QuantSpec(_Frozen):
         if self.epilogue.topk_weight and self.layout != "moe":
             raise ValueError(
                 "epilogue.topk_weight=True needs layout='moe': it multiplies by the router's top-k weight"
+            )
+        if self.act.input_glu != "none" and self.layout != "dense":
+            raise ValueError(
+                f"act.input_glu={self.act.input_glu!r} with layout={self.layout!r}: a MoE layer "
+                "applies its GLU in w13's epilogue (epilogue.glu), before w2's quantizer"
             )
         return self
 

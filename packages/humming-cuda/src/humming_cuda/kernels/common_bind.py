@@ -48,6 +48,8 @@ class ActQuantGemmKernel(ABC):
     # rows of x one launch computes (the decode kernel's tile takes fewer; checked here and by
     # PreparedDenseCall's quick check)
     max_m = 1 << 31
+    # columns of x per column of K: 2 where the quantizer fuses an input GLU (x = [gate | up])
+    x_columns = 1
 
     def __init__(
         self, function: Any, config: WarpTileConfig, signature: Signature, pdl: bool = False
@@ -99,11 +101,12 @@ class ActQuantGemmKernel(ABC):
         quantized, quantize = self._quantize(x, values.pop("act_scale", None))
         values.update(quantized)
         m, n = out.shape
+        k = x.shape[1] // self.x_columns
         cfg = self.config
         grid_n, grid_m = -(-n // cfg.block_n), -(-m // cfg.block_m)
-        split, extra, split_dims = self._split_k(x.shape[1], grid_n * grid_m, x.device)
+        split, extra, split_dims = self._split_k(k, grid_n * grid_m, x.device)
         values.update(extra)
-        dims = {"LDC": out.stride(0), **self._k_dims(x.shape[1]), **split_dims}
+        dims = {"LDC": out.stride(0), **self._k_dims(k), **split_dims}
         dims, params = self.signature.bind(values, dims, self.function.device_index)
         return (grid_n, grid_m, split), params, dims, quantize
 

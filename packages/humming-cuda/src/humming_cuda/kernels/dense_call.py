@@ -48,6 +48,7 @@ class PreparedDenseCall:
         self.max_m = kernel.max_m
         self.template: ThreadParams | None = None  # set by the first fully checked launch
         self.k = self.n = self.grid_n = self.split = -1
+        self.x_k = -1  # x's columns: K, or 2K where the kernel's quantizer fuses an input GLU
         self.workspace: tuple[torch.Tensor, torch.Tensor] | None = None
         self.uses_workspace = False  # split-K's (set with the template)
         self.ws_rows = 0  # grid rows (of block_m) the held split-K workspace covers
@@ -67,7 +68,7 @@ class PreparedDenseCall:
             fast = (
                 x.dtype is self.act
                 and out.dtype is self.out_dtype
-                and k == self.k
+                and k == self.x_k
                 and n == self.n
                 and rows == m
                 and m <= self.max_m
@@ -122,5 +123,6 @@ class PreparedDenseCall:
         """A fully checked call's launch as the template of the quick path."""
         kernel = self.kernel
         self.k, self.n, self.grid_n, self.split = dims["K"], dims["N"], grid[0], grid[2]
+        self.x_k = self.k * getattr(kernel, "x_columns", 1)
         self.uses_workspace = self.split > 1
         self.template = ThreadParams(kernel.launcher.ctypes, kernel.signature.names, params)

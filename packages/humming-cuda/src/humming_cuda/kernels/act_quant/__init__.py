@@ -6,6 +6,10 @@ module serves a layer; `ActQuantizer` launches it. `render_source` builds a stan
 tools). Results are bit-identical to humming_core.numerics.act.quantize_act; scales are laid out
 [G, M] (G = 1 per token / static, ceil(K / group) per group): see include/humming/kernel/act_quant.cuh.
 q and the scales are views of one allocation (ActQuantFormat.buffer_layout).
+
+With an input GLU (ActSpec.input_glu) x is [M, 2K] = [gate | up] and the quantizer encodes act(gate)
+* up rounded to x's dtype; its gate activation is the epilogues' fast form, so it matches
+quantize_act except where a product lies within a few fp32 ulp of a 16-bit rounding boundary.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from .scratch import quant_buffer
 THREADS = 256  # kActQuantThreads
 CODES = {"int8": 0, "e4m3": 1}
 MODES = {"token": 0, "group": 1, "static": 2}
+# the gate activation of each input GLU (humming::Activation, include/humming/arith/activation.cuh)
+GLU_CODES = {"silu_mul": 2, "gelu_mul": 3, "gelu_tanh_mul": 4}
 CODE_DTYPES = {"int8": torch.int8, "e4m3": torch.float8_e4m3fn}
 INPUTS = {"fp16": ("half", torch.float16), "bf16": ("nv_bfloat16", torch.bfloat16)}
 GROUP_SIZES = (128,)  # the W8A8 GEMM applies a group scale once per 128-deep K iteration
@@ -61,18 +67,21 @@ class ActQuantFormat:
     """Template arguments of one quantizer: code type, scale mode, group size (0 unless group);
     `wide`: write each code's value as bf16 instead of the 8-bit code (exact), for the WnA16
     kernels that run 8-bit activations; `interleave`: codes with every 16-byte chunk in the
-    order of the e4m3 MoE kernel (byte p holds K (p >> 1) + 8 (p & 1), act_quant_interleaved.cuh)."""
+    order of the e4m3 MoE kernel (byte p holds K (p >> 1) + 8 (p & 1), act_quant_interleaved.cuh);
+    `glu`: the input GLU (ActSpec.input_glu; x [M, 2K])."""
 
     code: str
     mode: str
     group: int
     wide: bool = False
     interleave: bool = False
+    glu: str = "none"
 
     def __repr__(self) -> str:
         # the generated repr of the fields before `interleave`: kernel names hash it, and units
-        # without interleaved codes keep their names
+        # without interleaved codes or an input GLU keep their names
         extra = ", interleave=True" if self.interleave else ""
+        extra += f", glu={self.glu!r}" if self.glu != "none" else ""
         return (
             f"ActQuantFormat(code={self.code!r}, mode={self.mode!r}, group={self.group!r}, "
             f"wide={self.wide!r}{extra})"
@@ -84,6 +93,11 @@ class ActQuantFormat:
                 "interleaved codes are 8-bit codes with per-token or static scales (not wide, "
                 "not per group)"
             )
+        if self.glu != "none" and (self.glu not in GLU_CODES or self.wide or self.interleave):
+            raise ValueError(
+                f"input GLU {self.glu!r}: the quantizer fuses {', '.join(GLU_CODES)} into plain "
+                "8-bit codes (not wide, not interleaved: MoE layers apply the GLU in w13)"
+            )
 
     @classmethod
     def from_spec(
@@ -93,7 +107,12 @@ class ActQuantFormat:
         if reason:
             raise ValueError(f"no activation quantizer for this spec: {reason}")
         mode = "static" if act.quant == "static" else act.granularity
-        return cls(act.dtype.name, mode, act.group_size or 0, wide, interleave)
+        return cls(act.dtype.name, mode, act.group_size or 0, wide, interleave, act.input_glu)
+
+    @property
+    def x_columns(self) -> int:
+        """Columns of x per quantized column: 2 with an input GLU ([gate | up]), else 1."""
+        return 2 if self.glu != "none" else 1
 
     @property
     def q_dtype(self) -> torch.dtype:
@@ -143,11 +162,14 @@ class ActQuantFormat:
                 if self.wide
                 else "HUMMING_ACT_QUANT_INTERLEAVED_ENTRY"
                 if self.interleave
+                else "HUMMING_ACT_QUANT_GLU_ENTRY"
+                if self.glu != "none"
                 else "HUMMING_ACT_QUANT_ENTRY"
             )
+            glu = f", {GLU_CODES[self.glu]}" if self.glu != "none" else ""
             lines.append(
                 f"{macro}({symbol}, {INPUTS[dt][0]}, {CODES[self.code]}, "
-                f"{MODES[self.mode]}, {max(self.group, 8)})\n"
+                f"{MODES[self.mode]}, {max(self.group, 8)}{glu})\n"
             )
         return "".join(lines)
 
@@ -202,9 +224,10 @@ class ModuleFunction:
 
 
 def signature(fmt: ActQuantFormat, input_dtype: torch.dtype, name: str) -> Signature:
-    """Parameters in the order of HUMMING_ACT_QUANT_ENTRY."""
+    """Parameters in the order of HUMMING_ACT_QUANT_ENTRY (x: [M, XK], XK = K or 2K with an
+    input GLU)."""
     return Signature(
-        TensorArg("x", input_dtype, ("M", "K"), layout="rows"),
+        TensorArg("x", input_dtype, ("M", "XK"), layout="rows"),
         TensorArg("static_scale", torch.float32, (1,), optional=fmt.mode != "static", align=4),
         TensorArg("q", fmt.q_dtype, ("M", "K")),
         TensorArg("scales", torch.float32, ("G", "M"), align=4),
@@ -263,14 +286,21 @@ class ActQuantizer:
                 "pass an fp32 tensor of shape (1,) exactly when the spec has act.quant='static'"
             )
         fn, sig, launcher = entry
-        m, k = x.shape
+        m, xk = x.shape
+        k = xk // self.fmt.x_columns
+        if xk % self.fmt.x_columns:
+            raise ValueError(
+                f"x has {xk} columns: with input GLU {self.fmt.glu!r} it is [gate | up], 2K "
+                "columns (an even number)"
+            )
         if k % 16:
             raise ValueError(
                 f"K={k}: 8-bit activation rows are written in 16-byte chunks, K % 16 == 0"
             )
         _, q, scales = self.fmt.allocate(m, k, x.device)
         values = {"x": x, "static_scale": static_scale, "q": q, "scales": scales}
-        _, params = sig.bind(values, {"LDA": x.stride(0) if m else k}, fn.device_index)
+        dims = {"LDA": x.stride(0) if m else xk, "XK": xk}
+        _, params = sig.bind(values, dims, fn.device_index)
         grid = (self.fmt.grid(m, k), 1, 1) if m else (0, 1, 1)
         return q, scales, QuantLaunch(launcher, sig, grid, params)
 

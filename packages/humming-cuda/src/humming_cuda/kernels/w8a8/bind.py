@@ -48,11 +48,13 @@ def signature(fmt: W8a8Format, name: str) -> Signature:
 class W8a8Kernel(ActQuantGemmKernel):
     """`kernel(x=..., out=..., [act_scale=...], **packed)`: out[M, N] = quant(x) @ W^T (+ bias).
 
-    x is fp16 or bf16; it is quantized by the module's own quantizer entry into a fresh 8-bit
+    x is fp16 or bf16 ([M, 2K] = [gate | up] with an input GLU, ActSpec.input_glu); it is
+    quantized by the module's own quantizer entry into a fresh 8-bit
     buffer (torch's caching allocator: no synchronisation, graph-capturable), then multiplied."""
 
     def __init__(self, function: Any, spec: QuantSpec, config: W8a8Config) -> None:
         self.fmt = W8a8Format.from_spec(spec)
+        self.x_columns = self.fmt.act.x_columns
         self.quantizer = ActQuantizer.from_module(
             self.fmt.act, function, function.symbol, config.pdl
         )

@@ -56,7 +56,8 @@ def signature(fmt: W8a8Format, name: str) -> Signature:
 class W8a8WgmmaKernel:
     """`kernel(x=..., out=..., [act_scale=...], **packed)`: out[M, N] = quant(x) @ W^T (+ bias).
 
-    x is fp16 or bf16 [M, K]; `packed` is the w8a8 layout's qweight / weight_scale / bias.
+    x is fp16 or bf16 [M, K] ([M, 2K] = [gate | up] with an input GLU, ActSpec.input_glu);
+    `packed` is the w8a8 layout's qweight / weight_scale / bias.
     `kernel.prepare(**packed)` binds one layer's weights for repeated calls (W8a8WgmmaCall).
     Subclasses for other weight forms (w4a8_wgmma) set `signature`, `k_dims` and `PACKED`."""
 
@@ -66,6 +67,7 @@ class W8a8WgmmaKernel:
 
     def __init__(self, function: Any, spec: QuantSpec, config: Any) -> None:
         self.fmt = W8a8Format.from_spec(spec)
+        self.x_columns = self.fmt.act.x_columns  # 2 with an input GLU: x = [gate | up]
         self.config = config
         self.name = function.symbol
         self.function = function
@@ -111,13 +113,14 @@ class W8a8WgmmaKernel:
             x, values.pop("act_scale", None)
         )
         m, n = out.shape
+        k = x.shape[1] // self.x_columns
         cfg = self.config
         grid_n, grid_m = -(-n // cfg.block_n), -(-m // cfg.block_m)
-        splits, buffers, split_dims = self.split_k(x.shape[1], grid_n * grid_m, x.device)
+        splits, buffers, split_dims = self.split_k(k, grid_n * grid_m, x.device)
         values.update(buffers)
         a_rows = self.a_box_rows(m)  # one value for the map and the kernel's expected bytes
         dims = {"LDC": out.stride(0), "AR": a_rows, "RES": self.scatter_ctas}
-        dims.update(**self.k_dims(x.shape[1]), **split_dims)
+        dims.update(**self.k_dims(k), **split_dims)
         dims, params = self.signature.bind(values, dims, self.function.device_index)
         if not m:
             return (0, 0, 0), params, dims, quantize

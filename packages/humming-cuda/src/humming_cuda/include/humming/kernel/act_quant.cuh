@@ -12,7 +12,15 @@
 // synchronisation. The scale is one __fdiv_rn; the element quotients come from RoundedDivisor
 // (humming/arith/divide.cuh: a reciprocal multiply and one exact correction, the same quotients
 // in three instructions each), where __fdiv_rn per element made these kernels compute-bound.
+//
+// GLU (HUMMING_ACT_QUANT_GLU_ENTRY; ActSpec.input_glu): the quantizer's input is the previous
+// layer's [gate | up] output, x [M, 2K], and it quantizes act(gate) * up, computed in fp32 and
+// rounded to the 16-bit input type (what a separate activation kernel would store) — one read of
+// x instead of an activation kernel writing [M, K] and this kernel reading it back. The gate's
+// activation uses the epilogues' fast forms (humming/arith/activation.cuh), so a product within a
+// few fp32 ulp of a 16-bit rounding boundary may round the other way than an exact one would.
 #pragma once
+#include "humming/arith/activation.cuh"
 #include "humming/arith/common.cuh"
 #include "humming/arith/divide.cuh"
 #include "humming/datatype/act_types.cuh"
@@ -43,6 +51,24 @@ HM_DEVICE void unpack8(uint4 v, float (&f)[8]) {
 template <typename T>
 HM_DEVICE void load8(const T* p, float (&f)[8]) {
   unpack8<T>(*reinterpret_cast<const uint4*>(p), f);
+}
+
+// With an input GLU (GLU: the gate's activation code): the 8 values act(gate) * up of the gate
+// chunk at `gate` and the up chunk K elements after it, in fp32, rounded to T, as 16 bytes of T.
+// (The plain quantizer's loads stay written out at each use below: routed through a helper they
+// compiled to other register allocations, and the W8A8 identity fixtures pin those cubins.)
+template <typename T, int GLU>
+HM_DEVICE uint4 glu_chunk(const T* gate, int K) {
+  float g[8], u[8];
+  load8<T>(gate, g);
+  load8<T>(gate + K, u);
+  u32 w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    w[i] = as_u32(ActTraits<T>::from_floats(apply_activation<GLU>(g[2 * i]) * u[2 * i],
+                                             apply_activation<GLU>(g[2 * i + 1]) * u[2 * i + 1]));
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 HM_DEVICE float amax8(const float (&f)[8]) {
@@ -95,7 +121,7 @@ HM_DEVICE void store8(Q* q, uint2 codes) {
   }
 }
 
-template <typename T, int CODE, int MODE, int GROUP, typename Q = u8>
+template <typename T, int CODE, int MODE, int GROUP, typename Q = u8, int GLU = kActNone>
 struct ActQuant {
   static constexpr int THREADS = kActQuantThreads;
   // Group mode: each lane takes two 16-byte chunks of its group (one where the group has only
@@ -129,7 +155,8 @@ struct ActQuant {
   // rather than registers: the unrolled register copy took 80-96 registers (2 CTAs per SM).
   static constexpr int kKept = 8;
 
-  // One CTA per row: amax over the row (dynamic) or the given scale (static), then encode.
+  // One CTA per row: amax over the row (dynamic) or the given scale (static), then encode. K: the
+  // quantized row's length (x rows hold 2K values with an input GLU).
   HM_DEVICE static void rows(const T* x, const float* static_scale, Q* q, float* scales, int M,
                              int K, int lda) {
     const int m = blockIdx.x;
@@ -144,7 +171,12 @@ struct ActQuant {
     if constexpr (DYNAMIC) {
       float amax = 0.f;
       for (int c = threadIdx.x; c < chunks; c += THREADS) {
-        const uint4 v = *reinterpret_cast<const uint4*>(row + c * 8);
+        uint4 v;
+        if constexpr (GLU == kActNone) {
+          v = *reinterpret_cast<const uint4*>(row + c * 8);
+        } else {
+          v = glu_chunk<T, GLU>(row + c * 8, K);
+        }
         if (c < kept_end) kept[c / THREADS][threadIdx.x] = v;
         float f[8];
         unpack8<T>(v, f);
@@ -158,9 +190,14 @@ struct ActQuant {
     const RoundedDivisor<DYNAMIC> divisor(scale);
     for (int c = threadIdx.x; c < chunks; c += THREADS) {
       float f[8];
-      unpack8<T>(c < kept_end ? kept[c / THREADS][threadIdx.x]
-                              : *reinterpret_cast<const uint4*>(row + c * 8),
-                 f);
+      if constexpr (GLU == kActNone) {
+        unpack8<T>(c < kept_end ? kept[c / THREADS][threadIdx.x]
+                                : *reinterpret_cast<const uint4*>(row + c * 8),
+                   f);
+      } else {
+        unpack8<T>(c < kept_end ? kept[c / THREADS][threadIdx.x] : glu_chunk<T, GLU>(row + c * 8, K),
+                   f);
+      }
       store8<CODE>(qrow + c * 8, encode8<CODE>(f, divisor));
     }
   }
@@ -178,7 +215,14 @@ struct ActQuant {
     for (int j = 0; j < kChunks; ++j) {
 #pragma unroll
       for (int i = 0; i < 8; ++i) f[j][i] = 0.f;
-      if (m < M && k + 8 * j < K) load8<T>(x + static_cast<long long>(m) * lda + k + 8 * j, f[j]);
+      if (m < M && k + 8 * j < K) {
+        const T* chunk = x + static_cast<long long>(m) * lda + k + 8 * j;
+        if constexpr (GLU == kActNone) {
+          load8<T>(chunk, f[j]);
+        } else {
+          unpack8<T>(glu_chunk<T, GLU>(chunk, K), f[j]);
+        }
+      }
       amax = fmaxf(amax, amax8(f[j]));
     }
 #pragma unroll
@@ -220,6 +264,15 @@ struct ActQuant {
       NAME(const T* x, const float* static_scale, humming::u8* q, float* scales, int M, int K,  \
            int lda) {                                                                            \
     humming::ActQuant<T, CODE, MODE, GROUP>::run(x, static_scale, q, scales, M, K, lda);         \
+  }
+
+// With an input GLU (GLU: the gate's activation code, humming::Activation): x [M, 2K] = [gate | up].
+#define HUMMING_ACT_QUANT_GLU_ENTRY(NAME, T, CODE, MODE, GROUP, GLU)                             \
+  extern "C" __global__ void __launch_bounds__(humming::kActQuantThreads)                       \
+      NAME(const T* x, const float* static_scale, humming::u8* q, float* scales, int M, int K,  \
+           int lda) {                                                                            \
+    humming::ActQuant<T, CODE, MODE, GROUP, humming::u8, GLU>::run(x, static_scale, q, scales,  \
+                                                                  M, K, lda);                   \
   }
 
 // The WIDE form: q [M, K] bf16 (the codes' values).

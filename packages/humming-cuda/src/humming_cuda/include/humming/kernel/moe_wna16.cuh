@@ -13,34 +13,10 @@
 // column and the epilogue needs no data exchange. What the epilogue does with (gate, up), or with a
 // plain column, is the Act policy type (MoeAct, MoeGlu, MoeSwigluOai below).
 #pragma once
+#include "humming/arith/activation.cuh"
 #include "humming/kernel/wna16.cuh"
 
 namespace humming {
-
-enum MoeActivation : int {
-  kMoeActNone = 0,
-  kMoeActRelu = 1,
-  kMoeActSilu = 2,
-  kMoeActGelu = 3,
-  kMoeActGeluTanh = 4
-};
-
-// v * sigmoid(a v) with the fast division (a reciprocal and a multiply, within 2 ulp): the IEEE one
-// added a range check and a called slow path per output element to the GLU epilogues (FCHK and
-// CALL in their SASS). Where 1 + e^(-a v) passes 2^126 (a v below about -87) the quotient is 0
-// where the true one is below 2^-119 in magnitude.
-HM_DEVICE float silu_scaled(float v, float a) { return __fdividef(v, 1.f + __expf(-a * v)); }
-
-template <int ACT>
-HM_DEVICE float moe_activation(float v) {
-  if constexpr (ACT == kMoeActRelu) return fmaxf(v, 0.f);
-  if constexpr (ACT == kMoeActSilu) return silu_scaled(v, 1.f);
-  if constexpr (ACT == kMoeActGelu) return 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
-  if constexpr (ACT == kMoeActGeluTanh) {
-    return 0.5f * v * (1.f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-  }
-  return v;
-}
 
 // Epilogue policies (the Act template argument): kGlu says whether the layout pairs gate and up;
 // kRowScale whether each routed row's accumulators are first multiplied by its token's activation
@@ -48,13 +24,13 @@ HM_DEVICE float moe_activation(float v) {
 template <int CODE>
 struct MoeAct {  // a plain activation on every column
   static constexpr bool kGlu = false, kRowScale = false;
-  HM_DEVICE static float apply(float v) { return moe_activation<CODE>(v); }
+  HM_DEVICE static float apply(float v) { return apply_activation<CODE>(v); }
 };
 
 template <int CODE>
 struct MoeGlu {  // act(gate) * up
   static constexpr bool kGlu = true, kRowScale = false;
-  HM_DEVICE static float combine(float g, float u) { return moe_activation<CODE>(g) * u; }
+  HM_DEVICE static float combine(float g, float u) { return apply_activation<CODE>(g) * u; }
 };
 
 // gpt-oss's clamped SwiGLU: gate clamped to <= limit, up to [-limit, limit],
