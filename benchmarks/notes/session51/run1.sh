@@ -1,6 +1,6 @@
 #!/bin/bash
 # Session 51, first call on any card (carry .whl .base). An H200: the owed dense refresh.
-# Else: every M bucket through ops (48 new), MoE host time against .base (pre-781af86), and full
+# Else: every M bucket through ops (48 new), the fused input GLU's GPU tests, MoE host time against .base (pre-781af86), and full
 # ncu profiles (details page + stalls) of W4A8-fp8 and W8A8-fp8 at 6144x4096 M=4096 against the
 # peer's and cuBLASLt fp8's kernels at that shape: both our fp8 wgmma kernels sit at 0.6-0.9x
 # cuBLASLt at large M and the reason is not known (no profile of either at large M since
@@ -13,6 +13,8 @@ if grep -q H200 $OUT/gpu.txt; then
 fi
 T=packages/humming-cuda/tests
 timeout 200 python3 -m pytest -q -p no:cacheprovider $T/test_user_api_cuda.py 2>&1 | grep -E "passed|failed|FAILED|Error" | tee $OUT/user_api.txt
+# the fused input GLU (94ab070), never run on a GPU: quantizer codes / scales and every act8 family
+timeout 200 python3 -m pytest -q -p no:cacheprovider $T/test_input_glu_cuda.py 2>&1 | grep -E "passed|failed|FAILED|Error" | tee -a $OUT/user_api.txt
 for t in base new; do
   if [ $t = base ]; then R=$PWD/.base; else R=$PWD; fi
   PYTHONPATH=$R/packages/humming-cuda/src:$R/packages/humming-core/src:$R/packages/humming-cuda/tests:$R/benchmarks:/tmp/site \
