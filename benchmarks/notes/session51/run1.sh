@@ -20,6 +20,9 @@ for t in base new; do
   PYTHONPATH=$R/packages/humming-cuda/src:$R/packages/humming-core/src:$R/packages/humming-cuda/tests:$R/benchmarks:/tmp/site \
     timeout 40 python3 $R/benchmarks/moe_host_overhead.py MXFP4_A8:8 W4A16_G128:1 2>&1 | grep -E " us$" | sed "s/^/$t /" | tee -a $OUT/hostab.txt
 done
+# SM clock and power under our fp8 kernels and cuBLASLt's at large M (clock_under_load.py)
+timeout 90 python3 benchmarks/clock_under_load.py W4A8_FP8:8192x28672:4096 W8A8_FP8:8192x28672:4096 \
+  --seconds 4 --out $OUT/clocks.json 2>&1 | grep -v Warning
 for job in "ours W4A8_FP8 --kernel humming_w4a8_wgmma_[0-9a-f]+$" "peer W4A8_FP8 --peer" \
            "cublas W4A8_FP8 --cublas" "ours8 W8A8_FP8 --kernel humming_w8a8_wgmma_[0-9a-f]+$"; do
   read -r who spec flags <<< "$job"
