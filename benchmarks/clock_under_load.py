@@ -24,23 +24,14 @@ from points import Point
 
 from humming_core.ops import PreparedGemm
 from humming_cuda.bench.baselines import cublaslt_fp8
+from humming_cuda.bench.timing import captured
 
 CALLS = 10  # per graph replay
 
 
-def _graph(fn) -> torch.cuda.CUDAGraph:
-    fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(CALLS):
-            fn()
-    return graph
-
-
 def under_load(fn, seconds: float) -> dict[str, float]:
     """Replay fn's graph for `seconds` under nvidia-smi sampling: mean clock, power, us per call."""
-    graph = _graph(fn)
+    graph = captured(lambda i: fn(), CALLS)
     smi = subprocess.Popen(
         ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
          "-lms", "100"],

@@ -57,6 +57,7 @@ from humming_core.device import GemmProblem
 from humming_core.env import ENV
 from humming_core.ops.layer import M_BUCKETS
 from humming_core.spec import preset
+from humming_cuda.bench.timing import captured
 from humming_cuda.device import CudaDevice
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,12 +175,7 @@ def measure_disk_load(device, render_all, load_all, repeats=5):
 
 
 def gpu_time_per_call(call, calls=100, replays=5):
-    call()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            call()
+    graph = captured(lambda i: call(), calls)
     best = float("inf")
     for _ in range(replays):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

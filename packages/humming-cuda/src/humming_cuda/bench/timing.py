@@ -20,11 +20,13 @@ def copies_for(bytes_per_copy: int, l2_bytes: int, at_least: int = 2) -> int:
     return max(at_least, -(-3 * l2_bytes // max(bytes_per_copy, 1)) + 1)
 
 
-def graph_time_us(fn: Fn, calls: int, replays: int = 5) -> float:
+def captured(fn: Fn, calls: int) -> torch.cuda.CUDAGraph:
+    """A CUDA graph of fn(0) .. fn(calls - 1), after warm-up calls outside the capture (lazy init,
+    autotuning, workspaces)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        for i in range(min(calls, 3)):  # warm-up outside capture: lazy init, autotuning, workspaces
+        for i in range(min(calls, 3)):
             fn(i)
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
@@ -32,6 +34,11 @@ def graph_time_us(fn: Fn, calls: int, replays: int = 5) -> float:
     with torch.cuda.graph(graph):
         for i in range(calls):
             fn(i)
+    return graph
+
+
+def graph_time_us(fn: Fn, calls: int, replays: int = 5) -> float:
+    graph = captured(fn, calls)
     best = float("inf")
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     graph.replay()
