@@ -42,6 +42,14 @@ def test_spec_json_round_trips(capsys):
     assert main(["spec", text]) == 0
 
 
+def test_spec_names_an_input_glu(capsys):
+    from humming_core.spec import W8A8_FP8
+
+    spec = W8A8_FP8.replace(act={**W8A8_FP8.act.model_dump(), "input_glu": "gelu_tanh_mul"})
+    assert main(["spec", spec.model_dump_json()]) == 0
+    assert "input GLU gelu_tanh_mul (x: gate then up columns, 2K)" in capsys.readouterr().out
+
+
 def test_bad_spec_is_a_clear_error(capsys):
     assert main(["spec", "W5A16"]) == 2
     assert "unknown preset 'W5A16'" in capsys.readouterr().err

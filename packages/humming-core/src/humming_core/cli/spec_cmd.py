@@ -77,4 +77,6 @@ def _summary(spec) -> tuple[str, str, str]:
         if not a.is_quantized
         else f"{a.dtype.name} {a.quant} per {a.granularity}{a.group_size or ''}"
     )
+    if a.input_glu != "none":
+        act += f", input GLU {a.input_glu} (x: gate then up columns, 2K)"
     return w.dtype.name + zp, scales, act
