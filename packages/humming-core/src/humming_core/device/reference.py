@@ -63,7 +63,7 @@ class ReferenceKernel:
         cw = CanonicalWeight(
             spec=self.spec,
             n=tensors["qweight"].shape[-2],
-            k=x.shape[-1] // (2 if self.spec.act.input_glu != "none" else 1),  # x: [gate | up]
+            k=x.shape[-1] // self.spec.act.x_columns,  # x: [gate | up] with an input GLU
             qweight=tensors.pop("qweight"),
             scales=tensors.pop("scales"),
             zeros=tensors.pop("zeros", None),

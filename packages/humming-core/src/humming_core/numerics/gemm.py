@@ -57,13 +57,13 @@ def reference_gemm(
             "reference_gemm takes a dense weight; for (E, N, K) weights use reference_moe_gemm, "
             "reference_grouped_gemm or reference_fused_moe"
         )
-    glu = cw.spec.act.input_glu
-    if glu == "none" and x.shape[-1] != cw.k:
-        raise ValueError(f"x has K={x.shape[-1]} columns but the weight has K={cw.k}")
-    if glu != "none" and x.shape[-1] != 2 * cw.k:
+    act = cw.spec.act
+    if x.shape[-1] != cw.k * act.x_columns:
+        if act.input_glu == "none":
+            raise ValueError(f"x has K={x.shape[-1]} columns but the weight has K={cw.k}")
         raise ValueError(
-            f"x has {x.shape[-1]} columns but act.input_glu={glu!r} takes [gate | up] = 2K = "
-            f"{2 * cw.k} for the weight's K={cw.k}"
+            f"x has {x.shape[-1]} columns but act.input_glu={act.input_glu!r} takes [gate | up] "
+            f"= 2K = {2 * cw.k} for the weight's K={cw.k}"
         )
     xa = prepare_act(x, cw.spec.act, act_scale_static)
     acc = xa @ dequantize_weight(cw).T

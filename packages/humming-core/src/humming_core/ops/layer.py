@@ -63,7 +63,7 @@ class PreparedLayer:
         self.spec: QuantSpec = cw.spec
         self.n, self.k, self.num_experts = cw.n, cw.k, cw.num_experts
         # x's features: K, or [gate | up] (2K) where the quantizer fuses an input GLU
-        self.x_k = 2 * self.k if self.spec.act.input_glu != "none" else self.k
+        self.x_k = self.k * self.spec.act.x_columns
         glu = self.spec.epilogue.glu != "none"
         if glu and self.n % 2:
             raise ValueError(f"a GLU epilogue needs an even N (gate and up halves), got N={self.n}")
@@ -151,10 +151,10 @@ class PreparedLayer:
     def _check_input(self, x: torch.Tensor) -> None:
         if x.shape[-1] != self.x_k:
             glu = self.spec.act.input_glu
-            takes = f"[gate | up] = {self.x_k} (act.input_glu={glu!r})" if glu != "none" else ""
+            takes = f": x takes [gate | up] = {self.x_k} (act.input_glu={glu!r})"
             raise ValueError(
                 f"x has {x.shape[-1]} features in its last dim, the layer was built for "
-                f"K={self.k}{': x takes ' + takes if takes else ''}"
+                f"K={self.k}{takes if glu != 'none' else ''}"
             )
         if self.act_dtype is not None and x.dtype != self.act_dtype:
             raise ValueError(

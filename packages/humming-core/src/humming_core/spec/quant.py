@@ -276,6 +276,11 @@ class ActSpec(_Frozen):
     def is_quantized(self) -> bool:
         return self.quant != "none"
 
+    @property
+    def x_columns(self) -> int:
+        """Columns of a layer's x per column of K: 2 with an input GLU ([gate | up]), else 1."""
+        return 2 if self.input_glu != "none" else 1
+
 
 ActivationFn = Literal["none", "relu", "silu", "gelu", "gelu_tanh"]
 GluFn = Literal["none", "silu_mul", "gelu_mul", "gelu_tanh_mul", "swiglu_oai"]
